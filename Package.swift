@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "LiveRelayWire", targets: ["LiveRelayWire"]),
         .library(name: "LiveRelayMessages", targets: ["LiveRelayMessages"]),
         .library(name: "CLiveRelayProto", targets: ["CLiveRelayProto"]),
+        .library(name: "LiveRelayTLS", targets: ["LiveRelayTLS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -38,9 +39,36 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // Test support: hand-written protobuf-c descriptors for the part of
+        // descriptor.proto the contract check reads from `protoc --descriptor_set_out`.
+        .target(
+            name: "CDescriptorSet",
+            path: "Tests/Support/CDescriptorSet",
+            linkerSettings: [.linkedLibrary("protobuf-c")]
+        ),
+        // OpenSSL 3 (libssl, libcrypto), with inline shims for the macros Swift cannot import.
+        .systemLibrary(name: "COpenSSL"),
+        // TLS over OpenSSL 3 as a SwiftNIO channel handler, for both server and client roles.
+        .target(
+            name: "LiveRelayTLS",
+            dependencies: [
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayTLSTests",
+            dependencies: [
+                "LiveRelayTLS",
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "LiveRelayMessagesTests",
-            dependencies: ["LiveRelayMessages", "CLiveRelayProto"],
+            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(

@@ -3,7 +3,7 @@
 # Needs root for apt-get; skips what is already present.
 set -euo pipefail
 
-debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config)
+debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl)
 
 missing=()
 for p in "${debian_packages[@]}"; do

@@ -1,0 +1,70 @@
+/*
+ * Private helpers for the hand-written descriptor tables. They only spell out
+ * the ProtobufCFieldDescriptor initializers; every table, name order and range
+ * is still written by hand in liverelay_v1.c and activity_v1.c.
+ */
+#ifndef LR_DESCRIPTOR_MACROS_H
+#define LR_DESCRIPTOR_MACROS_H
+
+#include "liverelay_proto.h"
+#include <stddef.h>
+
+#define LR_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+/* proto3 singular field (implicit presence): LABEL_NONE. */
+#define LR_FIELD_NONE(S, num, fname, TYPE, desc, def)                            \
+  { #fname, num, PROTOBUF_C_LABEL_NONE, PROTOBUF_C_TYPE_##TYPE, 0,               \
+    offsetof(S, fname), desc, def, 0, 0, NULL, NULL }
+
+/* proto2 optional scalar, enum or bool: presence in has_<name>. */
+#define LR_FIELD_OPT_HAS(S, num, fname, TYPE, desc)                              \
+  { #fname, num, PROTOBUF_C_LABEL_OPTIONAL, PROTOBUF_C_TYPE_##TYPE,              \
+    offsetof(S, has_##fname), offsetof(S, fname), desc, NULL, 0, 0, NULL, NULL }
+
+/* proto2 optional string or message: presence is a non-NULL pointer. */
+#define LR_FIELD_OPT_PTR(S, num, fname, TYPE, desc)                              \
+  { #fname, num, PROTOBUF_C_LABEL_OPTIONAL, PROTOBUF_C_TYPE_##TYPE, 0,           \
+    offsetof(S, fname), desc, NULL, 0, 0, NULL, NULL }
+
+/* repeated string or message (never packed): count in n_<name>. */
+#define LR_FIELD_REPEATED(S, num, fname, TYPE, desc)                             \
+  { #fname, num, PROTOBUF_C_LABEL_REPEATED, PROTOBUF_C_TYPE_##TYPE,              \
+    offsetof(S, n_##fname), offsetof(S, fname), desc, NULL, 0, 0, NULL, NULL }
+
+#define LR_EMPTY ((const void *)protobuf_c_empty_string)
+
+/*
+ * The message descriptor, its accessor and its init function. Every message
+ * here numbers its fields 1..n without gaps, so one range plus the closing
+ * {0, n_fields} entry covers them (LR_RANGES_CONTIGUOUS).
+ */
+#define LR_MESSAGE(snake, S, Short)                                              \
+  static const ProtobufCIntRange snake##_ranges[2] = {                          \
+    { 1, 0 }, { 0, LR_COUNT(snake##_fields) } };                                \
+  static void snake##_init_any(ProtobufCMessage *m);                            \
+  static const ProtobufCMessageDescriptor snake##_descriptor = {                \
+    PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,                                       \
+    "liverelay.v1." #Short, #Short, #S, "liverelay.v1",                         \
+    sizeof(S), LR_COUNT(snake##_fields), snake##_fields, snake##_by_name,       \
+    1, snake##_ranges, snake##_init_any, NULL, NULL, NULL };                    \
+  _Static_assert(LR_COUNT(snake##_fields) == LR_COUNT(snake##_by_name),         \
+                 #snake ": by-name index size");                                \
+  static void snake##_init_any(ProtobufCMessage *m) {                           \
+    lr_message_init(m, &snake##_descriptor); }                                  \
+  const ProtobufCMessageDescriptor *lr_##snake##_descriptor(void) {             \
+    return &snake##_descriptor; }                                               \
+  void lr_##snake##_init(S *message) {                                          \
+    lr_message_init(&message->base, &snake##_descriptor); }
+
+#define LR_ENUM(snake, CName, Short)                                             \
+  static const ProtobufCEnumDescriptor snake##_enum_descriptor = {              \
+    PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,                                          \
+    "liverelay.v1." #Short, #Short, #CName, "liverelay.v1",                     \
+    LR_COUNT(snake##_values), snake##_values,                                   \
+    LR_COUNT(snake##_by_name), snake##_by_name,                                 \
+    LR_COUNT(snake##_value_ranges) - 1, snake##_value_ranges,                   \
+    NULL, NULL, NULL, NULL };                                                   \
+  const ProtobufCEnumDescriptor *lr_##snake##_enum_descriptor(void) {           \
+    return &snake##_enum_descriptor; }
+
+#endif

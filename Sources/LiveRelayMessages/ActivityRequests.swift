@@ -1,0 +1,298 @@
+import CLiveRelayProto
+import NIOCore
+
+// activity.proto (proto2): the activity requests. Every field is optional on
+// the wire (proto2 `required` cannot be retired); which ones a request needs is
+// enforced by validate(), which names the field.
+
+/// Starts an activity remotely through push-to-start tokens.
+public struct StartActivityRequest: LiveRelayMessage {
+    public static let protoName = "liverelay.v1.StartActivityRequest"
+
+    public var appID: String?
+    public var activityID: String?
+    public var attributesType: String?
+    public var attributesJSON: String?
+    public var contentStateJSON: String?
+    public var alert: Alert?
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    public var priority: Priority?
+    public var targets: Targets?
+    public var idempotencyKey: String?
+    public var waitForDelivery: Bool?
+
+    public init(
+        appID: String? = nil, activityID: String? = nil, attributesType: String? = nil,
+        attributesJSON: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
+        staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
+        priority: Priority? = nil, targets: Targets? = nil, idempotencyKey: String? = nil,
+        waitForDelivery: Bool? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.attributesType = attributesType
+        self.attributesJSON = attributesJSON
+        self.contentStateJSON = contentStateJSON
+        self.alert = alert
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.priority = priority
+        self.targets = targets
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+    }
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
+        self = try Codec.decode(bytes, limit: limit)
+        try validate()
+    }
+
+    public func serializedBytes() -> [UInt8] { Codec.encode(self) }
+    public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
+
+    public func validate() throws(MessageError) {
+        try Rules.appID(appID)
+        try Rules.activityID(activityID, required: true)
+        try Rules.typeName(attributesType, required: true)
+        try Rules.jsonObject(attributesJSON, required: true, "attributes_json")
+        try Rules.jsonObject(contentStateJSON, required: true, "content_state_json")
+        try alert?.validate(prefix: "alert.")
+        try Rules.nonNegative(staleDate, "stale_date")
+        try Rules.nonNegative(dismissalDate, "dismissal_date")
+        try Rules.finite(relevanceScore, "relevance_score")
+        try Rules.priority(priority)
+        guard let targets else { throw MessageError(.missing, field: "targets") }
+        if targets.isEmpty {
+            throw MessageError(.missing, field: "targets",
+                               detail: "needs push_to_start_tokens, external_user_ids or all_devices")
+        }
+        try targets.validate(prefix: "targets.")
+        try Rules.idempotencyKey(idempotencyKey)
+    }
+}
+
+extension StartActivityRequest: CMessageConvertible {
+    static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_start_activity_request_descriptor() }
+
+    init(c: UnsafePointer<LrStartActivityRequest>) {
+        let m = c.pointee
+        self.init(
+            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
+            attributesType: cOptionalString(m.attributes_type), attributesJSON: cOptionalString(m.attributes_json),
+            contentStateJSON: cOptionalString(m.content_state_json), alert: m.alert.map { Alert(c: $0) },
+            staleDate: cOptional(m.has_stale_date, m.stale_date),
+            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
+            relevanceScore: cOptional(m.has_relevance_score, m.relevance_score),
+            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))),
+            targets: m.targets.map { Targets(c: $0) }, idempotencyKey: cOptionalString(m.idempotency_key),
+            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)))
+    }
+
+    var arenaBytes: Int {
+        Arena.size(LrStartActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
+            + Arena.size(attributesType) + Arena.size(attributesJSON) + Arena.size(contentStateJSON)
+            + (alert?.arenaBytes ?? 0) + (targets?.arenaBytes ?? 0) + Arena.size(idempotencyKey)
+    }
+
+    func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityRequest> {
+        let c = a.allocate(LrStartActivityRequest.self)
+        lr_start_activity_request_init(c)
+        c.pointee.app_id = a.copy(appID)
+        c.pointee.activity_id = a.copy(activityID)
+        c.pointee.attributes_type = a.copy(attributesType)
+        c.pointee.attributes_json = a.copy(attributesJSON)
+        c.pointee.content_state_json = a.copy(contentStateJSON)
+        if let alert { c.pointee.alert = alert.build(in: &a) }
+        if let staleDate { c.pointee.has_stale_date = 1; c.pointee.stale_date = staleDate }
+        if let dismissalDate { c.pointee.has_dismissal_date = 1; c.pointee.dismissal_date = dismissalDate }
+        if let relevanceScore { c.pointee.has_relevance_score = 1; c.pointee.relevance_score = relevanceScore }
+        if let priority { c.pointee.has_priority = 1; c.pointee.priority = cEnum(priority.rawValue) }
+        if let targets { c.pointee.targets = targets.build(in: &a) }
+        c.pointee.idempotency_key = a.copy(idempotencyKey)
+        if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
+        return c
+    }
+}
+
+/// Sends a new content state to every update token of an activity.
+public struct UpdateActivityRequest: LiveRelayMessage {
+    public static let protoName = "liverelay.v1.UpdateActivityRequest"
+
+    public var appID: String?
+    public var activityID: String?
+    public var contentStateJSON: String?
+    public var alert: Alert?
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    public var priority: Priority?
+    public var endActivity: Bool?
+    public var idempotencyKey: String?
+    public var waitForDelivery: Bool?
+
+    public init(
+        appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
+        staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
+        priority: Priority? = nil, endActivity: Bool? = nil, idempotencyKey: String? = nil,
+        waitForDelivery: Bool? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.contentStateJSON = contentStateJSON
+        self.alert = alert
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.priority = priority
+        self.endActivity = endActivity
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+    }
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
+        self = try Codec.decode(bytes, limit: limit)
+        try validate()
+    }
+
+    public func serializedBytes() -> [UInt8] { Codec.encode(self) }
+    public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
+
+    /// content_state_json is required unless end_activity is true (an end may keep the last state).
+    public func validate() throws(MessageError) {
+        try Rules.appID(appID)
+        try Rules.activityID(activityID, required: true)
+        try Rules.jsonObject(contentStateJSON, required: endActivity != true, "content_state_json")
+        try alert?.validate(prefix: "alert.")
+        try Rules.nonNegative(staleDate, "stale_date")
+        try Rules.nonNegative(dismissalDate, "dismissal_date")
+        try Rules.finite(relevanceScore, "relevance_score")
+        try Rules.priority(priority)
+        try Rules.idempotencyKey(idempotencyKey)
+    }
+}
+
+extension UpdateActivityRequest: CMessageConvertible {
+    static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_update_activity_request_descriptor() }
+
+    init(c: UnsafePointer<LrUpdateActivityRequest>) {
+        let m = c.pointee
+        self.init(
+            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
+            contentStateJSON: cOptionalString(m.content_state_json), alert: m.alert.map { Alert(c: $0) },
+            staleDate: cOptional(m.has_stale_date, m.stale_date),
+            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
+            relevanceScore: cOptional(m.has_relevance_score, m.relevance_score),
+            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))),
+            endActivity: cOptional(m.has_end_activity, cBool(m.end_activity)),
+            idempotencyKey: cOptionalString(m.idempotency_key),
+            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)))
+    }
+
+    var arenaBytes: Int {
+        Arena.size(LrUpdateActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
+            + Arena.size(contentStateJSON) + (alert?.arenaBytes ?? 0) + Arena.size(idempotencyKey)
+    }
+
+    func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityRequest> {
+        let c = a.allocate(LrUpdateActivityRequest.self)
+        lr_update_activity_request_init(c)
+        c.pointee.app_id = a.copy(appID)
+        c.pointee.activity_id = a.copy(activityID)
+        c.pointee.content_state_json = a.copy(contentStateJSON)
+        if let alert { c.pointee.alert = alert.build(in: &a) }
+        if let staleDate { c.pointee.has_stale_date = 1; c.pointee.stale_date = staleDate }
+        if let dismissalDate { c.pointee.has_dismissal_date = 1; c.pointee.dismissal_date = dismissalDate }
+        if let relevanceScore { c.pointee.has_relevance_score = 1; c.pointee.relevance_score = relevanceScore }
+        if let priority { c.pointee.has_priority = 1; c.pointee.priority = cEnum(priority.rawValue) }
+        if let endActivity { c.pointee.has_end_activity = 1; c.pointee.end_activity = cBool(endActivity) }
+        c.pointee.idempotency_key = a.copy(idempotencyKey)
+        if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
+        return c
+    }
+}
+
+/// Ends an activity on every device that runs it.
+public struct EndActivityRequest: LiveRelayMessage {
+    public static let protoName = "liverelay.v1.EndActivityRequest"
+
+    public var appID: String?
+    public var activityID: String?
+    /// Absent keeps the last content state.
+    public var contentStateJSON: String?
+    public var dismissalDate: Int64?
+    public var idempotencyKey: String?
+    public var waitForDelivery: Bool?
+    public var alert: Alert?
+    public var priority: Priority?
+
+    public init(
+        appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil,
+        dismissalDate: Int64? = nil, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
+        alert: Alert? = nil, priority: Priority? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.contentStateJSON = contentStateJSON
+        self.dismissalDate = dismissalDate
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+        self.alert = alert
+        self.priority = priority
+    }
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
+        self = try Codec.decode(bytes, limit: limit)
+        try validate()
+    }
+
+    public func serializedBytes() -> [UInt8] { Codec.encode(self) }
+    public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
+
+    public func validate() throws(MessageError) {
+        try Rules.appID(appID)
+        try Rules.activityID(activityID, required: true)
+        try Rules.jsonObject(contentStateJSON, required: false, "content_state_json")
+        try Rules.nonNegative(dismissalDate, "dismissal_date")
+        try Rules.idempotencyKey(idempotencyKey)
+        try alert?.validate(prefix: "alert.")
+        try Rules.priority(priority)
+    }
+}
+
+extension EndActivityRequest: CMessageConvertible {
+    static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_end_activity_request_descriptor() }
+
+    init(c: UnsafePointer<LrEndActivityRequest>) {
+        let m = c.pointee
+        self.init(
+            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
+            contentStateJSON: cOptionalString(m.content_state_json),
+            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
+            idempotencyKey: cOptionalString(m.idempotency_key),
+            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)),
+            alert: m.alert.map { Alert(c: $0) },
+            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))))
+    }
+
+    var arenaBytes: Int {
+        Arena.size(LrEndActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
+            + Arena.size(contentStateJSON) + Arena.size(idempotencyKey) + (alert?.arenaBytes ?? 0)
+    }
+
+    func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityRequest> {
+        let c = a.allocate(LrEndActivityRequest.self)
+        lr_end_activity_request_init(c)
+        c.pointee.app_id = a.copy(appID)
+        c.pointee.activity_id = a.copy(activityID)
+        c.pointee.content_state_json = a.copy(contentStateJSON)
+        if let dismissalDate { c.pointee.has_dismissal_date = 1; c.pointee.dismissal_date = dismissalDate }
+        c.pointee.idempotency_key = a.copy(idempotencyKey)
+        if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
+        if let alert { c.pointee.alert = alert.build(in: &a) }
+        if let priority { c.pointee.has_priority = 1; c.pointee.priority = cEnum(priority.rawValue) }
+        return c
+    }
+}

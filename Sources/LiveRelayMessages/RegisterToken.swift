@@ -1,0 +1,145 @@
+import CLiveRelayProto
+import NIOCore
+
+// liverelay.proto (proto3): RegisterToken's request and reply.
+
+/// Registers, rotates or removes one APNs token. proto3: every field's zero
+/// value means "not set", so the fields are plain values, not Optionals.
+public struct RegisterTokenRequest: LiveRelayMessage {
+    public static let protoName = "liverelay.v1.RegisterTokenRequest"
+
+    public var appID: String
+    public var kind: TokenKind
+    public var token: String
+    public var environment: Environment
+    public var attributesType: String
+    public var activityID: String
+    public var externalUserID: String
+    public var deviceID: String
+    public var expiresAt: Int64
+    public var remove: Bool
+
+    public init(
+        appID: String = "", kind: TokenKind = .unspecified, token: String = "",
+        environment: Environment = .unspecified, attributesType: String = "", activityID: String = "",
+        externalUserID: String = "", deviceID: String = "", expiresAt: Int64 = 0, remove: Bool = false
+    ) {
+        self.appID = appID
+        self.kind = kind
+        self.token = token
+        self.environment = environment
+        self.attributesType = attributesType
+        self.activityID = activityID
+        self.externalUserID = externalUserID
+        self.deviceID = deviceID
+        self.expiresAt = expiresAt
+        self.remove = remove
+    }
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
+        self = try Codec.decode(bytes, limit: limit)
+        try validate()
+    }
+
+    public func serializedBytes() -> [UInt8] { Codec.encode(self) }
+    public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
+
+    public func validate() throws(MessageError) {
+        try Rules.appID(appID)
+        switch kind {
+        case .unspecified: throw MessageError(.missing, field: "kind")
+        case let .unrecognized(n): throw MessageError(.enumOutOfRange(n), field: "kind")
+        case .pushToStart, .update: break
+        }
+        try Rules.token(token, "token")
+        switch environment {
+        case .unspecified: if !remove { throw MessageError(.missing, field: "environment") }
+        case let .unrecognized(n): throw MessageError(.enumOutOfRange(n), field: "environment")
+        case .sandbox, .production: break
+        }
+        try Rules.typeName(attributesType, required: kind == .pushToStart)
+        try Rules.activityID(activityID, required: kind == .update)
+        try Rules.text(externalUserID, max: Rules.maxUserID, "external_user_id")
+        try Rules.text(deviceID, max: Rules.maxUserID, "device_id")
+        try Rules.nonNegative(expiresAt, "expires_at")
+    }
+}
+
+extension RegisterTokenRequest: CMessageConvertible {
+    static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_register_token_request_descriptor() }
+
+    init(c: UnsafePointer<LrRegisterTokenRequest>) {
+        let m = c.pointee
+        self.init(
+            appID: cString(m.app_id), kind: TokenKind(rawValue: cEnumValue(m.kind)), token: cString(m.token),
+            environment: Environment(rawValue: cEnumValue(m.environment)),
+            attributesType: cString(m.attributes_type), activityID: cString(m.activity_id),
+            externalUserID: cString(m.external_user_id), deviceID: cString(m.device_id),
+            expiresAt: m.expires_at, remove: cBool(m.remove))
+    }
+
+    var arenaBytes: Int {
+        Arena.size(LrRegisterTokenRequest.self) + Arena.size3(appID) + Arena.size3(token)
+            + Arena.size3(attributesType) + Arena.size3(activityID) + Arena.size3(externalUserID)
+            + Arena.size3(deviceID)
+    }
+
+    func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenRequest> {
+        let c = a.allocate(LrRegisterTokenRequest.self)
+        lr_register_token_request_init(c)
+        c.pointee.app_id = a.copy3(appID)
+        c.pointee.kind = cEnum(kind.rawValue)
+        c.pointee.token = a.copy3(token)
+        c.pointee.environment = cEnum(environment.rawValue)
+        c.pointee.attributes_type = a.copy3(attributesType)
+        c.pointee.activity_id = a.copy3(activityID)
+        c.pointee.external_user_id = a.copy3(externalUserID)
+        c.pointee.device_id = a.copy3(deviceID)
+        c.pointee.expires_at = expiresAt
+        c.pointee.remove = cBool(remove)
+        return c
+    }
+}
+
+/// What RegisterToken did, and the token a rotation replaced.
+public struct RegisterTokenReply: LiveRelayMessage {
+    public static let protoName = "liverelay.v1.RegisterTokenReply"
+
+    public var result: RegisterTokenResult
+    public var replacedToken: String
+
+    public init(result: RegisterTokenResult = .unspecified, replacedToken: String = "") {
+        self.result = result
+        self.replacedToken = replacedToken
+    }
+
+    public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
+        self = try Codec.decode(bytes, limit: limit)
+    }
+
+    public func serializedBytes() -> [UInt8] { Codec.encode(self) }
+    public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
+
+    public func validate() throws(MessageError) {
+        try Rules.noNUL(replacedToken, "replaced_token")
+    }
+}
+
+extension RegisterTokenReply: CMessageConvertible {
+    static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_register_token_reply_descriptor() }
+
+    init(c: UnsafePointer<LrRegisterTokenReply>) {
+        self.init(result: RegisterTokenResult(rawValue: cEnumValue(c.pointee.result)),
+                  replacedToken: cString(c.pointee.replaced_token))
+    }
+
+    var arenaBytes: Int { Arena.size(LrRegisterTokenReply.self) + Arena.size3(replacedToken) }
+
+    func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenReply> {
+        let c = a.allocate(LrRegisterTokenReply.self)
+        lr_register_token_reply_init(c)
+        c.pointee.result = cEnum(result.rawValue)
+        c.pointee.replaced_token = a.copy3(replacedToken)
+        return c
+    }
+}

@@ -1,0 +1,86 @@
+import CLiveRelayProto
+import Foundation
+import LiveRelayMessages
+import Testing
+
+/// The contract check: the hand-written protobuf-c descriptors, LiveRelayMethod and the
+/// Swift message types against the descriptor set protoc makes from Protos/ at test time.
+@Suite struct ContractTests {
+    @Test func bindingsMatchTheProtoFiles() throws {
+        let differences = ContractModel.differences(proto: try ProtocContract.load(), bindings: BindingContract.load())
+        #expect(differences.isEmpty, "bindings and Protos/ differ:\n\(differences.joined(separator: "\n"))")
+    }
+
+    @Test func theProtocSideSeesTheWholeContract() throws {
+        // Guards the reader itself: an empty model on both sides would compare equal.
+        // (v1 has 17 messages, 6 enums and 5 methods; the contract may only grow.)
+        let proto = try ProtocContract.load()
+        #expect(proto.messages.count >= 17)
+        #expect(proto.enums.count >= 6)
+        #expect(proto.methods.count >= 5)
+        #expect(proto.messages["liverelay.v1.StartActivityRequest"]?["alert"]
+            == ContractModel.Field(number: 6, type: "message liverelay.v1.Alert", label: "optional"))
+        #expect(proto.messages["liverelay.v1.RegisterTokenRequest"]?["kind"]
+            == ContractModel.Field(number: 2, type: "enum liverelay.v1.TokenKind", label: "none"))
+        #expect(proto.messages["liverelay.v1.Targets"]?["push_to_start_tokens"]
+            == ContractModel.Field(number: 1, type: "string", label: "repeated"))
+        #expect(proto.enums["liverelay.v1.Priority"] == ["PRIORITY_UNSPECIFIED": 0, "PRIORITY_LOW": 5, "PRIORITY_HIGH": 10])
+        #expect(proto.methods["/liverelay.v1.LiveRelay/Ping"]
+            == ContractModel.Method(request: "liverelay.v1.PingRequest", reply: "liverelay.v1.PingReply"))
+    }
+
+    /// Each edit of a copy of Protos/ must produce exactly the listed differences.
+    @Test(arguments: ProtoMutation.all)
+    func aChangedProtoIsReported(_ mutation: ProtoMutation) throws {
+        let baseline = Set(ContractModel.differences(proto: try ProtocContract.load(), bindings: BindingContract.load()))
+        let mutated = try mutation.apply()
+        defer { try? FileManager.default.removeItem(at: mutated.deletingLastPathComponent()) }
+        let differences = ContractModel.differences(proto: try ProtocContract.load(protos: mutated), bindings: BindingContract.load())
+        #expect(Set(differences).subtracting(baseline) == Set(mutation.expected),
+                "\(mutation.name): got\n\(differences.joined(separator: "\n"))")
+    }
+
+    @Test func changedBindingsAreReported() throws {
+        let proto = try ProtocContract.load()
+        var bindings = BindingContract.load()
+        bindings.messages["liverelay.v1.Alert"]?["title"]?.number = 9
+        bindings.messages["liverelay.v1.Targets"]?["all_devices"]?.label = "none"
+        bindings.messages["liverelay.v1.PingReply"]?["payload"]?.type = "string"
+        bindings.enums["liverelay.v1.TokenKind"]?["TOKEN_KIND_UPDATE"] = nil
+        bindings.methods["/liverelay.v1.LiveRelay/Ping"]?.reply = "liverelay.v1.PingRequest"
+        bindings.swiftTypes.remove("liverelay.v1.Alert")
+        let differences = ContractModel.differences(proto: proto, bindings: bindings)
+        for expected in [
+            "field liverelay.v1.Alert.title: number 1 in the .proto, 9 in the bindings",
+            "field liverelay.v1.Targets.all_devices: label optional in the .proto, none in the bindings",
+            "field liverelay.v1.PingReply.payload: type bytes in the .proto, string in the bindings",
+            "enum value liverelay.v1.TokenKind.TOKEN_KIND_UPDATE: in the .proto, missing from the bindings",
+            "method /liverelay.v1.LiveRelay/Ping: reply liverelay.v1.PingReply in the .proto, liverelay.v1.PingRequest in the bindings",
+            "Swift type for message liverelay.v1.Alert: in the .proto, missing from the bindings",
+        ] {
+            #expect(differences.contains(expected), "missing: \(expected)\ngot:\n\(differences.joined(separator: "\n"))")
+        }
+    }
+
+    @Test func packedFollowsSyntaxAndOption() throws {
+        func codes(_ mutation: ProtoMutation, _ message: String) throws -> ContractModel.Field? {
+            let dir = try mutation.apply()
+            defer { try? FileManager.default.removeItem(at: dir.deletingLastPathComponent()) }
+            return try ProtocContract.load(protos: dir).messages[message]?["codes"]
+        }
+        let proto3 = ProtoMutation.addingToErrorDetails("  repeated uint32 codes = 4;")
+        let proto3Unpacked = ProtoMutation.addingToErrorDetails("  repeated uint32 codes = 4 [packed = false];")
+        let proto2 = ProtoMutation.addingToTargets("  repeated int32 codes = 4;")
+        let proto2Packed = ProtoMutation.addingToTargets("  repeated int32 codes = 4 [packed = true];")
+        #expect(try codes(proto3, "liverelay.v1.ErrorDetails")?.packed == true)
+        #expect(try codes(proto3Unpacked, "liverelay.v1.ErrorDetails")?.packed == false)
+        #expect(try codes(proto2, "liverelay.v1.Targets")?.packed == false)
+        #expect(try codes(proto2Packed, "liverelay.v1.Targets")?.packed == true)
+    }
+
+    /// protobuf-c's invariants for hand-written tables: what protoc-c would have guaranteed.
+    @Test func descriptorTablesAreWellFormed() {
+        let problems = DescriptorInvariants.problems()
+        #expect(problems.isEmpty, "descriptor tables:\n\(problems.joined(separator: "\n"))")
+    }
+}
