@@ -14,9 +14,20 @@ let package = Package(
         .library(name: "LiveRelayMessages", targets: ["LiveRelayMessages"]),
         .library(name: "CLiveRelayProto", targets: ["CLiveRelayProto"]),
         .library(name: "LiveRelayTLS", targets: ["LiveRelayTLS"]),
+        .library(name: "LiveRelayService", targets: ["LiveRelayService"]),
+        .library(name: "LiveRelayServer", targets: ["LiveRelayServer"]),
+        .library(name: "LiveRelayClient", targets: ["LiveRelayClient"]),
+        .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
+        .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
+        .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
+        .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Hand-written protobuf-c descriptors for Protos/liverelay/v1/*.proto.
@@ -54,6 +65,131 @@ let package = Package(
             dependencies: [
                 "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The seam between the RPC server and the domain: the service protocol, call context, RPC errors.
+        .target(
+            name: "LiveRelayService",
+            dependencies: [
+                "LiveRelayMessages",
+                "LiveRelayWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The RPC server: listener, per-connection handler over the wire state machine, API-key auth, graceful shutdown.
+        .target(
+            name: "LiveRelayServer",
+            dependencies: [
+                "LiveRelayWire",
+                "LiveRelayMessages",
+                "LiveRelayTLS",
+                "LiveRelayService",
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The Swift client library: connection pool, pipelining, deadlines, cancellation, reconnect.
+        .target(
+            name: "LiveRelayClient",
+            dependencies: [
+                "LiveRelayWire",
+                "LiveRelayMessages",
+                "LiveRelayTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Activities and tokens as pure rules, and the APNs payload builder. No I/O.
+        .target(
+            name: "LiveRelayDomain",
+            dependencies: ["LiveRelayMessages"]
+        ),
+        // Where tokens and activities live: the store protocol and its implementations.
+        .target(
+            name: "LiveRelayStore",
+            dependencies: [
+                "LiveRelayDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The service the server dispatches to: domain rules + store (+ APNs dispatch later).
+        .target(
+            name: "LiveRelayActivities",
+            dependencies: [
+                "LiveRelayService",
+                "LiveRelayDomain",
+                "LiveRelayStore",
+                "LiveRelayMessages",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The `liverelay` command: serve, and one subcommand per RPC.
+        .executableTarget(
+            name: "liverelay",
+            dependencies: [
+                "LiveRelayServer",
+                "LiveRelayClient",
+                "LiveRelayActivities",
+                "LiveRelayStore",
+                "LiveRelayService",
+                "LiveRelayTLS",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Sources/LiveRelayCLI"
+        ),
+        .testTarget(
+            name: "LiveRelayServerTests",
+            dependencies: [
+                "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayClientTests",
+            dependencies: [
+                "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayDomainTests",
+            dependencies: ["LiveRelayDomain", "LiveRelayMessages"]
+        ),
+        .testTarget(
+            name: "LiveRelayStoreTests",
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "LiveRelayActivitiesTests",
+            dependencies: [
+                "LiveRelayActivities", "LiveRelayService", "LiveRelayDomain", "LiveRelayStore", "LiveRelayMessages",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        // Runs the `liverelay` binary as a process and talks to it: the Python reference client suite and the CLI.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                .target(name: "liverelay"),
             ]
         ),
         .testTarget(

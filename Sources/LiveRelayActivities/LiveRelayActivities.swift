@@ -1,0 +1,1 @@
+// Module LiveRelayActivities: see Package.swift for its role.

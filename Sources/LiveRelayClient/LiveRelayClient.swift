@@ -1,0 +1,1 @@
+// Module LiveRelayClient: see Package.swift for its role.

@@ -1,0 +1,1 @@
+// Module LiveRelayDomain: see Package.swift for its role.

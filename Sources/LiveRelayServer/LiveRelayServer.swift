@@ -1,0 +1,1 @@
+// Module LiveRelayServer: see Package.swift for its role.

@@ -1,0 +1,95 @@
+import LiveRelayMessages
+import LiveRelayWire
+import NIOCore
+
+/// What the RPC server dispatches decoded, validated requests to.
+///
+/// The methods return `EventLoopFuture`s rather than being `async` so that a
+/// request can be answered without a hop into Swift concurrency: an in-memory
+/// or null implementation completes on the connection's event loop at once,
+/// and a store that batches commits on its own thread completes the promise
+/// from there. A failed future carries an ``RPCError`` (any other error is
+/// reported to the caller as INTERNAL without its text).
+///
+/// Implementations must check `context.principal` may act on the request's
+/// `app_id` (PERMISSION_DENIED otherwise): the server has already checked
+/// that the key may call the method at all.
+public protocol LiveRelayService: Sendable {
+    func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply>
+    func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply>
+    func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply>
+    func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply>
+    func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply>
+}
+
+/// Everything a service needs to know about the call besides its message.
+public struct CallContext: Sendable {
+    /// The authenticated caller.
+    public var principal: Principal
+    /// The loop of the caller's connection: complete futures here to avoid a hop.
+    public var eventLoop: any EventLoop
+    /// Work not started by then must not be started (the caller has been told DEADLINE_EXCEEDED).
+    public var deadline: NIODeadline?
+    /// The request id on its connection, for logs.
+    public var requestID: RequestID
+    /// Set when the caller cancelled or the deadline passed; long work checks it between steps.
+    public var cancellation: CancellationFlag
+
+    public init(
+        principal: Principal,
+        eventLoop: any EventLoop,
+        deadline: NIODeadline?,
+        requestID: RequestID,
+        cancellation: CancellationFlag = CancellationFlag()
+    ) {
+        self.principal = principal
+        self.eventLoop = eventLoop
+        self.deadline = deadline
+        self.requestID = requestID
+        self.cancellation = cancellation
+    }
+
+    /// A failed future with `error`, on this call's loop.
+    public func fail<T>(_ error: RPCError) -> EventLoopFuture<T> {
+        eventLoop.makeFailedFuture(error)
+    }
+}
+
+/// The identity behind an API key: which apps it may act for and which RPCs it may call.
+public struct Principal: Sendable, Hashable {
+    /// The key's public id (never the secret), for logs and audit.
+    public var keyID: String
+    /// Apps this key may act for; empty means every app (an operator key).
+    public var appIDs: Set<String>
+    /// RPCs this key may call.
+    public var allowedMethods: Set<LiveRelayMethod>
+
+    public init(keyID: String, appIDs: Set<String>, allowedMethods: Set<LiveRelayMethod>) {
+        self.keyID = keyID
+        self.appIDs = appIDs
+        self.allowedMethods = allowedMethods
+    }
+
+    /// Whether this key may act for `appID`.
+    public func mayActFor(appID: String) -> Bool {
+        appIDs.isEmpty || appIDs.contains(appID)
+    }
+
+    /// PERMISSION_DENIED naming the app, or nil when allowed: the one wording every service uses.
+    public func checkApp(_ appID: String) -> RPCError? {
+        mayActFor(appID: appID)
+            ? nil
+            : RPCError(.permissionDenied, "API key \(keyID) may not act for app \"\(appID)\"")
+    }
+}
+
+/// A cancellation signal shared between the connection and the work it dispatched.
+///
+/// A class with an atomic-free flag is enough: it is set and read on the
+/// connection's event loop, and work on other threads only reads it as a hint.
+public final class CancellationFlag: @unchecked Sendable {
+    private var _isCancelled = false
+    public init() {}
+    public var isCancelled: Bool { _isCancelled }
+    public func cancel() { _isCancelled = true }
+}

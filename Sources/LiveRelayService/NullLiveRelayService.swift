@@ -1,0 +1,30 @@
+import LiveRelayMessages
+import NIOCore
+
+/// Answers every call at once with an empty OK reply, on the caller's loop.
+///
+/// It measures the protocol's ceiling (framing, TLS, decoding, validation,
+/// dispatch) with no domain work behind it: `liverelay serve --null-service`.
+public struct NullLiveRelayService: LiveRelayService {
+    public init() {}
+
+    public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
+        context.eventLoop.makeSucceededFuture(RegisterTokenReply())
+    }
+
+    public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
+        context.eventLoop.makeSucceededFuture(StartActivityReply())
+    }
+
+    public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
+        context.eventLoop.makeSucceededFuture(UpdateActivityReply())
+    }
+
+    public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
+        context.eventLoop.makeSucceededFuture(EndActivityReply())
+    }
+
+    public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {
+        context.eventLoop.makeSucceededFuture(PingReply(payload: request.payload))
+    }
+}

@@ -1,0 +1,1 @@
+// Module LiveRelayStore: see Package.swift for its role.
