@@ -59,6 +59,8 @@ let package = Package(
         ),
         // OpenSSL 3 (libssl, libcrypto), with inline shims for the macros Swift cannot import.
         .systemLibrary(name: "COpenSSL"),
+        // The system SQLite 3 (libsqlite3), with inline shims for what Swift cannot import (SQLITE_TRANSIENT).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // TLS over OpenSSL 3 as a SwiftNIO channel handler, for both server and client roles.
         .target(
             name: "LiveRelayTLS",
@@ -101,6 +103,7 @@ let package = Package(
                 "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -114,6 +117,7 @@ let package = Package(
             name: "LiveRelayStore",
             dependencies: [
                 "LiveRelayDomain",
+                "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -139,6 +143,7 @@ let package = Package(
                 "LiveRelayStore",
                 "LiveRelayService",
                 "LiveRelayTLS",
+                "LiveRelayWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -166,6 +171,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(
@@ -174,12 +180,21 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .target(name: "sqlite-crash-helper")]
+        ),
+        // Test support: opens a SQLite store and registers tokens until killed (the SIGKILL durability test).
+        .executableTarget(
+            name: "sqlite-crash-helper",
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/Support/SQLiteCrashHelper"
         ),
         .testTarget(
             name: "LiveRelayActivitiesTests",
             dependencies: [
                 "LiveRelayActivities", "LiveRelayService", "LiveRelayDomain", "LiveRelayStore", "LiveRelayMessages",
+                "LiveRelayWire",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

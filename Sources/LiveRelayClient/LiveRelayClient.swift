@@ -1,1 +1,148 @@
-// Module LiveRelayClient: see Package.swift for its role.
+@_exported import LiveRelayMessages
+@_exported import enum LiveRelayWire.StatusCode
+import Logging
+import NIOCore
+import NIOPosix
+
+/// A LiveRelay client: a pool of pipelined connections to one server.
+///
+/// Callers see one call at a time; underneath, calls from every task share a
+/// few connections, each carrying up to the server's MAX_REQUESTS_IN_FLIGHT
+/// at once, because a connection per call (or a call at a time per
+/// connection) would cost a round trip and a TLS handshake each.
+///
+/// Failures that certainly did not reach the server's service (GOAWAY, a
+/// connection that broke before sending) are resent on another connection
+/// without the caller noticing. Failures of unknown outcome are the caller's
+/// to decide unless `RetryPolicy.retryIdempotentCalls` is set, and even then
+/// only idempotent calls are resent (see docs/PROTOCOL.md section 9).
+///
+/// Create one per process and share it; call `shutdown()` before dropping it.
+public final class LiveRelayClient: Sendable {
+    public let configuration: Configuration
+    let pool: ConnectionPool
+
+    /// - Parameter eventLoopGroup: where connections live; nil uses NIO's
+    ///   shared singleton group, which needs no shutting down.
+    public init(configuration: Configuration, eventLoopGroup: (any EventLoopGroup)? = nil, logger: Logger) {
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "server"] = "\(configuration.host):\(configuration.port)"
+        self.pool = ConnectionPool(
+            configuration: configuration,
+            group: eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton,
+            logger: logger
+        )
+    }
+
+    /// One call as raw bytes, completing on the connection's event loop with
+    /// no hop into Swift concurrency: for load generators and proxies that
+    /// encode messages themselves.
+    ///
+    /// - Parameters:
+    ///   - timeout: nil applies `configuration.defaultTimeout`.
+    ///   - idempotent: whether resending after an unknown outcome is harmless
+    ///     (a request with an idempotency key, RegisterToken, Ping); only then
+    ///     may `RetryPolicy.retryIdempotentCalls` resend it.
+    /// - Returns: the reply's protobuf bytes, or a failed future with a `LiveRelayClientError`.
+    public func call(
+        _ method: LiveRelayMethod,
+        payload: ByteBuffer,
+        timeout: TimeAmount? = nil,
+        idempotent: Bool = false
+    ) -> EventLoopFuture<ByteBuffer> {
+        self.pool.startCall(
+            method: method.rawValue, payload: payload, timeout: timeout ?? self.configuration.defaultTimeout, idempotent: idempotent
+        ).promise.futureResult
+    }
+
+    /// Registers, rotates or removes an APNs token. Idempotent by nature.
+    public func registerToken(
+        _ request: RegisterTokenRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> RegisterTokenReply {
+        try await self.unary(.registerToken, request, idempotent: true, timeout: timeout)
+    }
+
+    /// Starts an activity through push-to-start tokens. Idempotent when it carries an idempotency key.
+    public func startActivity(
+        _ request: StartActivityRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> StartActivityReply {
+        try await self.unary(.startActivity, request, idempotent: request.idempotencyKey != nil, timeout: timeout)
+    }
+
+    /// Sends a new content state. Idempotent when it carries an idempotency key.
+    public func updateActivity(
+        _ request: UpdateActivityRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> UpdateActivityReply {
+        try await self.unary(.updateActivity, request, idempotent: request.idempotencyKey != nil, timeout: timeout)
+    }
+
+    /// Ends an activity. Idempotent when it carries an idempotency key.
+    public func endActivity(
+        _ request: EndActivityRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> EndActivityReply {
+        try await self.unary(.endActivity, request, idempotent: request.idempotencyKey != nil, timeout: timeout)
+    }
+
+    /// Goes through authentication and the service (unlike a PING frame), so
+    /// it proves the whole path works. Read-only.
+    public func ping(_ request: PingRequest = PingRequest(), timeout: TimeAmount? = nil) async throws(LiveRelayClientError) -> PingReply {
+        try await self.unary(.ping, request, idempotent: true, timeout: timeout)
+    }
+
+    /// Stops taking calls, fails the ones not yet sent, lets sent ones finish
+    /// (at most `configuration.shutdownGracePeriod`), and closes every connection.
+    public func shutdown() async {
+        try? await self.pool.shutdown().get()
+    }
+
+    /// Validates before sending, so a malformed request fails at once with the
+    /// same INVALID_ARGUMENT and field violation the server would return.
+    private func unary<Request: LiveRelayMessage, Reply: LiveRelayMessage>(
+        _ method: LiveRelayMethod,
+        _ request: Request,
+        idempotent: Bool,
+        timeout: TimeAmount?
+    ) async throws(LiveRelayClientError) -> Reply {
+        if Task.isCancelled {
+            throw LiveRelayClientError(status: .cancelled, message: "the task was cancelled", processing: .notProcessed)
+        }
+        do {
+            try request.validate()
+        } catch {
+            throw LiveRelayClientError(
+                status: .invalidArgument, message: error.description,
+                details: ErrorDetails(fieldViolations: [error.fieldViolation]), processing: .notProcessed
+            )
+        }
+        var payload = ByteBuffer()
+        request.serialize(into: &payload)
+        let call = self.pool.startCall(
+            method: method.rawValue, payload: payload, timeout: timeout ?? self.configuration.defaultTimeout, idempotent: idempotent
+        )
+        let pool = self.pool
+        let result: Result<ByteBuffer, LiveRelayClientError> = await withTaskCancellationHandler {
+            do {
+                return .success(try await call.promise.futureResult.get())
+            } catch let error as LiveRelayClientError {
+                return .failure(error)
+            } catch {
+                return .failure(LiveRelayClientError(status: .internal, message: "\(error)", processing: .mayHaveBeenProcessed))
+            }
+        } onCancel: {
+            pool.cancel(call)
+        }
+        let bytes = try result.get()
+        do {
+            return try Reply(serializedBytes: bytes)
+        } catch {
+            throw LiveRelayClientError(
+                status: .internal, message: "malformed \(Reply.protoName) from the server: \(error)", processing: .answered
+            )
+        }
+    }
+}

@@ -1,0 +1,261 @@
+// Codec microbenchmark: LiveRelayMessages (protobuf-c) vs swift-protobuf 1.39 on the
+// same request values, plus FrameDecoder / FrameEncoder throughput. Every figure is
+// measured in this one run. Build in release: scripts/bench-codec.sh.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import LiveRelayMessages
+import LiveRelayWire
+import NIOCore
+import SwiftProtobuf
+import SwiftProtobufMessages
+
+let options = Options(CommandLine.arguments)
+
+// MARK: Messages
+
+struct CodecRow {
+    var message: String
+    var size: Int
+    var op: String
+    var protobufC: Measurement
+    var swiftProtobuf: Measurement
+    var ratio: Double { swiftProtobuf.median / protobufC.median }
+}
+
+var rows: [CodecRow] = []
+/// The parts of a protobuf-c decode: through the `[UInt8]` extension (the table's
+/// figure), through the raw-pointer protocol requirement, and validate() alone.
+struct DecodeParts {
+    var message: String
+    var viaArray: Measurement
+    var viaRawPointer: Measurement
+    var validate: Measurement
+}
+var decodeParts: [DecodeParts] = []
+
+@MainActor
+func benchmark<L: LiveRelayMessage, S: SwiftProtobuf.Message & Equatable>(_ name: String, _ lr: L, _ sp: S) {
+    if let only = options.only, !name.contains(only) { return }
+    let lrBytes = lr.serializedBytes()
+    let spBytes: [UInt8] = try! sp.serializedBytes()
+    // Same values, same canonical encoding: the comparison is like for like.
+    precondition(lrBytes == spBytes, "\(name): the two implementations encode the fixture differently")
+    precondition((try? L(serializedBytes: lrBytes)) == lr, "\(name): protobuf-c round trip is not exact")
+    precondition((try? S(serializedBytes: spBytes)) == sp, "\(name): swift-protobuf round trip is not exact")
+
+    if options.verbose { print("\(name) (\(lrBytes.count) bytes)") }
+    let pcRoundTrip = measure("\(name) protobuf-c round trip", options: options) { n in
+        for _ in 0..<n {
+            let bytes = lr.serializedBytes()
+            blackHole(try! L(serializedBytes: bytes))
+        }
+    }
+    let spRoundTrip = measure("\(name) swift-protobuf round trip", options: options) { n in
+        for _ in 0..<n {
+            let bytes: [UInt8] = try! sp.serializedBytes()
+            blackHole(try! S(serializedBytes: bytes))
+        }
+    }
+    let pcEncode = measure("\(name) protobuf-c encode", options: options) { n in
+        for _ in 0..<n { blackHole(lr.serializedBytes()) }
+    }
+    let spEncode = measure("\(name) swift-protobuf encode", options: options) { n in
+        for _ in 0..<n {
+            let bytes: [UInt8] = try! sp.serializedBytes()
+            blackHole(bytes)
+        }
+    }
+    let pcDecode = measure("\(name) protobuf-c decode", options: options) { n in
+        for _ in 0..<n { blackHole(try! L(serializedBytes: lrBytes)) }
+    }
+    let spDecode = measure("\(name) swift-protobuf decode", options: options) { n in
+        for _ in 0..<n { blackHole(try! S(serializedBytes: spBytes)) }
+    }
+    let validate = measure("\(name) validate()", options: options) { n in
+        for _ in 0..<n { try! lr.validate() }
+    }
+    let pcDecodeRaw = measure("\(name) protobuf-c decode (raw pointer)", options: options) { n in
+        lrBytes.withUnsafeBytes { raw in
+            for _ in 0..<n { blackHole(try! L(serializedBytes: raw, limit: MessageLimits.maxMessageBytes)) }
+        }
+    }
+    rows.append(CodecRow(message: name, size: lrBytes.count, op: "round trip", protobufC: pcRoundTrip, swiftProtobuf: spRoundTrip))
+    rows.append(CodecRow(message: name, size: lrBytes.count, op: "encode", protobufC: pcEncode, swiftProtobuf: spEncode))
+    rows.append(CodecRow(message: name, size: lrBytes.count, op: "decode", protobufC: pcDecode, swiftProtobuf: spDecode))
+    decodeParts.append(DecodeParts(message: name, viaArray: pcDecode, viaRawPointer: pcDecodeRaw, validate: validate))
+}
+
+benchmark("RegisterTokenRequest", Fixture.lrRegister, Fixture.spRegister)
+benchmark("StartActivityRequest", Fixture.lrStart, Fixture.spStart)
+benchmark("UpdateActivityRequest", Fixture.lrUpdate, Fixture.spUpdate)
+benchmark("EndActivityRequest", Fixture.lrEnd, Fixture.spEnd)
+benchmark("PingRequest", Fixture.lrPing, Fixture.spPing)
+
+// MARK: Frames
+
+/// A server's input: preface, HELLO, then pipelined REQUEST frames cycling through the
+/// five requests, cut into 16 KiB chunks held in separate buffers (as socket reads are).
+struct FrameWorkload {
+    var chunks: [ByteBuffer] = []
+    var totalBytes = 0
+    var requestFrames = 0
+    var frames: [Frame] = []
+    var payloadBytes = 0
+
+    init(targetBytes: Int, chunkSize: Int) {
+        let requests: [(LiveRelayMethod, [UInt8])] = [
+            (.registerToken, Fixture.lrRegister.serializedBytes()),
+            (.startActivity, Fixture.lrStart.serializedBytes()),
+            (.updateActivity, Fixture.lrUpdate.serializedBytes()),
+            (.endActivity, Fixture.lrEnd.serializedBytes()),
+            (.ping, Fixture.lrPing.serializedBytes()),
+        ]
+        let encoder = FrameEncoder()
+        var stream = ByteBuffer()
+        encoder.writePreface(into: &stream)
+        encoder.encode(.hello(Frame.Hello(apiKey: ByteBuffer(string: "lr_live_0123456789abcdef0123456789abcdef"),
+                                          clientName: "bench/1.0")), into: &stream)
+        var id: UInt32 = 1
+        while stream.readableBytes < targetBytes {
+            let (method, payload) = requests[Int(id - 1) % requests.count]
+            let frame = Frame.request(RequestID(id), Frame.Request(timeoutMilliseconds: 5_000, method: method.rawValue,
+                                                                   payload: ByteBuffer(bytes: payload)))
+            frames.append(frame)
+            payloadBytes += payload.count
+            encoder.encode(frame, into: &stream)
+            id += 1
+        }
+        requestFrames = frames.count
+        totalBytes = stream.readableBytes
+        while stream.readableBytes > 0 {
+            let slice = stream.readSlice(length: min(chunkSize, stream.readableBytes))!
+            var copy = ByteBuffer()
+            copy.writeImmutableBuffer(slice)  // its own storage
+            chunks.append(copy)
+        }
+    }
+}
+
+let workload = FrameWorkload(targetBytes: 4 << 20, chunkSize: 16 * 1024)
+
+@inline(never)
+func decodeAll(_ workload: FrameWorkload, decodeMessages: Bool) -> Int {
+    var decoder = FrameDecoder(expectPreface: true)
+    var count = 0
+    for chunk in workload.chunks {
+        decoder.append(chunk)
+        while let frame = try! decoder.nextFrame() {
+            if case .request(_, let request) = frame {
+                count += 1
+                if decodeMessages {
+                    switch LiveRelayMethod(rawValue: request.method)! {
+                    case .registerToken: blackHole(try! RegisterTokenRequest(serializedBytes: request.payload))
+                    case .startActivity: blackHole(try! StartActivityRequest(serializedBytes: request.payload))
+                    case .updateActivity: blackHole(try! UpdateActivityRequest(serializedBytes: request.payload))
+                    case .endActivity: blackHole(try! EndActivityRequest(serializedBytes: request.payload))
+                    case .ping: blackHole(try! PingRequest(serializedBytes: request.payload))
+                    }
+                } else {
+                    blackHole(request)
+                }
+            }
+        }
+    }
+    precondition(count == workload.requestFrames && decoder.bufferedBytes == 0)
+    return count
+}
+
+struct FrameRow {
+    var name: String
+    var bytesPerPass: Int
+    var framesPerPass: Int
+    var perPass: Measurement
+    var mbPerSecond: Double { Double(bytesPerPass) / (perPass.median / 1e9) / 1_048_576 }
+    var framesPerSecond: Double { Double(framesPerPass) / (perPass.median / 1e9) }
+    var nsPerFrame: Double { perPass.median / Double(framesPerPass) }
+}
+
+var frameRows: [FrameRow] = []
+if options.only == nil || "frames".contains(options.only!) {
+    let decode = measure("FrameDecoder, 16 KiB chunks", options: options) { n in
+        for _ in 0..<n { blackHole(decodeAll(workload, decodeMessages: false)) }
+    }
+    frameRows.append(FrameRow(name: "FrameDecoder: REQUEST frames from 16 KiB chunks", bytesPerPass: workload.totalBytes,
+                              framesPerPass: workload.requestFrames, perPass: decode))
+    let ingest = measure("FrameDecoder + request decode", options: options) { n in
+        for _ in 0..<n { blackHole(decodeAll(workload, decodeMessages: true)) }
+    }
+    frameRows.append(FrameRow(name: "FrameDecoder + LiveRelayMessages decode of each request", bytesPerPass: workload.totalBytes,
+                              framesPerPass: workload.requestFrames, perPass: ingest))
+    var out = ByteBuffer()
+    out.reserveCapacity(workload.totalBytes + 1024)
+    let encoder = FrameEncoder()
+    let encode = measure("FrameEncoder REQUEST", options: options) { n in
+        for _ in 0..<n {
+            out.clear()
+            for frame in workload.frames { encoder.encode(frame, into: &out) }
+            blackHole(out.readableBytes)
+        }
+    }
+    frameRows.append(FrameRow(name: "FrameEncoder: REQUEST frames into one buffer", bytesPerPass: workload.totalBytes - 8,
+                              framesPerPass: workload.requestFrames, perPass: encode))
+}
+
+// MARK: Report
+
+func machine() -> String {
+    var cpu = "unknown CPU"
+    if let info = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
+       let line = info.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
+       let colon = line.firstIndex(of: ":") {
+        cpu = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return "\(cpu), \(sysconf(Int32(_SC_NPROCESSORS_ONLN))) cores"
+}
+
+print("")
+print("Machine: \(machine()); \(options.batches) timed batches of ~\(options.batchMilliseconds) ms \(benchmarkClock == CLOCK_MONOTONIC ? "wall-clock" : "thread CPU") time per figure, median reported.")
+print("")
+if !rows.isEmpty {
+    print("| Message | Bytes | Operation | LiveRelayMessages (protobuf-c) ns/op | swift-protobuf ns/op | swift-protobuf / protobuf-c |")
+    print("|---|--:|---|--:|--:|--:|")
+    for r in rows {
+        let ratio = format(r.ratio, 2) + "x"
+        let mark = r.op == "round trip" ? (r.ratio >= 2 ? " ✅" : " ❌") : ""
+        print("| \(r.message) | \(r.size) | \(r.op) | \(format(r.protobufC.median, 0)) | \(format(r.swiftProtobuf.median, 0)) | \(ratio)\(mark) |")
+    }
+    print("")
+    print("LiveRelayMessages decode includes validate(); swift-protobuf's decode does not validate.")
+    let worst = rows.map { max($0.protobufC.spread, $0.swiftProtobuf.spread) }.max() ?? 0
+    print("Largest batch spread ((max-min)/median) in the table: \(format(worst * 100, 1))%.")
+    let roundTrips = rows.filter { $0.op == "round trip" }
+    let missed = roundTrips.filter { $0.ratio < 2 }.map(\.message)
+    print(missed.isEmpty
+          ? "Goal (protobuf-c round trip at least 2x faster than swift-protobuf): met for every request."
+          : "Goal (protobuf-c round trip at least 2x faster than swift-protobuf): NOT met for \(missed.joined(separator: ", ")).")
+}
+if !decodeParts.isEmpty {
+    print("")
+    print("Where a LiveRelayMessages decode goes (ns/op; `[UInt8]` is the decode row above):")
+    print("")
+    print("| Message | decode via `init(serializedBytes: [UInt8])` | via `init(serializedBytes: UnsafeRawBufferPointer, limit:)` | generic entry overhead | validate() alone | decode without validate() | swift-protobuf decode |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    for p in decodeParts {
+        let sp = rows.first { $0.message == p.message && $0.op == "decode" }!.swiftProtobuf.median
+        let a = p.viaArray.median, r = p.viaRawPointer.median, v = p.validate.median
+        print("| \(p.message) | \(format(a, 0)) | \(format(r, 0)) | \(format(a - r, 0)) | \(format(v, 0)) | \(format(r - v, 0)) | \(format(sp, 0)) |")
+    }
+}
+if !frameRows.isEmpty {
+    print("")
+    print("Frame workload: \(grouped(Double(workload.requestFrames))) REQUEST frames, \(grouped(Double(workload.totalBytes))) bytes "
+          + "(mean frame \(workload.totalBytes / workload.requestFrames) bytes), fed in \(workload.chunks.count) chunks of 16 KiB.")
+    print("")
+    print("| Frame codec | MB/s | frames/s | ns/frame |")
+    print("|---|--:|--:|--:|")
+    for f in frameRows {
+        print("| \(f.name) | \(grouped(f.mbPerSecond)) | \(grouped(f.framesPerSecond)) | \(format(f.nsPerFrame, 0)) |")
+    }
+}

@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+// LiveRelay's libFuzzer targets (issue 2, item 8). A package of its own so the
+// main build never sees sanitizer flags: run them with scripts/fuzz.sh, which
+// builds with `-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library`.
+import PackageDescription
+
+let package = Package(
+    name: "LiveRelayFuzz",
+    dependencies: [
+        .package(name: "LiveRelay", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+    ],
+    targets: [
+        // The checks every target shares: message round trips, the frame
+        // stream driver, seed writing. No fuzzer entry point of its own.
+        .target(
+            name: "FuzzSupport",
+            dependencies: [
+                .product(name: "LiveRelayMessages", package: "LiveRelay"),
+                .product(name: "LiveRelayWire", package: "LiveRelay"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // Declares LLVMFuzzerRunDriver for the targets' entry points.
+        .target(name: "CFuzzerDriver"),
+        .executableTarget(name: "FuzzFrameDecoder", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzRegisterTokenRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzStartActivityRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzUpdateActivityRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzEndActivityRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        .executableTarget(name: "FuzzPingRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,2 @@
+// Declarations only (include/CFuzzerDriver.h); SwiftPM needs one source file per C target.
+#include "CFuzzerDriver.h"

@@ -1,0 +1,226 @@
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayService
+import LiveRelayStore
+import Logging
+import NIOCore
+
+/// The service behind the four activity RPCs and Ping: the domain's rules,
+/// applied atomically by a store, with the resulting pushes handed to a sink.
+///
+/// Order of a mutating call: permission and app check; the rule runs inside
+/// the store (so a payload above 4,096 bytes, a finished activity or a reused
+/// key is refused before anything is stored or queued); the store's future
+/// succeeds once the new state is durable; only then are the pushes handed to
+/// the sink, and the reply reports what the sink took.
+///
+/// `wait_for_delivery` is not honoured yet: until APNs dispatch exists
+/// (issue 5) nothing can become final, so every reply comes once the pushes
+/// are queued, with `complete = false` whenever any push is queued. Delivered,
+/// failed-by-APNs and pruned counts are therefore always 0: they are never
+/// made up.
+public struct ActivityService: LiveRelayService {
+    /// The version Ping reports.
+    public static let version = "1.0"
+
+    private let store: any ActivityStore
+    private let clock: any DomainClock
+    private let logger: Logger
+    private let sink: any PushSink
+    private let apps: AppDirectory
+    private let serverVersion: String
+
+    /// - Parameters:
+    ///   - store: where state lives; ``InMemoryActivityStore`` until SQLite lands.
+    ///   - clock: the source of "now" for every rule, timestamp and Ping.
+    ///   - sink: where accepted pushes go; records them by default.
+    ///   - apps: which app ids exist and their bundle ids; every id by default.
+    public init(
+        store: any ActivityStore,
+        clock: any DomainClock = SystemClock(),
+        logger: Logger,
+        sink: any PushSink = RecordingPushSink(),
+        apps: AppDirectory = .open,
+        serverVersion: String = ActivityService.version
+    ) {
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.sink = sink
+        self.apps = apps
+        self.serverVersion = serverVersion
+    }
+
+    // MARK: LiveRelayService
+
+    public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
+        if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
+        return store.apply(RegisterToken(request), now: clock.now(), on: context.eventLoop)
+            .map { $0.reply }
+            .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
+    }
+
+    public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
+        let app: App
+        switch admit(appID: request.appID ?? "", context: context) {
+        case let .success(a): app = a
+        case let .failure(error): return context.fail(error)
+        }
+        let activityID = request.activityID ?? ""
+        return store.apply(StartActivity(request, app: app), now: clock.now(), on: context.eventLoop)
+            .flatMap { outcome in self.finish(outcome, context: context) }
+            .map { StartActivityReply(activityID: activityID, timestamp: $0.timestamp, summary: $0.summary,
+                                      replayed: $0.replayed, state: $0.state.proto) }
+            .flatMapErrorThrowing { throw self.rpcError($0, call: "StartActivity") }
+    }
+
+    public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
+        let app: App
+        switch admit(appID: request.appID ?? "", context: context) {
+        case let .success(a): app = a
+        case let .failure(error): return context.fail(error)
+        }
+        return store.apply(ChangeActivity(request, app: app), now: clock.now(), on: context.eventLoop)
+            .flatMap { outcome in self.finish(outcome, context: context) }
+            .map { UpdateActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
+                                       state: $0.state.proto) }
+            .flatMapErrorThrowing { throw self.rpcError($0, call: "UpdateActivity") }
+    }
+
+    public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
+        let app: App
+        switch admit(appID: request.appID ?? "", context: context) {
+        case let .success(a): app = a
+        case let .failure(error): return context.fail(error)
+        }
+        return store.apply(ChangeActivity(request, app: app), now: clock.now(), on: context.eventLoop)
+            .flatMap { outcome in self.finish(outcome, context: context) }
+            .map { EndActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
+                                    state: $0.state.proto) }
+            .flatMapErrorThrowing { throw self.rpcError($0, call: "EndActivity") }
+    }
+
+    public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {
+        context.eventLoop.makeSucceededFuture(
+            PingReply(payload: request.payload, serverTimeMS: clock.now().milliseconds, serverVersion: serverVersion))
+    }
+
+    // MARK: For dispatch and the server's housekeeping
+
+    /// Removes a token APNs declared dead (410, BadDeviceToken,
+    /// DeviceTokenNotForTopic); other answers leave it. Dispatch calls this.
+    public func prune(
+        _ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<TokenPruning.Outcome> {
+        store.apply(PruneToken(token, status: status, reason: reason, invalidSince: invalidSince),
+                    now: clock.now(), on: eventLoop)
+    }
+
+    /// One expiry sweep (at most `limit` activities and tokens).
+    public func sweep(limit: Int = 10_000, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
+        store.apply(Sweep(limit: limit), now: clock.now(), on: eventLoop).map { report in
+            if !report.isEmpty {
+                self.logger.info("swept activities and tokens", metadata: [
+                    "expired": "\(report.expired.count)", "dismissed": "\(report.dismissed.count)",
+                    "purged": "\(report.purged.count)", "tokens_deleted": "\(report.deletedTokens.count)",
+                ])
+            }
+            return report
+        }
+    }
+
+    /// Runs ``sweep(limit:on:)`` every `interval` until the task is cancelled
+    /// (at shutdown). Expiry is also enforced lazily by the rules, so the
+    /// interval only bounds how long dead tokens and records linger.
+    public func scheduleSweeps(on eventLoop: any EventLoop, every interval: TimeAmount = .seconds(60)) -> RepeatedTask {
+        eventLoop.scheduleRepeatedAsyncTask(initialDelay: interval, delay: interval) { _ in
+            self.sweep(on: eventLoop).map { _ in }.recover { error in
+                self.logger.error("sweep failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Internals
+
+    /// The parts of a reply the three activity RPCs share.
+    private struct CallReply {
+        var timestamp: Int64
+        var summary: DeliverySummary
+        var replayed: Bool
+        var state: Activity.State
+    }
+
+    /// PERMISSION_DENIED, NOT_FOUND for an unknown app, and no new work for a
+    /// call that is already cancelled or past its deadline.
+    private func admit(appID: String, context: CallContext) -> Result<App, RPCError> {
+        if let error = context.principal.checkApp(appID) { return .failure(error) }
+        if context.cancellation.isCancelled { return .failure(RPCError(.cancelled, "call cancelled")) }
+        if let deadline = context.deadline, deadline <= .now() {
+            return .failure(RPCError(.deadlineExceeded, "deadline passed before the call started"))
+        }
+        guard let app = apps.app(appID) else {
+            return .failure(RPCError(.notFound, DomainError.unknownApp(appID: appID).message,
+                                     details: ErrorDetails(reason: DomainError.unknownApp(appID: appID).reason)))
+        }
+        return .success(app)
+    }
+
+    /// Hands an accepted call's pushes to the sink and builds the summary from what it took.
+    private func finish(_ outcome: ActivityCallOutcome, context: CallContext) -> EventLoopFuture<CallReply> {
+        switch outcome {
+        case let .replayed(stored):
+            return context.eventLoop.makeSucceededFuture(
+                CallReply(timestamp: stored.timestamp, summary: stored.summary, replayed: true, state: stored.state))
+        case let .accepted(call):
+            let reply = { @Sendable (result: EnqueueResult) -> CallReply in
+                CallReply(timestamp: call.reply.timestamp,
+                          summary: Self.summary(call.reply.summary, after: result),
+                          replayed: false, state: call.reply.state)
+            }
+            guard !call.batch.targets.isEmpty else { return context.eventLoop.makeSucceededFuture(reply(EnqueueResult())) }
+            logger.debug("pushes accepted", metadata: [
+                "app": "\(call.batch.appID)", "activity": "\(call.batch.activityID)",
+                "event": "\(call.batch.event.rawValue)", "timestamp": "\(call.batch.timestamp)",
+                "targets": "\(call.batch.targets.count)", "bytes": "\(call.batch.payload.count)",
+            ])
+            return sink.enqueue(call.batch, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
+        }
+    }
+
+    /// `targeted` and `unresolved` come from the rule; the rest is what the sink did.
+    static func summary(_ planned: DeliverySummary, after result: EnqueueResult) -> DeliverySummary {
+        var summary = planned
+        summary.queued = UInt32(clamping: result.queued)
+        summary.superseded = UInt32(clamping: result.superseded)
+        summary.failures = result.failures.sorted { $0.key < $1.key }
+            .map { FailureCount(reason: $0.key, count: UInt32(clamping: $0.value)) }
+        summary.failed = summary.failures.reduce(0) { $0 &+ $1.count }
+        // Final only when nothing is left in flight (no pushes, or none taken).
+        summary.complete = summary.queued == 0
+        return summary
+    }
+
+    /// Maps a refusal to its status; anything unexpected is logged and reported without its text.
+    private func rpcError(_ error: any Error, call: String) -> RPCError {
+        switch error {
+        case let error as RPCError:
+            return error
+        case let error as DomainError:
+            var details = ErrorDetails(reason: error.reason)
+            if case let .invalidField(field, detail) = error, !field.isEmpty {
+                details.fieldViolations = [FieldViolation(field: field, description: detail)]
+            }
+            switch error.code {
+            case .invalidArgument: return RPCError(.invalidArgument, error.message, details: details)
+            case .notFound: return RPCError(.notFound, error.message, details: details)
+            case .alreadyExists: return RPCError(.alreadyExists, error.message, details: details)
+            case .failedPrecondition: return RPCError(.failedPrecondition, error.message, details: details)
+            }
+        case ActivityStoreError.closed:
+            return RPCError(.unavailable, "the store is closed (server shutting down)")
+        default:
+            logger.error("store failure", metadata: ["call": "\(call)", "error": "\(error)"])
+            return RPCError(.internal, "internal error in \(call)")
+        }
+    }
+}

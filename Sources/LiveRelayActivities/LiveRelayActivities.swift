@@ -1,1 +1,0 @@
-// Module LiveRelayActivities: see Package.swift for its role.

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import LiveRelayActivities
+import LiveRelayServer
+import LiveRelayService
+import LiveRelayStore
+import LiveRelayTLS
+import LiveRelayWire
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the LiveRelay server.",
+        discussion: """
+            Without --config: a development setup in --data-dir (default \(DevSetup.defaultDataDirectory)): a
+            self-signed certificate (cert.pem, key.pem) and an API key for the app "dev.app", printed once on
+            the first start. SIGTERM or SIGINT shut down gracefully (GOAWAY, in-flight calls finish).
+            """
+    )
+
+    @Option(help: "A JSON config file (listen address, TLS, API-key file, limits); see ServeConfigurationFile.swift.")
+    var config: String?
+
+    @Option(help: "Address to listen on (default 127.0.0.1, or the config file's).")
+    var host: String?
+
+    @Option(help: "Port to listen on (default 7443, or the config file's).")
+    var port: Int?
+
+    @Option(help: "Directory for the development setup, or overriding the config file's data_dir.")
+    var dataDir: String?
+
+    @Flag(help: "Answer every call with an empty OK reply: measures the protocol's ceiling.")
+    var nullService = false
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func run() async throws {
+        let level = self.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "liverelay")
+        do {
+            try await self.serve(logger: logger)
+        } catch let error as CLIError {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode.failure
+        }
+    }
+
+    private func serve(logger: Logger) async throws {
+        let setup = try self.resolve()
+        if let announcement = setup.announcement {
+            writeStandardOutput(announcement)
+        }
+        let tlsContext: TLSContext?
+        do {
+            tlsContext = try setup.tls.map { try TLSContext(configuration: $0) }
+        } catch let error as TLSContextError {
+            throw CLIError(error.description)
+        }
+        let authenticator: APIKeyAuthenticator
+        do {
+            authenticator = try setup.keyFile.makeAuthenticator()
+        } catch {
+            throw CLIError("\(setup.keyFilePath): \(error)")
+        }
+
+        let store = InMemoryActivityStore()
+        let service: any LiveRelayService
+        var sweeps: RepeatedTask? = nil
+        if setup.nullService {
+            service = NullLiveRelayService()
+        } else {
+            let activities = ActivityService(store: store, logger: logger)
+            sweeps = activities.scheduleSweeps(on: MultiThreadedEventLoopGroup.singleton.next())
+            service = activities
+        }
+        logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, in-memory store")"])
+
+        let server = RPCServer(
+            configuration: RPCServer.Configuration(
+                host: setup.host, port: setup.port, tls: tlsContext, connection: setup.connection, maxDrainTime: setup.drainTime
+            ),
+            service: service, authenticator: authenticator, logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                let address = try await server.boundAddress
+                writeStandardOutput("listening on \(setup.host):\(address.port ?? setup.port)\(tlsContext == nil ? " (plaintext)" : "")")
+            }
+            do {
+                try await tasks.waitForAll()
+            } catch {
+                tasks.cancelAll()
+                throw CLIError("cannot serve on \(setup.host):\(setup.port): \(error)")
+            }
+        }
+        sweeps?.cancel()
+        try? await store.close()
+    }
+
+    /// Everything `serve` needs, from the config file or the development setup, with flags on top.
+    private struct Setup {
+        var host: String
+        var port: Int
+        var tls: TLSConfiguration?
+        var keyFile: APIKeyFile
+        var keyFilePath: String
+        var connection = ServerConnectionStateMachine.Configuration()
+        var drainTime = TimeAmount.seconds(30)
+        var nullService: Bool
+        var announcement: String?
+    }
+
+    private func resolve() throws -> Setup {
+        guard let config else {
+            let host = self.host ?? "127.0.0.1"
+            let prepared = try DevSetup.prepare(dataDirectory: self.dataDir ?? DevSetup.defaultDataDirectory, host: host)
+            return Setup(
+                host: host, port: self.port ?? 7443,
+                tls: TLSConfiguration.makeServerConfiguration(certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
+                keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
+                announcement: prepared.announcement
+            )
+        }
+        let path = DevSetup.absolute(config)
+        let base = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let file = try ServeConfigurationFile.load(path: path)
+        let dataDirectory = self.dataDir.map { DevSetup.absolute($0) } ?? file.dataDir.map { DevSetup.absolute($0, relativeTo: base) }
+        let keyFilePath: String
+        if let apiKeyFile = file.apiKeyFile {
+            keyFilePath = DevSetup.absolute(apiKeyFile, relativeTo: base)
+        } else if let dataDirectory {
+            keyFilePath = dataDirectory + "/api-keys.json"
+        } else {
+            throw CLIError("\(path): set \"api_key_file\" (or \"data_dir\", which holds api-keys.json)")
+        }
+        guard FileManager.default.fileExists(atPath: keyFilePath) else {
+            throw CLIError("no API key file at \(keyFilePath) (the development setup of `liverelay serve` writes one in the same format)")
+        }
+        let keyFile: APIKeyFile
+        do {
+            keyFile = try APIKeyFile.load(path: keyFilePath)
+        } catch {
+            throw CLIError("\(error)")
+        }
+        return Setup(
+            host: self.host ?? file.listen?.host ?? "127.0.0.1",
+            port: self.port ?? file.listen?.port ?? 7443,
+            tls: try file.tlsConfiguration(base: base),
+            keyFile: keyFile, keyFilePath: keyFilePath,
+            connection: try file.connectionConfiguration(),
+            drainTime: try file.drainTime,
+            nullService: self.nullService || file.nullService == true
+        )
+    }
+}

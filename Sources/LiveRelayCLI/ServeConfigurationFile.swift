@@ -1,0 +1,164 @@
+import Foundation
+import LiveRelayTLS
+import LiveRelayWire
+import NIOCore
+
+/// The JSON file `liverelay serve --config` reads: a production setup, where
+/// certificates and keys are made by the operator, not by LiveRelay.
+///
+/// ```json
+/// {
+///   "listen": { "host": "0.0.0.0", "port": 7443 },
+///   "tls": { "certificate": "tls/cert.pem", "private_key": "tls/key.pem",
+///            "client_ca": "tls/clients-ca.pem", "client_auth": "require" },
+///   "data_dir": "/var/lib/liverelay",
+///   "api_key_file": "/etc/liverelay/api-keys.json",
+///   "limits": { "max_frame_size": 1048576, "max_requests_in_flight": 100,
+///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000 }
+/// }
+/// ```
+///
+/// Relative paths are relative to the config file, so a config directory can
+/// be moved as a whole. Unknown keys are an error: a misspelt limit silently
+/// ignored would be worse than a refusal to start.
+struct ServeConfigurationFile: Decodable {
+    struct Listen: Decodable {
+        var host: String?
+        var port: Int?
+    }
+
+    struct TLS: Decodable {
+        var certificate: String
+        var privateKey: String
+        /// The CA client certificates must chain to; needed when `client_auth` is not "none".
+        var clientCA: String?
+        /// "none" (default), "optional" (verify if sent) or "require" (mTLS).
+        var clientAuth: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case certificate, privateKey = "private_key", clientCA = "client_ca", clientAuth = "client_auth"
+        }
+    }
+
+    struct Limits: Decodable {
+        var maxFrameSize: UInt32?
+        var maxRequestsInFlight: UInt32?
+        var idleTimeoutMilliseconds: UInt32?
+        var helloTimeoutMilliseconds: Int64?
+        var drainTimeMilliseconds: Int64?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case maxFrameSize = "max_frame_size", maxRequestsInFlight = "max_requests_in_flight"
+            case idleTimeoutMilliseconds = "idle_timeout_ms", helloTimeoutMilliseconds = "hello_timeout_ms"
+            case drainTimeMilliseconds = "drain_time_ms"
+        }
+    }
+
+    var listen: Listen?
+    var tls: TLS?
+    /// Serving without TLS must be asked for by name: API keys would cross the network in the clear.
+    var insecurePlaintext: Bool?
+    var dataDir: String?
+    var apiKeyFile: String?
+    var limits: Limits?
+    var nullService: Bool?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case listen, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
+        case limits, nullService = "null_service"
+    }
+
+    static func load(path: String) throws -> ServeConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read the config file \(path)")
+        }
+        try rejectUnknownKeys(data, path: path)
+        do {
+            return try JSONDecoder().decode(ServeConfigurationFile.self, from: data)
+        } catch let error as DecodingError {
+            throw CLIError("\(path): \(describe(error))")
+        }
+    }
+
+    /// The TLS settings, with paths made absolute against `base`.
+    func tlsConfiguration(base: String) throws -> TLSConfiguration? {
+        guard let tls else {
+            guard self.insecurePlaintext == true else {
+                throw CLIError("the config file needs a \"tls\" section (or \"insecure_plaintext\": true, for tests only)")
+            }
+            return nil
+        }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: .file(DevSetup.absolute(tls.certificate, relativeTo: base)),
+            privateKey: .file(DevSetup.absolute(tls.privateKey, relativeTo: base))
+        )
+        switch tls.clientAuth ?? "none" {
+        case "none":
+            return configuration
+        case "optional":
+            configuration.certificateVerification = .optional
+        case "require":
+            configuration.certificateVerification = .fullVerification
+        case let other:
+            throw CLIError("tls.client_auth must be \"none\", \"optional\" or \"require\", not \"\(other)\"")
+        }
+        guard let clientCA = tls.clientCA else {
+            throw CLIError("tls.client_auth \"\(tls.clientAuth ?? "")\" needs tls.client_ca, the CA client certificates chain to")
+        }
+        configuration.trustRoots = .pem(.file(DevSetup.absolute(clientCA, relativeTo: base)))
+        return configuration
+    }
+
+    /// The protocol settings and timeouts, checked against the protocol's valid ranges.
+    func connectionConfiguration() throws -> ServerConnectionStateMachine.Configuration {
+        var configuration = ServerConnectionStateMachine.Configuration()
+        guard let limits else { return configuration }
+        if let value = limits.maxFrameSize { configuration.settings.maxFrameSize = value }
+        if let value = limits.maxRequestsInFlight { configuration.settings.maxRequestsInFlight = value }
+        if let value = limits.idleTimeoutMilliseconds { configuration.settings.idleTimeoutMilliseconds = value }
+        if let value = limits.helloTimeoutMilliseconds {
+            guard value > 0 else { throw CLIError("limits.hello_timeout_ms must be above 0") }
+            configuration.helloTimeout = .milliseconds(value)
+        }
+        for setting in configuration.settings.settings {
+            if let reason = setting.invalidReason { throw CLIError("limits: \(reason)") }
+        }
+        return configuration
+    }
+
+    var drainTime: TimeAmount {
+        get throws {
+            guard let milliseconds = self.limits?.drainTimeMilliseconds else { return .seconds(30) }
+            guard milliseconds >= 0 else { throw CLIError("limits.drain_time_ms must not be negative") }
+            return .milliseconds(milliseconds)
+        }
+    }
+
+    private static func rejectUnknownKeys(_ data: Data, path: String) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw CLIError("\(path): not a JSON object")
+        }
+        func check(_ object: [String: Any], _ known: [String], _ prefix: String) throws {
+            for key in object.keys where !known.contains(key) {
+                throw CLIError("\(path): unknown key \"\(prefix)\(key)\" (known: \(known.joined(separator: ", ")))")
+            }
+        }
+        try check(object, CodingKeys.allCases.map(\.rawValue), "")
+        if let listen = object["listen"] as? [String: Any] { try check(listen, ["host", "port"], "listen.") }
+        if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
+        if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func at(_ path: [any CodingKey]) -> String {
+            path.isEmpty ? "the top level" : path.map(\.stringValue).joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(at(context.codingPath)): expected \(type)"
+        case .valueNotFound(_, let context): return "\(at(context.codingPath)): missing value"
+        case .keyNotFound(let key, let context): return "\(at(context.codingPath + [key])): required"
+        case .dataCorrupted(let context): return "\(at(context.codingPath)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,2 +1,0 @@
-// The `liverelay` command arrives with the server issue.
-print("liverelay: not built yet")

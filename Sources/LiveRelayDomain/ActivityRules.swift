@@ -1,0 +1,273 @@
+import LiveRelayMessages
+
+/// What a StartActivity, UpdateActivity or EndActivity came to.
+public enum ActivityCallOutcome: Hashable, Sendable {
+    /// The idempotency key was used before for this same request: its first reply, nothing new sent.
+    case replayed(StoredReply)
+    case accepted(AcceptedCall)
+}
+
+/// An accepted call: the state it left and the pushes it asks for.
+public struct AcceptedCall: Hashable, Sendable {
+    /// The activity after the call.
+    public var activity: Activity
+    public var batch: PushBatch
+    /// The reply as stored for replays: `targeted` and `unresolved` are final;
+    /// `queued` assumes the sink takes every push (the service reports what it did take).
+    public var reply: StoredReply
+}
+
+/// StartActivity's rule: a new activity under the caller's id, sent to the resolved push-to-start tokens.
+public struct StartActivity: StoreMutation {
+    public var request: StartActivityRequest
+    public var app: App
+
+    public init(_ request: StartActivityRequest, app: App) {
+        self.request = request
+        self.app = app
+    }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
+        do { try request.validate() } catch { throw DomainError(error) }
+        let appID = request.appID ?? "", activityID = request.activityID ?? ""
+        let attributesType = request.attributesType ?? "", attributesJSON = request.attributesJSON ?? "{}"
+        let key = ActivityKey(appID: appID, activityID: activityID)
+        let fingerprint = Fingerprint.of(request)
+
+        if let idempotencyKey = request.idempotencyKey?.nonEmpty,
+           let record = state.idempotencyRecord(key, key: idempotencyKey) {
+            guard record.operation == .start, record.fingerprint == fingerprint else {
+                throw .idempotencyKeyReused(key: idempotencyKey, key, firstUsedFor: record.operation)
+            }
+            return MutationPlan(outcome: .replayed(record.reply))
+        }
+        if state.activity(key) != nil { throw .activityAlreadyExists(key) }
+
+        let resolution = TargetResolution.resolve(
+            request.targets ?? Targets(), appID: appID, attributesType: attributesType, state: state, now: now)
+        let stamp = now.seconds
+        let content = LiveActivityContent(
+            contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
+            dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
+        let payload = try APNsPayloadBuilder.start(
+            timestamp: stamp, attributesType: attributesType, attributesJSON: attributesJSON, content: content)
+
+        let activity = Activity(
+            appID: appID, id: activityID, attributesType: attributesType, state: .starting,
+            lastTimestamp: stamp, lastContentState: request.contentStateJSON, createdAt: now)
+        let batch = PushBatch(
+            appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
+            headers: APNsHeaders(bundleID: app.bundleID, priority: request.priority,
+                                 expiration: activity.expiresAt.seconds),
+            targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) })
+        let count = UInt32(batch.targets.count)
+        let reply = StoredReply(
+            timestamp: stamp, state: .starting,
+            summary: DeliverySummary(targeted: count, queued: count, unresolved: resolution.unresolved))
+
+        var writes: [StoreWrite] = [.putActivity(activity)]
+        if let idempotencyKey = request.idempotencyKey?.nonEmpty {
+            writes.append(.putIdempotencyRecord(IdempotencyRecord(
+                appID: appID, activityID: activityID, key: idempotencyKey, operation: .start,
+                fingerprint: fingerprint, reply: reply, createdAt: now)))
+        }
+        return MutationPlan(writes: writes, outcome: .accepted(AcceptedCall(activity: activity, batch: batch, reply: reply)))
+    }
+}
+
+/// UpdateActivity's and EndActivity's rule (an Update with `end_activity: true` is an End).
+public struct ChangeActivity: StoreMutation {
+    public let appID: String
+    public let activityID: String
+    public let event: APNsEvent
+    /// Which RPC the call was, for idempotency records.
+    public let operation: IdempotentOperation
+    public let content: LiveActivityContent
+    public let priority: Priority?
+    public let idempotencyKey: String?
+    public let fingerprint: UInt64
+    public let app: App
+    private let source: Source
+
+    private enum Source: Sendable {
+        case update(UpdateActivityRequest)
+        case end(EndActivityRequest)
+    }
+
+    public init(_ request: UpdateActivityRequest, app: App) {
+        self.appID = request.appID ?? ""
+        self.activityID = request.activityID ?? ""
+        self.event = request.endActivity == true ? .end : .update
+        self.operation = .update
+        self.content = LiveActivityContent(
+            contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
+            dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
+        self.priority = request.priority
+        self.idempotencyKey = request.idempotencyKey?.nonEmpty
+        self.fingerprint = Fingerprint.of(request)
+        self.app = app
+        self.source = .update(request)
+    }
+
+    public init(_ request: EndActivityRequest, app: App) {
+        self.appID = request.appID ?? ""
+        self.activityID = request.activityID ?? ""
+        self.event = .end
+        self.operation = .end
+        self.content = LiveActivityContent(
+            contentStateJSON: request.contentStateJSON, alert: request.alert, dismissalDate: request.dismissalDate)
+        self.priority = request.priority
+        self.idempotencyKey = request.idempotencyKey?.nonEmpty
+        self.fingerprint = Fingerprint.of(request)
+        self.app = app
+        self.source = .end(request)
+    }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
+        do {
+            switch source {
+            case let .update(request): try request.validate()
+            case let .end(request): try request.validate()
+            }
+        } catch { throw DomainError(error) }
+        let key = ActivityKey(appID: appID, activityID: activityID)
+        guard var activity = state.activity(key) else { throw .activityNotFound(key) }
+
+        // A retry of a call that already ended the activity must replay, not fail: check keys first.
+        if let idempotencyKey, let record = state.idempotencyRecord(key, key: idempotencyKey) {
+            guard record.operation == operation, record.fingerprint == fingerprint else {
+                throw .idempotencyKeyReused(key: idempotencyKey, key, firstUsedFor: record.operation)
+            }
+            return MutationPlan(outcome: .replayed(record.reply))
+        }
+        if activity.isFinished(at: now) {
+            throw .activityFinished(key, state: activity.state.isFinished ? activity.state : .expired)
+        }
+
+        // Devices ignore a timestamp older than or equal to the last: never reuse one.
+        let stamp = max(now.seconds, activity.lastTimestamp + 1)
+        let tokens = state.updateTokens(of: key)
+        var content = self.content
+        var writes: [StoreWrite] = []
+        let payload: APNsPayload
+        let expiration: Int64
+        switch event {
+        case .update, .start:
+            payload = try APNsPayloadBuilder.update(timestamp: stamp, content: content)
+            activity.lastContentState = content.contentStateJSON ?? activity.lastContentState
+            expiration = activity.expiresAt.seconds
+        case .end:
+            content.contentStateJSON = content.contentStateJSON ?? activity.lastContentState
+            payload = try APNsPayloadBuilder.end(timestamp: stamp, content: content)
+            activity.lastContentState = content.contentStateJSON
+            activity.endedAt = now
+            activity.dismissAt = content.dismissalDate.map { UnixTime(seconds: $0) } ?? now + ActivityLifetime.dismissalWindow
+            activity.state = (activity.dismissAt ?? now) <= now ? .dismissed : .ended
+            // The end push may still reach a device that was offline until the activity would leave the screen.
+            expiration = (now + ActivityLifetime.dismissalWindow).seconds
+            // Update tokens die with their activity: nothing can be sent to them after the end.
+            writes += tokens.map { .deleteToken($0.key) }
+        }
+        activity.lastTimestamp = stamp
+
+        let live = tokens.filter { !$0.isExpired(at: now) }
+        let batch = PushBatch(
+            appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
+            headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration),
+            targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) })
+        let count = UInt32(live.count)
+        let reply = StoredReply(timestamp: stamp, state: activity.state,
+                                summary: DeliverySummary(targeted: count, queued: count))
+        writes.insert(.putActivity(activity), at: 0)
+        if let idempotencyKey {
+            writes.append(.putIdempotencyRecord(IdempotencyRecord(
+                appID: appID, activityID: activityID, key: idempotencyKey, operation: operation,
+                fingerprint: fingerprint, reply: reply, createdAt: now)))
+        }
+        return MutationPlan(writes: writes, outcome: .accepted(AcceptedCall(activity: activity, batch: batch, reply: reply)))
+    }
+}
+
+/// A hash of a request's meaning, stable across processes and builds (FNV-1a
+/// 64 over a tagged, length-prefixed encoding), because it is stored with an
+/// idempotency key and compared after restarts; Swift's `Hasher` is seeded
+/// per process. Transport details (`wait_for_delivery`) are left out: waiting
+/// or not, it is the same request.
+public struct Fingerprint {
+    private var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    private mutating func byte(_ b: UInt8) {
+        hash ^= UInt64(b)
+        hash &*= 0x0000_0100_0000_01b3
+    }
+
+    private mutating func u64(_ v: UInt64) { for i in 0..<8 { byte(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) } }
+
+    private mutating func tag(_ t: UInt8, present: Bool) {
+        byte(t)
+        byte(present ? 1 : 0)
+    }
+
+    mutating func add(_ t: UInt8, _ s: String?) {
+        tag(t, present: s != nil)
+        guard let s else { return }
+        u64(UInt64(s.utf8.count))
+        for b in s.utf8 { byte(b) }
+    }
+
+    mutating func add(_ t: UInt8, _ v: Int64?) {
+        tag(t, present: v != nil)
+        if let v { u64(UInt64(bitPattern: v)) }
+    }
+
+    mutating func add(_ t: UInt8, _ v: Double?) {
+        tag(t, present: v != nil)
+        if let v { u64(v.bitPattern) }
+    }
+
+    mutating func add(_ t: UInt8, _ strings: [String]) {
+        tag(t, present: true)
+        u64(UInt64(strings.count))
+        for s in strings { add(t, s) }
+    }
+
+    /// Absent and unspecified mean the default, high: the same request.
+    mutating func add(_ t: UInt8, _ p: Priority?) {
+        add(t, Int64(p == .low ? 5 : 10))
+    }
+
+    mutating func add(_ t: UInt8, _ alert: Alert?) {
+        tag(t, present: alert != nil)
+        add(t, alert?.title)
+        add(t, alert?.body)
+        add(t, alert?.sound)
+    }
+
+    public static func of(_ r: StartActivityRequest) -> UInt64 {
+        var f = Fingerprint()
+        f.add(0, "start")
+        f.add(1, r.appID); f.add(2, r.activityID); f.add(3, r.attributesType); f.add(4, r.attributesJSON)
+        f.add(5, r.contentStateJSON); f.add(6, r.alert); f.add(7, r.staleDate); f.add(8, r.dismissalDate)
+        f.add(9, r.relevanceScore); f.add(10, r.priority)
+        f.add(11, r.targets?.pushToStartTokens ?? []); f.add(12, r.targets?.externalUserIDs ?? [])
+        f.add(13, r.targets?.allDevices == true ? "all" : nil)
+        return f.hash
+    }
+
+    public static func of(_ r: UpdateActivityRequest) -> UInt64 {
+        var f = Fingerprint()
+        f.add(0, "update")
+        f.add(1, r.appID); f.add(2, r.activityID); f.add(3, r.contentStateJSON); f.add(4, r.alert)
+        f.add(5, r.staleDate); f.add(6, r.dismissalDate); f.add(7, r.relevanceScore); f.add(8, r.priority)
+        f.add(9, r.endActivity == true ? "end" : nil)
+        return f.hash
+    }
+
+    public static func of(_ r: EndActivityRequest) -> UInt64 {
+        var f = Fingerprint()
+        f.add(0, "end")
+        f.add(1, r.appID); f.add(2, r.activityID); f.add(3, r.contentStateJSON); f.add(4, r.dismissalDate)
+        f.add(5, r.alert); f.add(6, r.priority)
+        return f.hash
+    }
+}

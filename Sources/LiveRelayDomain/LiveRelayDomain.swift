@@ -1,1 +1,0 @@
-// Module LiveRelayDomain: see Package.swift for its role.

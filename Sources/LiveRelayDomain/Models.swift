@@ -1,0 +1,277 @@
+import LiveRelayMessages
+
+/// An app LiveRelay pushes for. Its bundle id makes the `apns-topic`.
+public struct App: Hashable, Sendable {
+    public var id: String
+    public var bundleID: String
+
+    public init(id: String, bundleID: String) {
+        self.id = id
+        self.bundleID = bundleID
+    }
+}
+
+/// The apps a deployment knows, so that an unknown app id is NOT_FOUND rather
+/// than a push to a topic nobody owns.
+///
+/// ``open`` treats every app id as an app whose bundle id is the app id: the
+/// development default until apps are configured (the APNs issue brings their
+/// signing keys and endpoints).
+public struct AppDirectory: Sendable {
+    private let apps: [String: App]?
+
+    public static let open = AppDirectory(apps: nil)
+
+    public init(apps: [App]) {
+        self.apps = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    private init(apps: [String: App]?) { self.apps = apps }
+
+    public func app(_ id: String) -> App? {
+        guard let apps else { return App(id: id, bundleID: id) }
+        return apps[id]
+    }
+}
+
+/// The APNs environment of a token: it picks the endpoint, and a token sent to
+/// the wrong one fails with BadDeviceToken, so it is required and never guessed.
+public enum APNsEnvironment: String, Hashable, Sendable {
+    case sandbox, production
+}
+
+/// A token's identity within its app: the hex is what APNs knows it by.
+public struct TokenKey: Hashable, Sendable {
+    public var appID: String
+    public var hex: String
+    public init(appID: String, hex: String) {
+        self.appID = appID
+        self.hex = hex
+    }
+}
+
+/// The place a device keeps exactly one token in: a new token for the same
+/// slot replaces (rotates) the old one.
+public enum TokenSlot: Hashable, Sendable {
+    /// One update token per (app, activity, device).
+    case update(appID: String, activityID: String, deviceID: String)
+    /// One push-to-start token per (app, device, attributes type).
+    case pushToStart(appID: String, deviceID: String, attributesType: String)
+}
+
+/// A registered APNs token.
+public struct Token: Hashable, Sendable {
+    public enum Kind: String, Hashable, Sendable {
+        /// Starts activities of one attributes type on one device; lives until removed or pruned.
+        case pushToStart
+        /// Updates and ends one activity; dies with it.
+        case update
+    }
+
+    public var kind: Kind
+    public var hex: String
+    public var environment: APNsEnvironment
+    public var appID: String
+    /// Required for push-to-start tokens; optional for update tokens.
+    public var attributesType: String?
+    /// Required for update tokens; nil for push-to-start tokens.
+    public var activityID: String?
+    public var externalUserID: String?
+    public var deviceID: String?
+    public var createdAt: UnixTime
+    public var updatedAt: UnixTime
+    /// The caller's own expiry for the token; nil = until removed, pruned or its activity ends.
+    public var expiresAt: UnixTime?
+
+    public init(
+        kind: Kind, hex: String, environment: APNsEnvironment, appID: String,
+        attributesType: String? = nil, activityID: String? = nil, externalUserID: String? = nil,
+        deviceID: String? = nil, createdAt: UnixTime, updatedAt: UnixTime, expiresAt: UnixTime? = nil
+    ) {
+        self.kind = kind
+        self.hex = hex
+        self.environment = environment
+        self.appID = appID
+        self.attributesType = attributesType
+        self.activityID = activityID
+        self.externalUserID = externalUserID
+        self.deviceID = deviceID
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.expiresAt = expiresAt
+    }
+
+    public var key: TokenKey { TokenKey(appID: appID, hex: hex) }
+
+    /// The rotation slot; nil without a device id (such tokens never rotate each other).
+    public var slot: TokenSlot? {
+        guard let deviceID else { return nil }
+        switch kind {
+        case .update:
+            guard let activityID else { return nil }
+            return .update(appID: appID, activityID: activityID, deviceID: deviceID)
+        case .pushToStart:
+            guard let attributesType else { return nil }
+            return .pushToStart(appID: appID, deviceID: deviceID, attributesType: attributesType)
+        }
+    }
+
+    public func isExpired(at now: UnixTime) -> Bool {
+        if let expiresAt { return expiresAt <= now }
+        return false
+    }
+
+    /// Equal in everything the caller controls (not the bookkeeping times).
+    func sameRegistration(as other: Token) -> Bool {
+        kind == other.kind && hex == other.hex && environment == other.environment && appID == other.appID
+            && attributesType == other.attributesType && activityID == other.activityID
+            && externalUserID == other.externalUserID && deviceID == other.deviceID
+            && expiresAt == other.expiresAt
+    }
+}
+
+/// An activity's identity: the caller chooses the id, unique within its app.
+public struct ActivityKey: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public init(appID: String, activityID: String) {
+        self.appID = appID
+        self.activityID = activityID
+    }
+}
+
+/// How long activities live, from Apple's rules (../shared/apns-facts.md).
+public enum ActivityLifetime {
+    /// An activity is active at most 8 hours; after that it expires on the device.
+    public static let maxActive = UnixTime.Duration.hours(8)
+    /// An ended activity stays on the Lock Screen at most 4 hours unless dismissed earlier.
+    public static let dismissalWindow = UnixTime.Duration.hours(4)
+    /// How long a finished activity's record (and its idempotency keys) is kept
+    /// after it left the screen, so late retries still replay or get
+    /// FAILED_PRECONDITION instead of NOT_FOUND; then the record is purged.
+    public static let retention = UnixTime.Duration.hours(24)
+}
+
+/// An activity as LiveRelay knows it.
+public struct Activity: Hashable, Sendable {
+    public enum State: String, Hashable, Sendable {
+        /// Start sent through push-to-start; no update token seen yet.
+        case starting
+        /// An update token has been registered (or the app started it locally).
+        case active
+        /// Ended by the caller; shown until its dismissal date.
+        case ended
+        /// Reached 8 hours without an end.
+        case expired
+        /// Gone from the screen (dismissal date passed).
+        case dismissed
+
+        /// Whether updates and ends are refused (FAILED_PRECONDITION).
+        public var isFinished: Bool { self == .ended || self == .expired || self == .dismissed }
+
+        public var proto: ActivityState {
+            switch self {
+            case .starting: .starting
+            case .active: .active
+            case .ended: .ended
+            case .expired: .expired
+            case .dismissed: .dismissed
+            }
+        }
+    }
+
+    public var appID: String
+    public var id: String
+    public var attributesType: String?
+    public var state: State
+    /// The last aps `timestamp` stamped for it (UNIX seconds); 0 before the first push.
+    public var lastTimestamp: Int64
+    /// The last content state sent, so an End without one repeats it.
+    public var lastContentState: String?
+    public var createdAt: UnixTime
+    /// createdAt + 8 hours.
+    public var expiresAt: UnixTime
+    public var endedAt: UnixTime?
+    /// When an ended activity leaves the screen: its dismissal date, or endedAt + 4 hours.
+    public var dismissAt: UnixTime?
+
+    public init(
+        appID: String, id: String, attributesType: String?, state: State, lastTimestamp: Int64 = 0,
+        lastContentState: String? = nil, createdAt: UnixTime, expiresAt: UnixTime? = nil,
+        endedAt: UnixTime? = nil, dismissAt: UnixTime? = nil
+    ) {
+        self.appID = appID
+        self.id = id
+        self.attributesType = attributesType
+        self.state = state
+        self.lastTimestamp = lastTimestamp
+        self.lastContentState = lastContentState
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt ?? createdAt + ActivityLifetime.maxActive
+        self.endedAt = endedAt
+        self.dismissAt = dismissAt
+    }
+
+    public var key: ActivityKey { ActivityKey(appID: appID, activityID: id) }
+
+    /// The next time the sweeper has something to do with this activity: expire
+    /// it, mark it dismissed, or purge its record. Stores index this value.
+    public var sweepDeadline: UnixTime {
+        switch state {
+        case .starting, .active: return expiresAt
+        case .ended: return dismissAt ?? (endedAt ?? expiresAt) + ActivityLifetime.dismissalWindow
+        case .expired: return expiresAt + ActivityLifetime.retention
+        case .dismissed: return (dismissAt ?? endedAt ?? expiresAt) + ActivityLifetime.retention
+        }
+    }
+
+    /// Whether updates must be refused now, even if the sweeper has not marked it yet.
+    public func isFinished(at now: UnixTime) -> Bool {
+        state.isFinished || expiresAt <= now
+    }
+}
+
+/// Which call an idempotency key was first used with.
+public enum IdempotentOperation: String, Hashable, Sendable {
+    case start, update, end
+}
+
+/// The first reply to a mutating call, kept so a retry with the same key gets
+/// it back (`replayed = true`) instead of acting twice.
+public struct StoredReply: Hashable, Sendable {
+    public var timestamp: Int64
+    public var state: Activity.State
+    /// The summary as it was when the call was accepted.
+    public var summary: DeliverySummary
+
+    public init(timestamp: Int64, state: Activity.State, summary: DeliverySummary) {
+        self.timestamp = timestamp
+        self.state = state
+        self.summary = summary
+    }
+}
+
+/// An idempotency key of one activity, with what it was first used for.
+public struct IdempotencyRecord: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public var key: String
+    public var operation: IdempotentOperation
+    /// A stable hash of the request; the same key with another request is refused.
+    public var fingerprint: UInt64
+    public var reply: StoredReply
+    public var createdAt: UnixTime
+
+    public init(
+        appID: String, activityID: String, key: String, operation: IdempotentOperation,
+        fingerprint: UInt64, reply: StoredReply, createdAt: UnixTime
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.key = key
+        self.operation = operation
+        self.fingerprint = fingerprint
+        self.reply = reply
+        self.createdAt = createdAt
+    }
+}

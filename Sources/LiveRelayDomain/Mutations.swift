@@ -1,0 +1,104 @@
+/// What a rule may read from the current state.
+///
+/// Rules are pure functions of what they read here and of `now`; a store runs
+/// them inside its atomic unit (a lock for memory, a transaction for SQL) so
+/// that the read and the writes it decides cannot interleave with another
+/// call's. The three token lookups are the hot ones: every store keeps an
+/// index for each (an activity's update tokens, a type's push-to-start tokens,
+/// a user's push-to-start tokens).
+public protocol StateReader {
+    func token(_ key: TokenKey) -> Token?
+    func token(in slot: TokenSlot) -> Token?
+    func activity(_ key: ActivityKey) -> Activity?
+    func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord?
+    /// Hot lookup 1: the update tokens of an activity (an update's fan-out).
+    func updateTokens(of activity: ActivityKey) -> [Token]
+    /// Hot lookup 2: the push-to-start tokens of an attributes type (`all_devices`).
+    func pushToStartTokens(appID: String, attributesType: String) -> [Token]
+    /// Hot lookup 3: a user's push-to-start tokens of an attributes type (`external_user_ids`).
+    func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token]
+    /// Activities whose ``Activity/sweepDeadline`` is at or before `now`, at most `limit`.
+    func activitiesDue(at now: UnixTime, limit: Int) -> [Activity]
+    /// Tokens whose own `expiresAt` is at or before `now`, at most `limit`.
+    func tokensExpired(at now: UnixTime, limit: Int) -> [Token]
+}
+
+/// One change a rule asks the store to make. Plans are lists of these so that
+/// a SQL store can turn them into prepared statements and batch many calls'
+/// plans into one transaction (one fsync).
+public enum StoreWrite: Hashable, Sendable {
+    /// Insert or replace the token with this (app, hex), re-indexing it.
+    case putToken(Token)
+    case deleteToken(TokenKey)
+    /// Insert or replace the activity with this (app, id).
+    case putActivity(Activity)
+    /// Forget an activity and its idempotency records (its tokens are deleted by their own writes).
+    case deleteActivity(ActivityKey)
+    case putIdempotencyRecord(IdempotencyRecord)
+}
+
+/// The result of evaluating a rule: what to write and what to tell the caller.
+public struct MutationPlan<Outcome: Sendable>: Sendable {
+    /// Empty for replays, unchanged registrations and refusals: a store then
+    /// needs no commit and no fsync.
+    public var writes: [StoreWrite]
+    public var outcome: Outcome
+
+    public init(writes: [StoreWrite] = [], outcome: Outcome) {
+        self.writes = writes
+        self.outcome = outcome
+    }
+}
+
+/// A rule that a store applies atomically: read through ``StateReader``, decide,
+/// write the plan's ``StoreWrite``s, and only then report the outcome.
+///
+/// A thrown ``DomainError`` means nothing is written. Stores know nothing of
+/// the rules themselves, so every store (memory, SQLite, PostgreSQL) gets the
+/// same semantics from the same code.
+public protocol StoreMutation: Sendable {
+    associatedtype Outcome: Sendable
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Outcome>
+}
+
+/// One token a push goes to.
+public struct PushTarget: Hashable, Sendable {
+    public var token: String
+    public var environment: APNsEnvironment
+    public init(token: String, environment: APNsEnvironment) {
+        self.token = token
+        self.environment = environment
+    }
+}
+
+/// The pushes one accepted call produced: one payload and one set of headers
+/// for every target, as APNs needs them.
+///
+/// For dispatch: `timestamp` orders the pushes of one activity. Batches of
+/// the same activity can reach a sink out of order (two calls race after
+/// their commits); a sink must never send a push of an activity to a token
+/// after one with a higher timestamp to the same token, and may drop a
+/// queued one that a newer batch supersedes.
+public struct PushBatch: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public var event: APNsEvent
+    /// The aps `timestamp`, strictly increasing per activity.
+    public var timestamp: Int64
+    public var payload: APNsPayload
+    public var headers: APNsHeaders
+    public var targets: [PushTarget]
+
+    public init(
+        appID: String, activityID: String, event: APNsEvent, timestamp: Int64, payload: APNsPayload,
+        headers: APNsHeaders, targets: [PushTarget]
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.event = event
+        self.timestamp = timestamp
+        self.payload = payload
+        self.headers = headers
+        self.targets = targets
+    }
+}

@@ -1,0 +1,70 @@
+import LiveRelayMessages
+
+/// Turns StartActivity's targets into push-to-start tokens.
+///
+/// Every target the caller named either yields tokens or appears in
+/// `unresolved` with a reason: a start that silently reaches fewer devices
+/// than asked is indistinguishable from a delivery failure.
+public enum TargetResolution {
+    public struct Result: Hashable, Sendable {
+        /// Distinct tokens, in the order their targets were named.
+        public var tokens: [Token]
+        public var unresolved: [UnresolvedTarget]
+    }
+
+    public static func resolve(
+        _ targets: Targets, appID: String, attributesType: String, state: some StateReader, now: UnixTime
+    ) -> Result {
+        var seen = Set<String>()
+        var tokens: [Token] = []
+        var unresolved: [UnresolvedTarget] = []
+
+        func take(_ token: Token) {
+            if seen.insert(token.hex).inserted { tokens.append(token) }
+        }
+
+        var explicitSeen = Set<String>()
+        for hex in targets.pushToStartTokens where explicitSeen.insert(hex).inserted {
+            let reason: String
+            if let token = state.token(TokenKey(appID: appID, hex: hex)) {
+                if token.kind != .pushToStart {
+                    reason = "registered as an update token, not a push-to-start token"
+                } else if token.attributesType != attributesType {
+                    reason = "registered for attributes type \(token.attributesType ?? "(none)"), not \(attributesType)"
+                } else if token.isExpired(at: now) {
+                    reason = "token expired"
+                } else {
+                    take(token)
+                    continue
+                }
+            } else {
+                reason = "no push-to-start token registered"
+            }
+            unresolved.append(UnresolvedTarget(kind: .pushToStartToken, value: hex, reason: reason))
+        }
+
+        var usersSeen = Set<String>()
+        for user in targets.externalUserIDs where usersSeen.insert(user).inserted {
+            let found = state.pushToStartTokens(appID: appID, externalUserID: user, attributesType: attributesType)
+                .filter { !$0.isExpired(at: now) }
+            if found.isEmpty {
+                unresolved.append(UnresolvedTarget(
+                    kind: .externalUserID, value: user,
+                    reason: "no push-to-start token registered for this user and attributes type \(attributesType)"))
+            }
+            found.forEach(take)
+        }
+
+        if targets.allDevices == true {
+            let found = state.pushToStartTokens(appID: appID, attributesType: attributesType)
+                .filter { !$0.isExpired(at: now) }
+            if found.isEmpty {
+                unresolved.append(UnresolvedTarget(
+                    kind: .allDevices, value: "",
+                    reason: "no push-to-start token registered for attributes type \(attributesType)"))
+            }
+            found.forEach(take)
+        }
+        return Result(tokens: tokens, unresolved: unresolved)
+    }
+}

@@ -1,0 +1,144 @@
+import LiveRelayMessages
+
+/// RegisterToken as a store mutation: reads the token, its slot and its activity, applies ``TokenRegistration``.
+public struct RegisterToken: StoreMutation {
+    public var request: RegisterTokenRequest
+
+    public init(_ request: RegisterTokenRequest) { self.request = request }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
+        let key = TokenKey(appID: request.appID, hex: request.token)
+        let existing = state.token(key)
+        var occupant: Token?
+        var activity: Activity?
+        if !request.remove {
+            let candidate = try TokenRegistration.token(from: request, now: now)
+            occupant = candidate.slot.flatMap { state.token(in: $0) }
+            if let activityID = candidate.activityID {
+                activity = state.activity(ActivityKey(appID: request.appID, activityID: activityID))
+            }
+        }
+        let plan = try TokenRegistration.decide(
+            request, existing: existing, slotOccupant: occupant, activity: activity, now: now)
+        var writes: [StoreWrite] = []
+        switch plan.decision {
+        case let .create(token), let .update(token): writes.append(.putToken(token))
+        case let .rotate(token, replaced):
+            writes.append(.deleteToken(replaced.key))
+            writes.append(.putToken(token))
+        case let .remove(token): writes.append(.deleteToken(token.key))
+        case .unchanged, .notFound: break
+        }
+        if let activity = plan.activity { writes.append(.putActivity(activity)) }
+        return MutationPlan(writes: writes, outcome: plan)
+    }
+}
+
+/// When APNs's answer means a token is dead.
+public enum TokenPruning {
+    /// 410 (Unregistered, ExpiredToken), and 400 BadDeviceToken or
+    /// DeviceTokenNotForTopic: sending to the token again can never succeed.
+    /// Every other answer is about the request, the credentials or APNs itself.
+    public static func shouldPrune(status: Int, reason: String) -> Bool {
+        switch (status, reason) {
+        case (410, _): true
+        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): true
+        default: false
+        }
+    }
+
+    public enum Outcome: Hashable, Sendable {
+        case pruned(Token)
+        /// The answer does not mean the token is dead.
+        case notDead
+        /// The token was registered again after APNs found it invalid (410's
+        /// `timestamp`): the new registration wins.
+        case reregistered(Token)
+        case notFound
+    }
+}
+
+/// Removes a token APNs declared dead; called by dispatch.
+public struct PruneToken: StoreMutation {
+    public var token: TokenKey
+    public var status: Int
+    public var reason: String
+    /// APNs's 410 `timestamp`: when it last found the token invalid.
+    public var invalidSince: UnixTime?
+
+    public init(_ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil) {
+        self.token = token
+        self.status = status
+        self.reason = reason
+        self.invalidSince = invalidSince
+    }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenPruning.Outcome> {
+        guard TokenPruning.shouldPrune(status: status, reason: reason) else { return MutationPlan(outcome: .notDead) }
+        guard let existing = state.token(token) else { return MutationPlan(outcome: .notFound) }
+        if let invalidSince, existing.updatedAt > invalidSince {
+            return MutationPlan(outcome: .reregistered(existing))
+        }
+        return MutationPlan(writes: [.deleteToken(token)], outcome: .pruned(existing))
+    }
+}
+
+/// What one sweep did.
+public struct SweepReport: Hashable, Sendable {
+    /// Activities that reached 8 hours without an end.
+    public var expired: [ActivityKey] = []
+    /// Ended activities whose dismissal date passed.
+    public var dismissed: [ActivityKey] = []
+    /// Finished activities forgotten after ``ActivityLifetime/retention``.
+    public var purged: [ActivityKey] = []
+    /// Update tokens of expired activities and tokens past their own expiry.
+    public var deletedTokens: [TokenKey] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { expired.isEmpty && dismissed.isEmpty && purged.isEmpty && deletedTokens.isEmpty }
+}
+
+/// The expiry sweep: activities at 8 hours expire and lose their update
+/// tokens; ended ones become dismissed at their dismissal date; finished ones
+/// are purged after the retention; tokens past their own expiry go.
+/// Push-to-start tokens without an expiry are never swept (only removal or pruning ends them).
+public struct Sweep: StoreMutation {
+    /// Caps one sweep's work (and a SQL store's transaction); run again while the report is non-empty.
+    public var limit: Int
+
+    public init(limit: Int = 10_000) { self.limit = limit }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<SweepReport> {
+        var report = SweepReport()
+        var writes: [StoreWrite] = []
+        var deleted = Set<TokenKey>()
+        func delete(_ key: TokenKey) {
+            if deleted.insert(key).inserted {
+                writes.append(.deleteToken(key))
+                report.deletedTokens.append(key)
+            }
+        }
+        for var activity in state.activitiesDue(at: now, limit: limit) where activity.sweepDeadline <= now {
+            switch activity.state {
+            case .starting, .active:
+                activity.state = .expired
+                writes.append(.putActivity(activity))
+                report.expired.append(activity.key)
+                state.updateTokens(of: activity.key).forEach { delete($0.key) }
+            case .ended:
+                activity.state = .dismissed
+                writes.append(.putActivity(activity))
+                report.dismissed.append(activity.key)
+            case .expired, .dismissed:
+                writes.append(.deleteActivity(activity.key))
+                report.purged.append(activity.key)
+                state.updateTokens(of: activity.key).forEach { delete($0.key) }
+            }
+        }
+        for token in state.tokensExpired(at: now, limit: limit) where token.isExpired(at: now) {
+            delete(token.key)
+        }
+        return MutationPlan(writes: writes, outcome: report)
+    }
+}

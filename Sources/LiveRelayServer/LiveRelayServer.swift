@@ -1,1 +1,0 @@
-// Module LiveRelayServer: see Package.swift for its role.

@@ -1,0 +1,365 @@
+import LiveRelayMessages
+import LiveRelayService
+import LiveRelayWire
+import Logging
+import NIOCore
+
+/// One RPC connection: bytes in, the wire state machine's actions out.
+///
+/// Placed after `OpenSSLHandler` (or first, in plaintext). Every protocol rule
+/// lives in `ServerConnectionStateMachine`; this handler only decodes frames,
+/// feeds them in, and carries out the returned actions, as swift-nio-http2 and
+/// grpc-swift's transport do, so the rules stay testable without sockets.
+///
+/// Everything happens on the channel's event loop with no hop into Swift
+/// concurrency: service futures completed on this loop are answered in the
+/// same turn, so a whole read batch of pipelined calls goes out in one flush.
+///
+/// Actions are applied through a queue: a service that completes at once
+/// produces its reply's actions while the dispatching action list is still
+/// being applied, and they must run after the rest of that list (a
+/// `.pauseReading` still pending there must not override the reply's
+/// `.resumeReading`).
+public final class RPCConnectionHandler: ChannelDuplexHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+    typealias Action = ServerConnectionStateMachine.Action
+
+    /// Fire this user event into the pipeline to start a graceful drain:
+    /// GOAWAY NO_ERROR, in-flight calls finish, later ones get UNAVAILABLE, then close.
+    public struct GracefulShutdown: Sendable, Hashable {
+        public init() {}
+    }
+
+    struct Call {
+        var cancellation: CancellationFlag
+        var method: Int
+        var start: NIODeadline
+        /// The service has produced its result (the reply may still be queued).
+        var workDone = false
+    }
+
+    let service: any LiveRelayService
+    let authenticator: any Authenticator
+    let metrics: ServerMetrics
+    private let shutdownFlag: ShutdownFlag?
+    var logger: Logger
+    private let encoder = FrameEncoder()
+
+    var stateMachine: ServerConnectionStateMachine
+    private var decoder: FrameDecoder
+    var context: ChannelHandlerContext?
+    var principal: Principal?
+    var calls: [RequestID: Call] = [:]
+
+    private var queue = CircularBuffer<Action>(initialCapacity: 16)
+    private var applying = false
+    private var decoding = false
+    private var decoderFailed = false
+    private var readingPaused = false
+    private var needsDecode = false
+    private var readPending = false
+    private var inReadBatch = false
+    private var outbound: ByteBuffer?
+    private var needsFlush = false
+    private var flushScheduled = false
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
+    private var closing = false
+    private var active = false
+
+    /// Writes are handed to the channel (still unflushed) once this many bytes
+    /// are batched, so a huge burst of replies does not grow one buffer without bound.
+    private static let maxBatchBytes = 256 * 1024
+
+    public convenience init(
+        configuration: ServerConnectionStateMachine.Configuration,
+        service: any LiveRelayService,
+        authenticator: any Authenticator,
+        logger: Logger
+    ) {
+        self.init(
+            configuration: configuration,
+            service: service,
+            authenticator: authenticator,
+            logger: logger,
+            metrics: .shared,
+            shutdownFlag: nil
+        )
+    }
+
+    init(
+        configuration: ServerConnectionStateMachine.Configuration,
+        service: any LiveRelayService,
+        authenticator: any Authenticator,
+        logger: Logger,
+        metrics: ServerMetrics,
+        shutdownFlag: ShutdownFlag? = nil
+    ) {
+        self.service = service
+        self.authenticator = authenticator
+        self.logger = logger
+        self.metrics = metrics
+        self.shutdownFlag = shutdownFlag
+        self.stateMachine = ServerConnectionStateMachine(configuration: configuration, now: .now())
+        self.decoder = configuration.makeFrameDecoder()
+    }
+
+    // MARK: Lifecycle
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { becameActive(context: context) }
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        cancelTimer()
+        self.context = nil
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        becameActive(context: context)
+        context.fireChannelActive()
+    }
+
+    private func becameActive(context: ChannelHandlerContext) {
+        guard !active else { return }
+        active = true
+        metrics.connectionsAccepted.increment()
+        metrics.connectionsActive.increment()
+        logger.debug("connection opened")
+        if shutdownFlag?.isSet == true {
+            apply(stateMachine.beginGracefulShutdown(now: .now()))
+            flushSoon()
+        } else {
+            rearmTimer()
+        }
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        if active {
+            metrics.connectionsActive.decrement()
+        }
+        closing = true
+        cancelTimer()
+        apply(stateMachine.peerClosed())
+        for call in calls.values { call.cancellation.cancel() }
+        calls.removeAll()
+        outbound = nil
+        logger.debug("connection closed")
+        context.fireChannelInactive()
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // TLS failures and socket errors: the connection is unusable; the peer
+        // is gone or misbehaving, which is not the server's problem to shout about.
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is GracefulShutdown {
+            apply(stateMachine.beginGracefulShutdown(now: .now()))
+            flushSoon()
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Inbound
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        inReadBatch = true
+        decoder.append(unwrapInboundIn(data))
+        decodeFrames()
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        inReadBatch = false
+        flushNow()
+        context.fireChannelReadComplete()
+    }
+
+    /// Backpressure: while paused, the read the channel asks for is held back,
+    /// so the socket is not read, the kernel buffer fills and TCP pushes back.
+    public func read(context: ChannelHandlerContext) {
+        if readingPaused {
+            readPending = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// Pulls frames out of the decoder while reading is not paused.
+    private func decodeFrames() {
+        guard !decoding else { return }
+        decoding = true
+        defer { decoding = false }
+        while !readingPaused, !decoderFailed, !closing {
+            do {
+                guard let frame = try decoder.nextFrame() else { break }
+                apply(stateMachine.receive(frame, now: .now()))
+            } catch {
+                decoderFailed = true
+                logger.debug("malformed input", metadata: ["error": "\(error)"])
+                apply(stateMachine.receiveDecodingError(error, now: .now()))
+            }
+        }
+    }
+
+    // MARK: Actions
+
+    func apply(_ actions: [Action]) {
+        guard !actions.isEmpty else { return }
+        queue.append(contentsOf: actions)
+        guard !applying else { return }
+        applying = true
+        while let action = queue.popFirst() {
+            perform(action)
+        }
+        applying = false
+        if needsDecode {
+            needsDecode = false
+            decodeFrames()
+        }
+        if readPending, !readingPaused, let context {
+            readPending = false
+            context.read()
+        }
+        rearmTimer()
+    }
+
+    private func perform(_ action: Action) {
+        switch action {
+        case .write(let frame):
+            write(frame)
+        case .authenticate(let apiKey, let clientName, let version):
+            authenticate(apiKey: apiKey, clientName: clientName, version: version)
+        case .dispatch(let dispatch):
+            self.dispatch(dispatch)
+        case .cancelWork(let id):
+            calls.removeValue(forKey: id)?.cancellation.cancel()
+        case .pauseReading:
+            readingPaused = true
+        case .resumeReading:
+            readingPaused = false
+            needsDecode = true
+        case .close:
+            flushNow()
+            closing = true
+            cancelTimer()
+            context?.close(promise: nil)
+        }
+    }
+
+    private func authenticate(apiKey: ByteBuffer, clientName: String, version: UInt16) {
+        switch authenticator.authenticate(apiKey: apiKey) {
+        case .success(let principal):
+            self.principal = principal
+            logger[metadataKey: "key_id"] = "\(principal.keyID)"
+            logger.debug("authenticated", metadata: ["client": "\(clientName)", "version": "\(version)"])
+            apply(stateMachine.authenticationSucceeded(now: .now()))
+        case .failure(let failure):
+            metrics.authenticationFailures.increment()
+            logger.notice("API key refused", metadata: ["client": "\(clientName)"])
+            apply(stateMachine.authenticationFailed(message: failure.message, now: .now()))
+        }
+    }
+
+    private func write(_ frame: Frame) {
+        guard let context, !closing else { return }
+        switch frame {
+        case .response(let id, _):
+            recordReply(id, status: .ok)
+        case .error(let id, let error):
+            recordReply(id, status: error.status)
+        case .goAway(let goAway):
+            metrics.recordGoAway(goAway.code)
+            let metadata: Logger.Metadata = [
+                "code": "\(goAway.code)", "reason": "\(goAway.reason)", "last_request_id": "\(goAway.lastRequestID)",
+            ]
+            if goAway.code == .noError || goAway.code == .idleTimeout {
+                logger.debug("GOAWAY", metadata: metadata)
+            } else {
+                logger.info("GOAWAY", metadata: metadata)
+            }
+        default:
+            break
+        }
+        if outbound == nil {
+            outbound = context.channel.allocator.buffer(capacity: 4096)
+        }
+        encoder.encode(frame, into: &outbound!)
+        if outbound!.readableBytes >= Self.maxBatchBytes {
+            context.write(wrapOutboundOut(outbound.take()!), promise: nil)
+            needsFlush = true
+        }
+    }
+
+    private func recordReply(_ id: RequestID, status: StatusCode) {
+        guard let call = calls[id] else {
+            metrics.recordRequest(method: ServerMetrics.unknownMethod, status: status, latency: nil)
+            return
+        }
+        metrics.recordRequest(method: call.method, status: status, latency: NIODeadline.now() - call.start)
+        // A call answered before its work finished (deadline, cancel) stays
+        // until the `.cancelWork` that follows, which sets its flag.
+        if call.workDone {
+            calls.removeValue(forKey: id)
+        }
+    }
+
+    // MARK: Flushing and timers
+
+    /// Writes the batch and flushes: once per read batch, once per close.
+    func flushNow() {
+        guard let context else { return }
+        if let buffer = outbound.take(), buffer.readableBytes > 0 {
+            context.write(wrapOutboundOut(buffer), promise: nil)
+            needsFlush = true
+        }
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+    }
+
+    /// For writes made outside a read batch (service completions, timers,
+    /// shutdown): one flush after every completion already queued on the loop
+    /// has run, so replies finishing together share a flush.
+    func flushSoon() {
+        guard !inReadBatch, !flushScheduled, outbound != nil || needsFlush, let context else { return }
+        flushScheduled = true
+        context.eventLoop.assumeIsolated().execute {
+            self.flushScheduled = false
+            self.flushNow()
+        }
+    }
+
+    /// One timer for the whole connection, re-armed only when the next timeout
+    /// moves earlier: a timer that fires early just finds nothing due, which
+    /// is cheaper than rescheduling on every frame.
+    private func rearmTimer() {
+        guard !closing, let context, let next = stateMachine.nextTimeout else { return }
+        if let armed = timerDeadline, armed <= next { return }
+        timer?.cancel()
+        timerDeadline = next
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) {
+            self.timer = nil
+            self.timerDeadline = nil
+            self.apply(self.stateMachine.timerFired(now: .now()))
+            self.rearmTimer()
+            self.flushSoon()
+        }
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+    }
+}
+
+@available(*, unavailable)
+extension RPCConnectionHandler: Sendable {}

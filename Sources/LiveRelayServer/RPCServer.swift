@@ -1,0 +1,220 @@
+import Foundation
+import LiveRelayService
+import LiveRelayTLS
+import LiveRelayWire
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+
+/// The LiveRelay RPC listener, run as a swift-service-lifecycle `Service`.
+///
+/// A `Service` so that SIGTERM/SIGINT handling, ordering with the store and
+/// the APNs dispatcher, and the drain-then-exit sequence all come from one
+/// `ServiceGroup` instead of ad-hoc signal code. On graceful shutdown it stops
+/// accepting, sends GOAWAY NO_ERROR on every connection, lets in-flight calls
+/// finish for at most `maxDrainTime`, closes what is left, then returns.
+/// Task cancellation skips the drain and closes everything at once.
+///
+/// Metrics (swift-metrics) are created in `init`: bootstrap `MetricsSystem`
+/// before making the server. Logs never contain API keys, only key ids.
+public final class RPCServer: Service, Sendable {
+    public struct Configuration: Sendable {
+        /// Where the event loops come from. A shared group lets the server, the
+        /// client library and the APNs client run on the same threads.
+        public enum EventLoopGroupProvider: Sendable {
+            case shared(any EventLoopGroup)
+            /// Created by `run()` and shut down when it returns.
+            case createNew(numberOfThreads: Int)
+        }
+
+        public var host: String
+        /// 0 picks an ephemeral port; read it from `boundAddress`.
+        public var port: Int
+        /// nil serves plaintext TCP. Only for tests and benchmarks: API keys
+        /// would cross the network in the clear.
+        public var tls: TLSContext?
+        /// The protocol's settings and timeouts (MAX_REQUESTS_IN_FLIGHT, idle
+        /// timeout, HELLO timeout, ...), applied to every connection.
+        public var connection: ServerConnectionStateMachine.Configuration
+        public var eventLoopGroup: EventLoopGroupProvider
+        /// How long graceful shutdown waits for in-flight calls before closing
+        /// connections anyway, so a stuck call cannot block a deploy.
+        public var maxDrainTime: TimeAmount
+        /// The listen backlog: connection bursts after a deploy queue here instead of being refused.
+        public var backlog: Int32
+
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 0,
+            tls: TLSContext?,
+            connection: ServerConnectionStateMachine.Configuration = .init(),
+            eventLoopGroup: EventLoopGroupProvider = .shared(MultiThreadedEventLoopGroup.singleton),
+            maxDrainTime: TimeAmount = .seconds(30),
+            backlog: Int32 = 256
+        ) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+            self.connection = connection
+            self.eventLoopGroup = eventLoopGroup
+            self.maxDrainTime = maxDrainTime
+            self.backlog = backlog
+        }
+    }
+
+    public let configuration: Configuration
+    private let service: any LiveRelayService
+    private let authenticator: any Authenticator
+    private let logger: Logger
+    private let metrics: ServerMetrics
+    private let bound = OnceValue<SocketAddress>()
+
+    public init(
+        configuration: Configuration,
+        service: any LiveRelayService,
+        authenticator: any Authenticator,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.service = service
+        self.authenticator = authenticator
+        self.logger = logger
+        self.metrics = ServerMetrics()
+    }
+
+    /// The address `run()` is listening on, once it is (with port 0, the port
+    /// the kernel chose). Throws if binding failed; waits until `run()` binds.
+    public var boundAddress: SocketAddress {
+        get async throws { try await bound.value }
+    }
+
+    public func run() async throws {
+        let group: any EventLoopGroup
+        let ownedGroup: MultiThreadedEventLoopGroup?
+        switch configuration.eventLoopGroup {
+        case .shared(let shared):
+            group = shared
+            ownedGroup = nil
+        case .createNew(let threads):
+            ownedGroup = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+            group = ownedGroup!
+        }
+
+        let serverLoop = group.next()
+        let tracker = ConnectionTracker(eventLoop: serverLoop, logger: logger)
+        let channel: any Channel
+        do {
+            channel = try await makeBootstrap(group: group, serverLoop: serverLoop, tracker: tracker)
+                .bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            logger.error("cannot listen", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)", "error": "\(error)"])
+            bound.fail(error)
+            try? await ownedGroup?.shutdownGracefully()
+            throw error
+        }
+        let address = channel.localAddress!
+        bound.succeed(address)
+        logger.info(
+            "listening",
+            metadata: ["address": "\(address)", "tls": "\(configuration.tls != nil)"]
+        )
+
+        // Serve until graceful shutdown (or cancellation) closes the listener.
+        await withTaskCancellationOrGracefulShutdownHandler {
+            try? await channel.closeFuture.get()
+        } onCancelOrGracefulShutdown: {
+            channel.close(promise: nil)
+        }
+
+        let drainTime = Task.isCancelled ? TimeAmount.zero : configuration.maxDrainTime
+        let open = (try? await tracker.count.get()) ?? 0
+        logger.info("shutting down", metadata: ["connections": "\(open)", "max_drain": "\(drainTime)"])
+        await withTaskCancellationHandler {
+            try? await tracker.shutdown(drainTime: drainTime).get()
+        } onCancel: {
+            tracker.forceCloseAll()
+        }
+        logger.info("stopped")
+        try? await ownedGroup?.shutdownGracefully()
+    }
+
+    private func makeBootstrap(group: any EventLoopGroup, serverLoop: any EventLoop, tracker: ConnectionTracker) -> ServerBootstrap {
+        let tls = configuration.tls
+        let connection = configuration.connection
+        let service = self.service
+        let authenticator = self.authenticator
+        let logger = self.logger
+        let metrics = self.metrics
+        let shutdownFlag = tracker.shutdownFlag
+        // The listener runs on the tracker's loop, so accepted channels reach it without a hop.
+        return ServerBootstrap(group: serverLoop, childGroup: group)
+            .serverChannelOption(.backlog, value: configuration.backlog)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(tracker)
+                }
+            }
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let tls {
+                        try sync.addHandler(OpenSSLHandler(context: tls, role: .server))
+                    }
+                    var connectionLogger = logger
+                    connectionLogger[metadataKey: "peer"] = "\(channel.remoteAddress.map { "\($0)" } ?? "?")"
+                    try sync.addHandler(
+                        RPCConnectionHandler(
+                            configuration: connection,
+                            service: service,
+                            authenticator: authenticator,
+                            logger: connectionLogger,
+                            metrics: metrics,
+                            shutdownFlag: shutdownFlag
+                        )
+                    )
+                }
+            }
+    }
+}
+
+/// A value set once from any thread and awaited from any task.
+final class OnceValue<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var result: Result<Value, any Error>?
+    private var waiters: [CheckedContinuation<Value, any Error>] = []
+
+    var value: Value {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.lock()
+                if let result {
+                    lock.unlock()
+                    continuation.resume(with: result)
+                } else {
+                    waiters.append(continuation)
+                    lock.unlock()
+                }
+            }
+        }
+    }
+
+    func succeed(_ value: Value) { complete(.success(value)) }
+    func fail(_ error: any Error) { complete(.failure(error)) }
+
+    private func complete(_ result: Result<Value, any Error>) {
+        lock.lock()
+        guard self.result == nil else {
+            lock.unlock()
+            return
+        }
+        self.result = result
+        let waiters = self.waiters
+        self.waiters = []
+        lock.unlock()
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+}

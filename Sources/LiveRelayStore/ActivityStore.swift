@@ -1,0 +1,62 @@
+import LiveRelayDomain
+import NIOCore
+
+/// Where tokens and activities live.
+///
+/// Stores know nothing of the rules: they offer atomic ``apply(_:now:on:)`` of
+/// a ``StoreMutation`` (read through ``StateReader``, decide, write the plan)
+/// and a few reads. So SQLite and PostgreSQL get the domain's exact semantics
+/// by implementing `StateReader` over their tables and the five
+/// ``StoreWrite``s as statements, and the same behavioural suite checks them.
+///
+/// ## The durability contract
+/// A future from `apply` succeeds only once the plan's writes are durable
+/// (for SQLite: committed and fsynced in WAL mode; for PostgreSQL: committed
+/// with `synchronous_commit` on). A reply built from it may therefore be
+/// acknowledged to the caller, and a crash after that loses nothing. A plan
+/// with no writes (a replay, an unchanged registration) needs no commit.
+///
+/// ## Batching
+/// A store is expected to group concurrent `apply` calls: run their plans one
+/// after another inside one transaction (each plan sees the writes of those
+/// before it), commit once, then complete every future. A plan that throws
+/// writes nothing and fails only its own future. Many concurrent
+/// RegisterToken calls thus share one fsync.
+///
+/// ## Futures
+/// Every future is completed on (or hopped to) the `eventLoop` passed in, the
+/// caller's connection loop, so the service continues without another hop.
+/// Refusals fail with ``DomainError``; anything else (I/O, a closed store) is
+/// a store failure the service reports as UNAVAILABLE or INTERNAL.
+///
+/// ## Indexes
+/// The hot lookups must stay fast at millions of rows: an activity's update
+/// tokens, an attributes type's push-to-start tokens, a user's push-to-start
+/// tokens (by app, user and type); plus the rotation slot, the expiring
+/// tokens and ``Activity/sweepDeadline`` for the sweeper.
+public protocol ActivityStore: Sendable {
+    /// Applies `mutation` atomically with `now` as the time of the decision.
+    func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome>
+
+    /// Reads outside any mutation (dispatch, tools): a consistent snapshot of
+    /// one lookup, not atomic with later writes.
+    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?>
+    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?>
+    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]>
+    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]>
+    func pushToStartTokens(
+        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<[Token]>
+
+    /// Flushes and releases the store; calls after it fail.
+    func close() async throws
+}
+
+extension ActivityStore {
+    public func close() async throws {}
+}
+
+/// Failures of the store itself, as opposed to a rule's refusal.
+public enum ActivityStoreError: Error, Hashable, Sendable {
+    case closed
+}

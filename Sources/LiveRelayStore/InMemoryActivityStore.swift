@@ -1,0 +1,99 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LiveRelayDomain
+import NIOCore
+
+/// The store `liverelay serve` uses until SQLite lands, and the store of tests.
+///
+/// Real, not a fake: dictionaries with the three hot indexes
+/// (``InMemoryState``), and each `apply` plans and writes under one lock, so
+/// check-and-apply is atomic. Its durability is the process's: "durable" in
+/// the protocol's sense means applied, and a restart forgets everything.
+/// Futures complete at once on the caller's loop (no thread hop).
+public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
+    private let lock = StoreLock()
+    private var state: InMemoryState
+    private var isClosed = false
+
+    public init(state: InMemoryState = InMemoryState()) {
+        self.state = state
+    }
+
+    /// A copy of the whole state, for tests and diagnostics.
+    public var snapshot: InMemoryState { lock.withLock { state } }
+
+    public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        let result: Result<M.Outcome, any Error> = lock.withLock {
+            if isClosed { return .failure(ActivityStoreError.closed) }
+            do throws(DomainError) {
+                return .success(try state.apply(mutation, now: now))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return eventLoop.makeCompletedFuture(result)
+    }
+
+    private func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
+        let result: Result<T, any Error> = lock.withLock {
+            isClosed ? .failure(ActivityStoreError.closed) : .success(body(state))
+        }
+        return eventLoop.makeCompletedFuture(result)
+    }
+
+    public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
+        read(on: eventLoop) { $0.token(key) }
+    }
+
+    public func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> {
+        read(on: eventLoop) { $0.activity(key) }
+    }
+
+    public func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        read(on: eventLoop) { $0.updateTokens(of: activity) }
+    }
+
+    public func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        read(on: eventLoop) { $0.pushToStartTokens(appID: appID, attributesType: attributesType) }
+    }
+
+    public func pushToStartTokens(
+        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<[Token]> {
+        read(on: eventLoop) { state in
+            var seen = Set<String>()
+            return externalUserIDs.flatMap {
+                state.pushToStartTokens(appID: appID, externalUserID: $0, attributesType: attributesType)
+            }.filter { seen.insert($0.hex).inserted }
+        }
+    }
+
+    public func close() async throws {
+        lock.withLock { isClosed = true }
+    }
+}
+
+/// A pthread mutex (NIOConcurrencyHelpers is not among this target's dependencies).
+final class StoreLock: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+}

@@ -1,1 +1,0 @@
-// Module LiveRelayStore: see Package.swift for its role.

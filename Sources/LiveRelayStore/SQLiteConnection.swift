@@ -1,0 +1,210 @@
+import CSQLite
+
+/// A failure reported by SQLite: the result code, its extended code and message.
+public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The primary result code (SQLITE_BUSY, SQLITE_IOERR, ...).
+    public var code: Int32
+    /// The extended result code (SQLITE_IOERR_FSYNC, SQLITE_CONSTRAINT_UNIQUE, ...).
+    public var extendedCode: Int32
+    public var message: String
+    /// The statement or step that failed.
+    public var context: String
+
+    public init(code: Int32, extendedCode: Int32? = nil, message: String, context: String = "") {
+        self.code = code
+        self.extendedCode = extendedCode ?? code
+        self.message = message
+        self.context = context
+    }
+
+    public var description: String {
+        "SQLite error \(extendedCode) (\(message))" + (context.isEmpty ? "" : " in \(context)")
+    }
+}
+
+/// One SQLite connection with its cache of prepared statements.
+///
+/// Not thread-safe by design (opened with SQLITE_OPEN_NOMUTEX): each connection
+/// belongs to one thread of ``SQLiteActivityStore`` (the writer, or one
+/// reader) and is only ever used there.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var statements: [String: SQLiteStatement] = [:]
+
+    /// Opens (creating when `create`) the database at `path`.
+    init(path: String, create: Bool) throws(SQLiteError) {
+        var db: OpaquePointer?
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        if create { flags |= SQLITE_OPEN_CREATE }
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: rc & 0xff, extendedCode: rc, message: message, context: "open \(path)")
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit { close() }
+
+    private var isOpen = true
+
+    /// Finalizes every statement and closes the connection (SQLite checkpoints
+    /// the WAL when the last connection to the file closes).
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ rc: Int32, _ context: String) -> SQLiteError {
+        SQLiteError(code: rc & 0xff, extendedCode: sqlite3_extended_errcode(handle),
+                    message: String(cString: sqlite3_errmsg(handle)), context: context)
+    }
+
+    /// Runs one or more statements without results (schema, pragmas, BEGIN/COMMIT).
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard rc == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+            sqlite3_free(message)
+            throw SQLiteError(code: rc & 0xff, extendedCode: sqlite3_extended_errcode(handle), message: text, context: sql)
+        }
+    }
+
+    /// The cached prepared statement for `sql`, prepared on first use.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] { return cached }
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, sql) }
+        let statement = SQLiteStatement(stmt, connection: self, sql: sql)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs a cached statement with `bind` and steps it to completion.
+    func run(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }) throws(SQLiteError) {
+        let statement = try self.statement(sql)
+        defer { statement.reset() }
+        bind(statement)
+        while try statement.step() {}
+    }
+
+    /// Runs a cached query with `bind` and maps each row with `row`.
+    func query<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
+        let statement = try self.statement(sql)
+        defer { statement.reset() }
+        bind(statement)
+        var rows: [T] = []
+        while try statement.step() { rows.append(row(statement)) }
+        return rows
+    }
+
+    /// The first row of a cached query, if any.
+    func queryFirst<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
+        let statement = try self.statement(sql)
+        defer { statement.reset() }
+        bind(statement)
+        return try statement.step() ? row(statement) : nil
+    }
+
+    /// A pragma's single value as text (e.g. `journal_mode`).
+    func pragma(_ sql: String) throws(SQLiteError) -> String? {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(handle, sql, -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, sql) }
+        defer { sqlite3_finalize(stmt) }
+        let step = sqlite3_step(stmt)
+        if step == SQLITE_ROW { return sqlite3_column_text(stmt, 0).map { String(cString: $0) } }
+        guard step == SQLITE_DONE else { throw error(step, sql) }
+        return nil
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+}
+
+/// A prepared statement: 1-based binds, 0-based columns.
+final class SQLiteStatement {
+    let stmt: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    init(_ stmt: OpaquePointer, connection: SQLiteConnection, sql: String) {
+        self.stmt = stmt
+        self.connection = connection
+        self.sql = sql
+    }
+
+    func finalize() { sqlite3_finalize(stmt) }
+
+    /// Resets for the next use and drops the bindings (ending its read snapshot).
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    /// True while there is a row to read.
+    func step() throws(SQLiteError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw connection.error(rc, sql)
+    }
+
+    func bind(_ index: Int32, _ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress, utf8.count > 0 else {
+                // Never a NULL pointer: SQLite would bind NULL instead of ''.
+                _ = lr_sqlite3_bind_text_transient(stmt, index, "", 0)
+                return
+            }
+            _ = base.withMemoryRebound(to: CChar.self, capacity: utf8.count) {
+                lr_sqlite3_bind_text_transient(stmt, index, $0, Int32(utf8.count))
+            }
+        }
+    }
+
+    func bind(_ index: Int32, _ value: String?) {
+        if let value { bind(index, value) } else { sqlite3_bind_null(stmt, index) }
+    }
+
+    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(stmt, index, value) }
+
+    func bind(_ index: Int32, _ value: Int64?) {
+        if let value { sqlite3_bind_int64(stmt, index, value) } else { sqlite3_bind_null(stmt, index) }
+    }
+
+    func bind(_ index: Int32, _ value: [UInt8]) {
+        value.withUnsafeBytes { raw in
+            _ = lr_sqlite3_bind_blob_transient(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(raw.count))
+        }
+    }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+
+    func string(_ column: Int32) -> String {
+        guard let text = sqlite3_column_text(stmt, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        guard count > 0, let bytes = sqlite3_column_blob(stmt, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+}

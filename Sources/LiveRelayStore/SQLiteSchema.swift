@@ -1,0 +1,110 @@
+/// The SQLite schema as an ordered list of migrations, and the code that
+/// brings a file up to date.
+///
+/// `schema_version` holds one row per applied migration (version, applied_at);
+/// the file's version is the highest. Opening a file runs, in one
+/// `BEGIN IMMEDIATE` transaction, every migration above that version, so an
+/// empty file gets the whole schema, an up-to-date one gets nothing (re-opening
+/// is idempotent), and a crash mid-migration leaves the old version intact.
+/// A file from a newer LiveRelay (a version above ``current``) is refused
+/// rather than guessed at.
+///
+/// Never edit a migration that has shipped: append a new one.
+enum SQLiteSchema {
+    /// `migrations[i]` brings a file from version `i` to `i + 1`.
+    static let migrations: [String] = [
+        // 1: tokens, activities, idempotency records and the hot-lookup indexes.
+        """
+        CREATE TABLE tokens (
+            app_id           TEXT    NOT NULL,
+            hex              TEXT    NOT NULL,
+            kind             INTEGER NOT NULL CHECK (kind IN (0, 1)),        -- 0 update, 1 push-to-start
+            environment      INTEGER NOT NULL CHECK (environment IN (0, 1)), -- 0 sandbox, 1 production
+            attributes_type  TEXT,
+            activity_id      TEXT,
+            external_user_id TEXT,
+            device_id        TEXT,
+            created_at       INTEGER NOT NULL,                               -- UNIX milliseconds
+            updated_at       INTEGER NOT NULL,
+            expires_at       INTEGER,
+            PRIMARY KEY (app_id, hex)
+        ) WITHOUT ROWID;
+
+        -- Hot lookup 1 (an activity's update tokens) and the update-token rotation
+        -- slot (app, activity, device). NULL device ids never collide.
+        CREATE UNIQUE INDEX tokens_update_slot
+            ON tokens (app_id, activity_id, device_id) WHERE kind = 0;
+        -- Hot lookup 2 (a type's push-to-start tokens) and the push-to-start
+        -- rotation slot (app, type, device).
+        CREATE UNIQUE INDEX tokens_push_to_start_slot
+            ON tokens (app_id, attributes_type, device_id) WHERE kind = 1;
+        -- Hot lookup 3: a user's push-to-start tokens of a type.
+        CREATE INDEX tokens_push_to_start_by_user
+            ON tokens (app_id, external_user_id, attributes_type) WHERE kind = 1 AND external_user_id IS NOT NULL;
+        -- The token sweep: only tokens with their own expiry.
+        CREATE INDEX tokens_expiring ON tokens (expires_at) WHERE expires_at IS NOT NULL;
+
+        CREATE TABLE activities (
+            app_id             TEXT    NOT NULL,
+            id                 TEXT    NOT NULL,
+            attributes_type    TEXT,
+            state              TEXT    NOT NULL,
+            last_timestamp     INTEGER NOT NULL,
+            last_content_state TEXT,
+            created_at         INTEGER NOT NULL,
+            expires_at         INTEGER NOT NULL,
+            ended_at           INTEGER,
+            dismiss_at         INTEGER,
+            sweep_deadline     INTEGER NOT NULL,                             -- Activity.sweepDeadline
+            PRIMARY KEY (app_id, id)
+        ) WITHOUT ROWID;
+        -- The activity sweep.
+        CREATE INDEX activities_sweep_deadline ON activities (sweep_deadline);
+
+        CREATE TABLE idempotency_records (
+            app_id          TEXT    NOT NULL,
+            activity_id     TEXT    NOT NULL,
+            key             TEXT    NOT NULL,
+            operation       TEXT    NOT NULL,
+            fingerprint     INTEGER NOT NULL,                                -- UInt64 bit pattern
+            reply_timestamp INTEGER NOT NULL,
+            reply_state     TEXT    NOT NULL,
+            reply_summary   BLOB    NOT NULL,                                -- liverelay.v1.DeliverySummary
+            created_at      INTEGER NOT NULL,
+            PRIMARY KEY (app_id, activity_id, key)
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    /// The version this build writes.
+    static var current: Int { migrations.count }
+
+    /// Brings the file up to ``current``; returns the version it found.
+    static func migrate(_ db: SQLiteConnection, now: Int64) throws(SQLiteError) -> Int {
+        try db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
+        try db.execute("BEGIN IMMEDIATE")
+        do throws(SQLiteError) {
+            let found = try version(db)
+            guard found <= current else {
+                throw SQLiteError(code: 1, message: "the file has schema version \(found), newer than this build's \(current)",
+                                  context: db.path)
+            }
+            for version in found..<current {
+                try db.execute(migrations[version])
+                try db.run("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)") {
+                    $0.bind(1, Int64(version + 1))
+                    $0.bind(2, now)
+                }
+            }
+            try db.execute("COMMIT")
+            return found
+        } catch {
+            try? db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    static func version(_ db: SQLiteConnection) throws(SQLiteError) -> Int {
+        Int(try db.queryFirst("SELECT coalesce(max(version), 0) FROM schema_version") { $0.int64(0) } ?? 0)
+    }
+}

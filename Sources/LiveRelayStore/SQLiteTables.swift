@@ -1,0 +1,262 @@
+import LiveRelayDomain
+import LiveRelayMessages
+
+/// The rows of the three tables as domain values: every read and every
+/// ``StoreWrite`` as a cached prepared statement on one connection.
+///
+/// The SQL names its partial-index conditions literally (`kind = 0`, `kind = 1`)
+/// so that the planner can use the partial indexes of ``SQLiteSchema``.
+struct SQLiteTables {
+    let db: SQLiteConnection
+
+    static let tokenColumns =
+        "app_id, hex, kind, environment, attributes_type, activity_id, external_user_id, device_id, created_at, updated_at, expires_at"
+    static let activityColumns =
+        "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
+    static let recordColumns =
+        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at"
+
+    enum SQL {
+        static let token = "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2"
+        static let updateSlot =
+            "SELECT \(tokenColumns) FROM tokens WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3"
+        static let pushToStartSlot =
+            "SELECT \(tokenColumns) FROM tokens WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3"
+        static let updateTokens = "SELECT \(tokenColumns) FROM tokens WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2"
+        static let pushToStartOfType =
+            "SELECT \(tokenColumns) FROM tokens WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2"
+        static let pushToStartOfUser = """
+            SELECT \(tokenColumns) FROM tokens
+            WHERE kind = 1 AND external_user_id IS NOT NULL AND app_id = ?1 AND external_user_id = ?2 AND attributes_type = ?3
+            """
+        static let tokensExpired =
+            "SELECT \(tokenColumns) FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2"
+        static let activity = "SELECT \(activityColumns) FROM activities WHERE app_id = ?1 AND id = ?2"
+        static let activitiesDue =
+            "SELECT \(activityColumns) FROM activities WHERE sweep_deadline <= ?1 ORDER BY sweep_deadline LIMIT ?2"
+        static let record =
+            "SELECT \(recordColumns) FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2 AND key = ?3"
+
+        /// An upsert, not INSERT OR REPLACE: REPLACE would silently delete
+        /// another token holding the same rotation slot; here that is a
+        /// constraint error (the rules always delete the occupant first).
+        static let putToken = """
+            INSERT INTO tokens (\(tokenColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            ON CONFLICT (app_id, hex) DO UPDATE SET
+                kind = excluded.kind, environment = excluded.environment, attributes_type = excluded.attributes_type,
+                activity_id = excluded.activity_id, external_user_id = excluded.external_user_id,
+                device_id = excluded.device_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                expires_at = excluded.expires_at
+            """
+        static let deleteToken = "DELETE FROM tokens WHERE app_id = ?1 AND hex = ?2"
+        static let putActivity = """
+            INSERT OR REPLACE INTO activities (\(activityColumns), sweep_deadline)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+            """
+        static let deleteActivity = "DELETE FROM activities WHERE app_id = ?1 AND id = ?2"
+        static let deleteRecords = "DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2"
+        static let putRecord = """
+            INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            """
+    }
+
+    // MARK: Reads
+
+    func token(_ key: TokenKey) throws(SQLiteError) -> Token? {
+        try db.queryFirst(SQL.token, { $0.bind(1, key.appID); $0.bind(2, key.hex) }, row: Self.token(from:))
+    }
+
+    func token(in slot: TokenSlot) throws(SQLiteError) -> Token? {
+        switch slot {
+        case let .update(appID, activityID, deviceID):
+            try db.queryFirst(SQL.updateSlot, { $0.bind(1, appID); $0.bind(2, activityID); $0.bind(3, deviceID) },
+                              row: Self.token(from:))
+        case let .pushToStart(appID, deviceID, attributesType):
+            try db.queryFirst(SQL.pushToStartSlot, { $0.bind(1, appID); $0.bind(2, attributesType); $0.bind(3, deviceID) },
+                              row: Self.token(from:))
+        }
+    }
+
+    func updateTokens(of activity: ActivityKey) throws(SQLiteError) -> [Token] {
+        try db.query(SQL.updateTokens, { $0.bind(1, activity.appID); $0.bind(2, activity.activityID) }, row: Self.token(from:))
+    }
+
+    func pushToStartTokens(appID: String, attributesType: String) throws(SQLiteError) -> [Token] {
+        try db.query(SQL.pushToStartOfType, { $0.bind(1, appID); $0.bind(2, attributesType) }, row: Self.token(from:))
+    }
+
+    func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) throws(SQLiteError) -> [Token] {
+        try db.query(SQL.pushToStartOfUser, { $0.bind(1, appID); $0.bind(2, externalUserID); $0.bind(3, attributesType) },
+                     row: Self.token(from:))
+    }
+
+    func tokensExpired(at now: UnixTime, limit: Int) throws(SQLiteError) -> [Token] {
+        try db.query(SQL.tokensExpired, { $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit)) }, row: Self.token(from:))
+    }
+
+    func activity(_ key: ActivityKey) throws(SQLiteError) -> Activity? {
+        let row = try db.queryFirst(SQL.activity, { $0.bind(1, key.appID); $0.bind(2, key.activityID) }, row: Self.activity(from:))
+        return try row?.get()
+    }
+
+    func activitiesDue(at now: UnixTime, limit: Int) throws(SQLiteError) -> [Activity] {
+        let rows = try db.query(SQL.activitiesDue, { $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit)) }, row: Self.activity(from:))
+        var activities: [Activity] = []
+        activities.reserveCapacity(rows.count)
+        for row in rows { activities.append(try row.get()) }
+        return activities
+    }
+
+    func idempotencyRecord(_ activity: ActivityKey, key: String) throws(SQLiteError) -> IdempotencyRecord? {
+        let row = try db.queryFirst(SQL.record, { $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, key) },
+                                    row: Self.record(from:))
+        return try row?.get()
+    }
+
+    // MARK: Writes
+
+    func write(_ write: StoreWrite) throws(SQLiteError) {
+        switch write {
+        case let .putToken(token):
+            try db.run(SQL.putToken) { s in
+                s.bind(1, token.appID)
+                s.bind(2, token.hex)
+                s.bind(3, token.kind == .update ? Int64(0) : 1)
+                s.bind(4, token.environment == .sandbox ? Int64(0) : 1)
+                s.bind(5, token.attributesType)
+                s.bind(6, token.activityID)
+                s.bind(7, token.externalUserID)
+                s.bind(8, token.deviceID)
+                s.bind(9, token.createdAt.milliseconds)
+                s.bind(10, token.updatedAt.milliseconds)
+                s.bind(11, token.expiresAt?.milliseconds)
+            }
+        case let .deleteToken(key):
+            try db.run(SQL.deleteToken) { $0.bind(1, key.appID); $0.bind(2, key.hex) }
+        case let .putActivity(activity):
+            try db.run(SQL.putActivity) { s in
+                s.bind(1, activity.appID)
+                s.bind(2, activity.id)
+                s.bind(3, activity.attributesType)
+                s.bind(4, activity.state.rawValue)
+                s.bind(5, activity.lastTimestamp)
+                s.bind(6, activity.lastContentState)
+                s.bind(7, activity.createdAt.milliseconds)
+                s.bind(8, activity.expiresAt.milliseconds)
+                s.bind(9, activity.endedAt?.milliseconds)
+                s.bind(10, activity.dismissAt?.milliseconds)
+                s.bind(11, activity.sweepDeadline.milliseconds)
+            }
+        case let .deleteActivity(key):
+            try db.run(SQL.deleteActivity) { $0.bind(1, key.appID); $0.bind(2, key.activityID) }
+            try db.run(SQL.deleteRecords) { $0.bind(1, key.appID); $0.bind(2, key.activityID) }
+        case let .putIdempotencyRecord(record):
+            try db.run(SQL.putRecord) { s in
+                s.bind(1, record.appID)
+                s.bind(2, record.activityID)
+                s.bind(3, record.key)
+                s.bind(4, record.operation.rawValue)
+                s.bind(5, Int64(bitPattern: record.fingerprint))
+                s.bind(6, record.reply.timestamp)
+                s.bind(7, record.reply.state.rawValue)
+                s.bind(8, record.reply.summary.serializedBytes())
+                s.bind(9, record.createdAt.milliseconds)
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    static func token(from s: SQLiteStatement) -> Token {
+        Token(
+            kind: s.int64(2) == 0 ? .update : .pushToStart, hex: s.string(1),
+            environment: s.int64(3) == 0 ? .sandbox : .production, appID: s.string(0),
+            attributesType: s.optionalString(4), activityID: s.optionalString(5),
+            externalUserID: s.optionalString(6), deviceID: s.optionalString(7),
+            createdAt: UnixTime(milliseconds: s.int64(8)), updatedAt: UnixTime(milliseconds: s.int64(9)),
+            expiresAt: s.optionalInt64(10).map(UnixTime.init(milliseconds:)))
+    }
+
+    static func corrupt(_ what: String, _ s: SQLiteStatement) -> SQLiteError {
+        SQLiteError(code: 11 /* SQLITE_CORRUPT */, message: "unreadable \(what)", context: s.sql)
+    }
+
+    static func activity(from s: SQLiteStatement) -> Result<Activity, SQLiteError> {
+        guard let state = Activity.State(rawValue: s.string(3)) else {
+            return .failure(corrupt("activity state \"\(s.string(3))\"", s))
+        }
+        return .success(Activity(
+            appID: s.string(0), id: s.string(1), attributesType: s.optionalString(2), state: state,
+            lastTimestamp: s.int64(4), lastContentState: s.optionalString(5),
+            createdAt: UnixTime(milliseconds: s.int64(6)), expiresAt: UnixTime(milliseconds: s.int64(7)),
+            endedAt: s.optionalInt64(8).map(UnixTime.init(milliseconds:)),
+            dismissAt: s.optionalInt64(9).map(UnixTime.init(milliseconds:))))
+    }
+
+    static func record(from s: SQLiteStatement) -> Result<IdempotencyRecord, SQLiteError> {
+        guard let operation = IdempotentOperation(rawValue: s.string(3)),
+              let state = Activity.State(rawValue: s.string(6)),
+              let summary = try? DeliverySummary(serializedBytes: s.blob(7))
+        else { return .failure(corrupt("idempotency record", s)) }
+        return .success(IdempotencyRecord(
+            appID: s.string(0), activityID: s.string(1), key: s.string(2), operation: operation,
+            fingerprint: UInt64(bitPattern: s.int64(4)),
+            reply: StoredReply(timestamp: s.int64(5), state: state, summary: summary),
+            createdAt: UnixTime(milliseconds: s.int64(8))))
+    }
+}
+
+/// ``StateReader`` over ``SQLiteTables`` for a plan running inside the
+/// writer's transaction: it sees the batch's earlier writes.
+///
+/// `StateReader` cannot throw, so the first SQLite error is kept here, the
+/// read answers "nothing", and the store fails the plan (rolling back its
+/// savepoint) instead of trusting a decision made on a failed read.
+final class SQLiteStateReader: StateReader {
+    let tables: SQLiteTables
+    private(set) var failure: SQLiteError?
+
+    init(tables: SQLiteTables) { self.tables = tables }
+
+    func reset() { failure = nil }
+
+    private func read<T>(_ fallback: T, _ body: () throws(SQLiteError) -> T) -> T {
+        guard failure == nil else { return fallback }
+        do throws(SQLiteError) {
+            return try body()
+        } catch {
+            failure = error
+            return fallback
+        }
+    }
+
+    func token(_ key: TokenKey) -> Token? { read(nil) { () throws(SQLiteError) in try tables.token(key) } }
+    func token(in slot: TokenSlot) -> Token? { read(nil) { () throws(SQLiteError) in try tables.token(in: slot) } }
+    func activity(_ key: ActivityKey) -> Activity? { read(nil) { () throws(SQLiteError) in try tables.activity(key) } }
+
+    func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? {
+        read(nil) { () throws(SQLiteError) in try tables.idempotencyRecord(activity, key: key) }
+    }
+
+    func updateTokens(of activity: ActivityKey) -> [Token] {
+        read([]) { () throws(SQLiteError) in try tables.updateTokens(of: activity) }
+    }
+
+    func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
+        read([]) { () throws(SQLiteError) in try tables.pushToStartTokens(appID: appID, attributesType: attributesType) }
+    }
+
+    func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {
+        read([]) { () throws(SQLiteError) in
+            try tables.pushToStartTokens(appID: appID, externalUserID: externalUserID, attributesType: attributesType)
+        }
+    }
+
+    func activitiesDue(at now: UnixTime, limit: Int) -> [Activity] {
+        read([]) { () throws(SQLiteError) in try tables.activitiesDue(at: now, limit: limit) }
+    }
+
+    func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
+        read([]) { () throws(SQLiteError) in try tables.tokensExpired(at: now, limit: limit) }
+    }
+}

@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+
+/// A FIFO of jobs for dedicated threads, with a condition variable to wait on.
+///
+/// The writer takes everything queued at once (that is the group commit: all
+/// the applies that arrived during the previous fsync go into the next
+/// transaction); readers take one job each.
+final class SQLiteJobQueue<Job>: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private var jobs = CircularBuffer<Job>(initialCapacity: 64)
+    private var isClosed = false
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition = .allocate(capacity: 1)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        condition.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// Queues `job`; false once the queue is closed (the job will never run).
+    func push(_ job: Job) -> Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        guard !isClosed else { return false }
+        jobs.append(job)
+        if jobs.count == 1 { pthread_cond_signal(condition) }
+        return true
+    }
+
+    /// Waits for at least one job and takes up to `max`; nil once the queue is
+    /// closed and drained (jobs queued before `close()` still run).
+    func take(max: Int) -> [Job]? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while jobs.isEmpty {
+            if isClosed { return nil }
+            pthread_cond_wait(condition, mutex)
+        }
+        let count = Swift.min(max, jobs.count)
+        var taken: [Job] = []
+        taken.reserveCapacity(count)
+        for _ in 0..<count { taken.append(jobs.removeFirst()) }
+        // More left (a reader pool, or a writer capped by `max`): wake another taker.
+        if !jobs.isEmpty { pthread_cond_signal(condition) }
+        return taken
+    }
+
+    /// Refuses new jobs and wakes every waiting thread so that each can drain and exit.
+    func close() {
+        pthread_mutex_lock(mutex)
+        isClosed = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
+    }
+}
+
+/// Counts running store threads down to zero and then resumes whoever waits in `close()`.
+final class SQLiteExitLatch: @unchecked Sendable {
+    private let lock = StoreLock()
+    private var running: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(count: Int) { running = count }
+
+    func threadExited() {
+        let resume: [CheckedContinuation<Void, Never>] = lock.withLock {
+            running -= 1
+            guard running == 0 else { return [] }
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in resume { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done: Bool = lock.withLock {
+                if running == 0 { return true }
+                waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// Starts a detached POSIX thread running `body` (`name` is for errors).
+///
+/// Plain threads rather than Dispatch or the Swift concurrency pool: the
+/// store's threads block in fsync and in SQLite's busy handler, which must not
+/// starve a shared pool (on Linux the concurrency pool runs on Dispatch).
+func startSQLiteThread(name: String, _ body: @escaping @Sendable () -> Void) throws(SQLiteError) {
+    final class Box {
+        let name: String
+        let body: @Sendable () -> Void
+        init(name: String, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+    }
+    let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
+    #if canImport(Glibc)
+    var thread = pthread_t()
+    #else
+    var thread: pthread_t?
+    #endif
+    let rc = pthread_create(&thread, nil, { argument in
+        let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+        box.body()
+        return nil
+    }, box)
+    guard rc == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        throw SQLiteError(code: 1, message: "pthread_create failed (\(rc))", context: name)
+    }
+    #if canImport(Glibc)
+    pthread_detach(thread)
+    #else
+    pthread_detach(thread!)
+    #endif
+}

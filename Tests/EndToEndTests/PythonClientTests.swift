@@ -1,0 +1,359 @@
+// Runs the Python reference client suite (Tests/PythonClient) against a real `liverelay serve`
+// process: the independent peer, written from docs/PROTOCOL.md only, talking to the server over
+// TLS on a real socket.
+//
+// The test starts the built `liverelay` binary (next to the test bundle in .build/<config>/) on
+// 127.0.0.1 with a free port and a fresh temporary data directory, waits (bounded) for its
+// "listening on" line, reads the API key it prints once, runs
+// `python3 Tests/PythonClient/test_against_server.py` with the port, key and the dev certificate,
+// and checks the suite's exit code and its last line, `N passed, N failed`. The server is always
+// killed, whatever happens.
+//
+// Needs python3 with the `protobuf` package and protoc on PATH (scripts/setup.sh installs both).
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@Suite("Python reference client against `liverelay serve`", .serialized)
+struct PythonClientTests {
+    @Test("the Python suite passes against a real server", .timeLimit(.minutes(10)))
+    func pythonSuiteAgainstServer() throws {
+        let repo = E2E.repositoryRoot()
+        let binary = try E2E.liverelayBinary()
+        // A free port can be taken between our probe and the server's bind: a server that exits
+        // before listening is retried on another port (twice at most), with a fresh data directory
+        // (the API key is printed only when the directory is new).
+        var started: (server: ServerProcess, ready: (port: Int, line: String), dataDir: URL)?
+        var failures: [String] = []
+        var directories: [URL] = []
+        defer { for d in directories { try? FileManager.default.removeItem(at: d) } }
+        for _ in 0..<3 where started == nil {
+            let dataDir = try E2E.makeTemporaryDirectory(prefix: "liverelay-e2e-")
+            directories.append(dataDir)
+            let server = try ServerProcess.start(binary: binary, dataDir: dataDir)
+            if let ready = server.waitUntilListening(timeout: 60) {
+                started = (server, ready, dataDir)
+            } else {
+                let stillRunning = server.isRunning
+                server.stop()
+                failures.append(server.transcript())
+                if stillRunning { break }  // hung rather than failed to bind: do not retry
+            }
+        }
+        guard let (server, ready, dataDir) = started else {
+            Issue.record("`liverelay serve` printed no \"listening on\" line within 60 s.\n\(failures.joined(separator: "\n---\n"))")
+            return
+        }
+        defer { server.stop() }
+        guard let apiKey = server.apiKey() else {
+            Issue.record("`liverelay serve` printed no `export LIVERELAY_API_KEY=...` line.\n\(server.transcript())")
+            return
+        }
+        let certificate = dataDir.appendingPathComponent("cert.pem")
+        #expect(FileManager.default.fileExists(atPath: certificate.path), "no cert.pem in the data directory")
+
+        let script = repo.appendingPathComponent("Tests/PythonClient/test_against_server.py")
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        environment["PYTHONUNBUFFERED"] = "1"
+        let python = try E2E.run(
+            "/usr/bin/env",
+            ["python3", script.path,
+             "--host", "127.0.0.1", "--port", String(ready.port),
+             "--api-key", apiKey, "--ca", certificate.path, "-v"],
+            environment: environment,
+            timeout: 480
+        )
+        let output = python.output
+        let lastLine = output.split(separator: "\n").last.map(String.init) ?? ""
+        let summary = E2E.parseSummary(lastLine)
+
+        #expect(!python.timedOut, "the Python suite did not finish within 480 s")
+        #expect(python.status == 0, "the Python suite exited \(python.status)")
+        #expect(summary != nil, "no `N passed, N failed` line at the end of the Python suite's output")
+        if let summary {
+            #expect(summary.failed == 0, "\(summary.failed) Python tests failed")
+            #expect(summary.passed >= 40, "only \(summary.passed) Python tests passed")
+        }
+        #expect(server.isRunning, "the server exited during the suite")
+        if python.status != 0 || summary?.failed != 0 || python.timedOut {
+            Issue.record("Python suite output:\n\(output)\n--- server:\n\(server.transcript())")
+        } else {
+            print(output.split(separator: "\n").filter { $0.hasPrefix("note:") || $0.contains("passed,") }
+                .joined(separator: "\n"))
+        }
+    }
+
+    @Test("the client's codec matches the hex dumps of docs/PROTOCOL.md (no server)")
+    func pythonCodecMatchesTheDocument() throws {
+        let repo = E2E.repositoryRoot()
+        var environment = ProcessInfo.processInfo.environment
+        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        let python = try E2E.run(
+            "/usr/bin/env",
+            ["python3", repo.appendingPathComponent("Tests/PythonClient/test_against_server.py").path, "--offline"],
+            environment: environment,
+            timeout: 120
+        )
+        let summary = E2E.parseSummary(python.output.split(separator: "\n").last.map(String.init) ?? "")
+        #expect(python.status == 0 && summary?.failed == 0 && (summary?.passed ?? 0) > 0, "\(python.output)")
+    }
+}
+
+// MARK: - Support
+
+enum E2E {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The package root: this file is Tests/EndToEndTests/PythonClientTests.swift.
+    static func repositoryRoot(file: String = #filePath) -> URL {
+        URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The `liverelay` executable that `swift build` put next to the test bundle (.build/<config>/liverelay).
+    /// LIVERELAY_BINARY overrides the search.
+    static func liverelayBinary() throws -> URL {
+        let fm = FileManager.default
+        if let explicit = ProcessInfo.processInfo.environment["LIVERELAY_BINARY"], !explicit.isEmpty {
+            guard fm.isExecutableFile(atPath: explicit) else {
+                throw Failure(description: "LIVERELAY_BINARY=\(explicit) is not an executable file")
+            }
+            return URL(fileURLWithPath: explicit)
+        }
+        var directories: [URL] = []
+        // The running test process (LiveRelayPackageTests.xctest, or the swift-testing runner) and the bundle.
+        if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            directories.append(URL(fileURLWithPath: exe).deletingLastPathComponent())
+        }
+        if let argument0 = CommandLine.arguments.first, argument0.contains("/") {
+            directories.append(URL(fileURLWithPath: argument0).resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        directories.append(Bundle.main.bundleURL)
+        // On macOS the bundle is .build/<config>/X.xctest/Contents/MacOS/X: walk up a few levels.
+        var candidates: [URL] = []
+        for directory in directories {
+            var d = directory.resolvingSymlinksInPath()
+            for _ in 0..<4 {
+                let candidate = d.appendingPathComponent("liverelay")
+                if !candidates.contains(candidate) { candidates.append(candidate) }
+                d = d.deletingLastPathComponent()
+            }
+        }
+        for candidate in candidates where fm.isExecutableFile(atPath: candidate.path) {
+            var isDirectory: ObjCBool = false
+            if fm.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                return candidate
+            }
+        }
+        throw Failure(description: """
+            the `liverelay` executable was not found next to the test bundle; looked at:
+            \(candidates.map(\.path).joined(separator: "\n"))
+            Build it first (`swift build --product liverelay`, same --scratch-path and configuration), \
+            or set LIVERELAY_BINARY.
+            """)
+    }
+
+    static func makeTemporaryDirectory(prefix: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent(prefix + UUID().uuidString.prefix(8).lowercased())
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// A port that was free a moment ago (bound to port 0 on 127.0.0.1, then released).
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket() failed: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw Failure(description: "bind() failed: errno \(errno)") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { throw Failure(description: "getsockname() failed: errno \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// `N passed, N failed`
+    static func parseSummary(_ line: String) -> (passed: Int, failed: Int)? {
+        let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
+        guard words.count == 4, words[1] == "passed,", words[3] == "failed",
+              let passed = Int(words[0]), let failed = Int(words[2]) else { return nil }
+        return (passed, failed)
+    }
+
+    struct RunResult {
+        let status: Int32
+        let output: String
+        let timedOut: Bool
+    }
+
+    /// Runs a program to completion (or kills it after `timeout` seconds); stdout and stderr merged.
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String],
+                    timeout: TimeInterval) throws -> RunResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let capture = OutputCapture()
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { capture.append(data) }
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        var timedOut = false
+        while process.isRunning {
+            if Date() > deadline {
+                timedOut = true
+                kill(process.processIdentifier, SIGKILL)
+                break
+            }
+            usleep(20_000)
+        }
+        process.waitUntilExit()
+        // Let the reader drain what is left in the pipe (bounded).
+        let drainUntil = Date().addingTimeInterval(5)
+        while pipe.fileHandleForReading.readabilityHandler != nil, Date() < drainUntil { usleep(10_000) }
+        pipe.fileHandleForReading.readabilityHandler = nil
+        return RunResult(status: process.terminationStatus, output: capture.text(), timedOut: timedOut)
+    }
+}
+
+/// Output collected from a child process's pipe on a background queue.
+final class OutputCapture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) {
+        lock.lock()
+        data.append(chunk)
+        lock.unlock()
+    }
+
+    func text() -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// `liverelay serve` as a child process.
+final class ServerProcess {
+    let process: Process
+    let requestedPort: Int
+    private let stdout = OutputCapture()
+    private let stderr = OutputCapture()
+
+    private init(process: Process, requestedPort: Int) {
+        self.process = process
+        self.requestedPort = requestedPort
+    }
+
+    static func start(binary: URL, dataDir: URL) throws -> ServerProcess {
+        let port = try E2E.freePort()
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path]
+        process.standardInput = FileHandle.nullDevice
+        let server = ServerProcess(process: process, requestedPort: port)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let outCapture = server.stdout
+        let errCapture = server.stderr
+        out.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { outCapture.append(data) }
+        }
+        err.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil } else { errCapture.append(data) }
+        }
+        try process.run()
+        return server
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    func transcript() -> String {
+        "stdout:\n\(stdout.text())\nstderr:\n\(stderr.text())"
+    }
+
+    /// Waits for a line containing "listening on" (stdout or stderr); returns the port it names
+    /// (or the requested one), nil after `timeout` seconds or when the server exits first.
+    func waitUntilListening(timeout: TimeInterval) -> (port: Int, line: String)? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            for text in [stdout.text(), stderr.text()] {
+                for line in text.split(separator: "\n") where line.lowercased().contains("listening on") {
+                    return (Self.port(in: String(line)) ?? requestedPort, String(line))
+                }
+            }
+            if !process.isRunning { return nil }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    /// The port of the last `host:port` in a line, if it is not 0.
+    static func port(in line: String) -> Int? {
+        let tokens = line.split(whereSeparator: { $0 == " " || $0 == "\"" || $0 == "," })
+        for token in tokens.reversed() {
+            if let colon = token.lastIndex(of: ":"), let port = Int(token[token.index(after: colon)...]
+                .trimmingCharacters(in: .punctuationCharacters)), port > 0, port < 65536 {
+                return port
+            }
+        }
+        return nil
+    }
+
+    /// The key from the `export LIVERELAY_API_KEY=...` line printed at first start.
+    func apiKey() -> String? {
+        for line in stdout.text().split(separator: "\n") + stderr.text().split(separator: "\n") {
+            guard let range = line.range(of: "LIVERELAY_API_KEY=") else { continue }
+            var key = String(line[range.upperBound...]).trimmingCharacters(in: .whitespaces)
+            if key.count >= 2, let first = key.first, first == "\"" || first == "'", key.last == first {
+                key = String(key.dropFirst().dropLast())
+            }
+            if !key.isEmpty { return key }
+        }
+        return nil
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited within 10 s. Always reaps the process.
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+    }
+}

@@ -1,0 +1,268 @@
+import LiveRelayActivities
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayService
+import LiveRelayStore
+import LiveRelayWire
+import NIOCore
+import Testing
+
+@Suite struct RegisterTokenServiceTests {
+    @Test func registerRotateRemove() async throws {
+        let h = Harness()
+        #expect(try await h.register(pushToStart(hex(1))).result == .created)
+        #expect(try await h.register(pushToStart(hex(1))).result == .unchanged)
+        #expect(try await h.register(pushToStart(hex(2))) == RegisterTokenReply(result: .rotated, replacedToken: hex(1)))
+        var remove = pushToStart(hex(2))
+        remove.remove = true
+        #expect(try await h.register(remove).result == .removed)
+        #expect(try await h.register(remove).result == .notFound)
+    }
+
+    @Test func aBadFieldIsInvalidArgumentNamingIt() async throws {
+        let h = Harness()
+        let error = await rpcError(h.service.registerToken(pushToStart("ABCDEF0123456789"), context: h.context()))
+        #expect(error?.status == .invalidArgument)
+        #expect(error?.details.fieldViolations.first?.field == "token")
+    }
+}
+
+@Suite struct PermissionTests {
+    @Test func everyActivityRPCChecksTheApp() async throws {
+        let h = Harness()
+        let other = h.context(apps: ["com.other.app"])
+        let errors = [
+            await rpcError(h.service.registerToken(pushToStart(hex(1)), context: other)),
+            await rpcError(h.service.startActivity(startRequest(), context: other)),
+            await rpcError(h.service.updateActivity(updateRequest(), context: other)),
+            await rpcError(h.service.endActivity(endRequest(), context: other)),
+        ]
+        for error in errors {
+            #expect(error?.status == .permissionDenied)
+            #expect(error?.message.contains(appID) == true)
+        }
+        #expect(h.store.snapshot.tokenCount == 0 && h.store.snapshot.activityCount == 0)
+    }
+
+    @Test func anUnknownAppIsNotFoundAndAKnownOnesBundleMakesTheTopic() async throws {
+        let h = Harness(apps: AppDirectory(apps: [App(id: "shop", bundleID: "com.shop.ios")]))
+        let error = await rpcError(h.service.registerToken(pushToStart(hex(1)), context: h.context(apps: [])))
+        #expect(error?.status == .notFound)
+        #expect(error?.details.reason == "UnknownApp")
+
+        let shop = h.context(apps: ["shop"])
+        _ = try await h.service.registerToken(pushToStart(hex(1), app: "shop"), context: shop).get()
+        _ = try await h.service.startActivity(startRequest(app: "shop"), context: shop).get()
+        #expect(h.recorder.batches.first?.headers.topic == "com.shop.ios.push-type.liveactivity")
+    }
+}
+
+@Suite struct StartActivityServiceTests {
+    @Test func aStartQueuesOnePushPerTokenAndReportsTheUnresolved() async throws {
+        let h = Harness()
+        try await h.register(pushToStart(hex(1), user: "user-a"))
+        let reply = try await h.start(startRequest(targets: Targets(pushToStartTokens: [hex(1), hex(9)],
+                                                                    externalUserIDs: ["user-a", "ghost"])))
+        #expect(reply.activityID == "order-1")
+        #expect(reply.timestamp == t0.seconds)
+        #expect(reply.state == .starting)
+        #expect(reply.replayed == false)
+        let summary = try #require(reply.summary)
+        #expect(summary.targeted == 1)
+        #expect(summary.queued == 1)
+        #expect(summary.complete == false)
+        #expect(summary.unresolved.map(\.value) == [hex(9), "ghost"])
+
+        let batch = try #require(h.recorder.batches.first)
+        #expect(batch.targets == [PushTarget(token: hex(1), environment: .production)])
+        #expect(batch.payload.text == #"{"aps":{"timestamp":1700000000,"event":"start","content-state":{"status":"placed"},"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#)
+        #expect(batch.headers.topic == "com.example.app.push-type.liveactivity")
+        #expect(batch.headers.priority == 10)
+    }
+
+    @Test func aRetryWithTheSameKeyReplaysAndQueuesNothingMore() async throws {
+        let h = Harness()
+        try await h.register(pushToStart(hex(1)))
+        let first = try await h.start(startRequest(key: "k1"))
+        h.clock.advance(by: .seconds(7))
+        let again = try await h.start(startRequest(key: "k1"))
+        #expect(again.replayed)
+        #expect(again.timestamp == first.timestamp)
+        #expect(again.summary == first.summary)
+        #expect(h.recorder.batches.count == 1)
+    }
+
+    @Test func anotherKeyIsAlreadyExists() async throws {
+        let h = Harness()
+        try await h.start(startRequest(key: "k1"))
+        let error = await rpcError(h.service.startActivity(startRequest(key: "k2"), context: h.context()))
+        #expect(error?.status == .alreadyExists)
+        #expect(error?.details.reason == "ActivityAlreadyExists")
+        let reused = await rpcError(h.service.startActivity(startRequest(key: "k1", content: #"{"x":1}"#), context: h.context()))
+        #expect(reused?.status == .failedPrecondition)
+        #expect(reused?.details.reason == "IdempotencyKeyReused")
+    }
+
+    @Test func aTooLargePayloadIsInvalidArgumentNamingTheSizeAndNothingIsQueued() async throws {
+        let h = Harness()
+        try await h.register(pushToStart(hex(1)))
+        let content = #"{"p":""# + String(repeating: "x", count: 4000) + #""}"#
+        let error = await rpcError(h.service.startActivity(startRequest(content: content), context: h.context()))
+        let size = #"{"aps":{"timestamp":1700000000,"event":"start","content-state":,"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#.utf8.count + content.utf8.count
+        #expect(error?.status == .invalidArgument)
+        let digits = String(size)
+        #expect(digits.count == 4)
+        #expect(error?.message == "payload is \(digits.prefix(1)),\(digits.dropFirst()) bytes; APNs allows 4,096")
+        #expect(error?.details.reason == "PayloadTooLarge")
+        #expect(h.recorder.batches.isEmpty)
+        #expect(h.store.snapshot.activityCount == 0)
+    }
+
+    @Test func waitingForDeliveryIsNotYetPossibleSoTheSummaryIsIncomplete() async throws {
+        let h = Harness()
+        let none = try await h.start(startRequest("a", wait: true))
+        #expect(none.summary?.complete == true)  // nothing to deliver: the account is final
+        try await h.register(pushToStart(hex(1)))
+        let one = try await h.start(startRequest("b", wait: true))
+        #expect(one.summary?.complete == false)
+        #expect(one.summary?.queued == 1)
+        #expect(one.summary?.delivered == 0)
+    }
+}
+
+@Suite struct UpdateAndEndServiceTests {
+    func started() async throws -> Harness {
+        let h = Harness()
+        try await h.start(startRequest())
+        try await h.register(updateToken(hex(5)))
+        return h
+    }
+
+    @Test func anUnknownActivityIsNotFound() async throws {
+        let h = Harness()
+        #expect(await rpcError(h.service.updateActivity(updateRequest(), context: h.context()))?.status == .notFound)
+        #expect(await rpcError(h.service.endActivity(endRequest(), context: h.context()))?.status == .notFound)
+    }
+
+    @Test func updatesInTheSameSecondKeepTheirOrder() async throws {
+        let h = try await started()
+        let a = try await h.update(updateRequest(content: #"{"n":1}"#))
+        let b = try await h.update(updateRequest(content: #"{"n":2}"#))
+        #expect(a.timestamp == t0.seconds + 1)
+        #expect(b.timestamp == t0.seconds + 2)
+        #expect(a.state == .active)
+        #expect(a.summary?.targeted == 1 && a.summary?.queued == 1)
+        // The start found no push-to-start token, so only the updates were queued, in order.
+        #expect(h.recorder.batches.map(\.timestamp) == [t0.seconds + 1, t0.seconds + 2])
+    }
+
+    @Test func endActivityTrueEndsAndThenUpdatesFail() async throws {
+        let h = try await started()
+        let ended = try await h.update(updateRequest(end: true))
+        #expect(ended.state == .ended)
+        #expect(h.recorder.batches.last?.event == .end)
+        let error = await rpcError(h.service.updateActivity(updateRequest(), context: h.context()))
+        #expect(error?.status == .failedPrecondition)
+        #expect(error?.details.reason == "ActivityEnded")
+        #expect(await rpcError(h.service.endActivity(endRequest(), context: h.context()))?.status == .failedPrecondition)
+    }
+
+    @Test func aRetriedEndReplays() async throws {
+        let h = try await started()
+        let first = try await h.end(endRequest(key: "e"))
+        let again = try await h.end(endRequest(key: "e"))
+        #expect(again.replayed && !first.replayed)
+        #expect(again.timestamp == first.timestamp)
+        #expect(again.state == .ended)
+    }
+
+    @Test func afterEightHoursTheSweepExpiresTheActivity() async throws {
+        let h = try await started()
+        h.clock.advance(by: .hours(8))
+        let report = try await h.service.sweep(on: h.loop).get()
+        #expect(report.expired == [ActivityKey(appID: appID, activityID: "order-1")])
+        #expect(h.store.snapshot.token(TokenKey(appID: appID, hex: hex(5))) == nil)
+        let error = await rpcError(h.service.updateActivity(updateRequest(), context: h.context()))
+        #expect(error?.status == .failedPrecondition)
+        #expect(error?.details.reason == "ActivityExpired")
+    }
+}
+
+@Suite struct HousekeepingTests {
+    @Test func pingEchoesWithTheServerClockAndVersion() async throws {
+        let h = Harness()
+        let reply = try await h.service.ping(PingRequest(payload: [1, 2, 0, 255]), context: h.context()).get()
+        #expect(reply == PingReply(payload: [1, 2, 0, 255], serverTimeMS: t0.milliseconds, serverVersion: "1.0"))
+    }
+
+    @Test func pruningRemovesADeadToken() async throws {
+        let h = Harness()
+        try await h.register(pushToStart(hex(1)))
+        let key = TokenKey(appID: appID, hex: hex(1))
+        #expect(try await h.service.prune(key, status: 429, reason: "TooManyRequests", on: h.loop).get() == .notDead)
+        guard case .pruned = try await h.service.prune(key, status: 400, reason: "DeviceTokenNotForTopic", on: h.loop).get()
+        else { Issue.record("expected pruned"); return }
+        #expect(h.store.snapshot.tokenCount == 0)
+    }
+
+    @Test func noNewWorkAfterTheDeadlineOrACancel() async throws {
+        let h = Harness()
+        let late = h.context(deadline: .now() - .seconds(1))
+        #expect(await rpcError(h.service.registerToken(pushToStart(hex(1)), context: late))?.status == .deadlineExceeded)
+        let cancelled = h.context()
+        cancelled.cancellation.cancel()
+        #expect(await rpcError(h.service.startActivity(startRequest(), context: cancelled))?.status == .cancelled)
+        #expect(h.store.snapshot.tokenCount == 0 && h.store.snapshot.activityCount == 0)
+    }
+
+    @Test func aClosedStoreIsUnavailable() async throws {
+        let h = Harness()
+        try await h.store.close()
+        let error = await rpcError(h.service.registerToken(pushToStart(hex(1)), context: h.context()))
+        #expect(error?.status == .unavailable)
+    }
+}
+
+@Suite struct PushSinkTests {
+    func batch(_ timestamp: Int64, targets: Int = 2) throws -> PushBatch {
+        PushBatch(appID: appID, activityID: "order-1", event: .update, timestamp: timestamp,
+                  payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
+                  headers: APNsHeaders(bundleID: appID, priority: nil, expiration: 0),
+                  targets: (0..<targets).map { PushTarget(token: hex($0), environment: .sandbox) })
+    }
+
+    @Test func anOlderBatchArrivingLateIsSupersededNotSentAfterTheNewer() async throws {
+        let sink = RecordingPushSink()
+        let loop = Harness().loop
+        #expect(try await sink.enqueue(batch(11), on: loop).get() == EnqueueResult(queued: 2))
+        #expect(try await sink.enqueue(batch(10), on: loop).get() == EnqueueResult(superseded: 2))
+        #expect(sink.batches.map(\.timestamp) == [11])
+        #expect(sink.recordedPushCount == 2)
+    }
+
+    @Test func theRecorderKeepsOnlyTheNewestBatches() async throws {
+        let sink = RecordingPushSink(capacity: 3)
+        let loop = Harness().loop
+        for t in 1...10 { _ = try await sink.enqueue(batch(Int64(t), targets: 1), on: loop).get() }
+        #expect(sink.batches.map(\.timestamp) == [8, 9, 10])
+        #expect(sink.recordedPushCount == 10)
+    }
+
+    /// A sink that refuses some pushes, as a full dispatch queue would.
+    struct PartialSink: PushSink {
+        func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+            eventLoop.makeSucceededFuture(EnqueueResult(queued: 1, superseded: 1, failures: ["QueueFull": 2, "Another": 1]))
+        }
+    }
+
+    @Test func theSummaryReportsWhatTheSinkDid() async throws {
+        let h = Harness(sink: PartialSink())
+        for i in 0..<5 { try await h.register(pushToStart(hex(i), device: "d\(i)")) }
+        let summary = try #require(try await h.start(startRequest()).summary)
+        #expect(summary.targeted == 5)
+        #expect(summary.queued == 1)
+        #expect(summary.superseded == 1)
+        #expect(summary.failed == 3)
+        #expect(summary.failures == [FailureCount(reason: "Another", count: 1), FailureCount(reason: "QueueFull", count: 2)])
+    }
+}

@@ -1,0 +1,76 @@
+import LiveRelayDomain
+import LiveRelayMessages
+import Testing
+
+@Suite struct TargetResolutionTests {
+    /// hex(1): user-a's phone; hex(2): user-a's iPad; hex(3): user-b, another type; hex(4): no user; hex(5): update token.
+    func populated() throws -> InMemoryState {
+        var state = InMemoryState()
+        _ = try state.apply(RegisterToken(pushToStart(hex(1), device: "a-phone", user: "user-a")), now: t0)
+        _ = try state.apply(RegisterToken(pushToStart(hex(2), device: "a-pad", user: "user-a")), now: t0)
+        _ = try state.apply(RegisterToken(pushToStart(hex(3), device: "b-phone", type: "RideAttributes", user: "user-b")), now: t0)
+        _ = try state.apply(RegisterToken(pushToStart(hex(4), device: "kiosk")), now: t0)
+        _ = try state.apply(RegisterToken(updateToken(hex(5), activity: "other")), now: t0)
+        return state
+    }
+
+    func resolve(_ targets: Targets, _ state: InMemoryState, now: UnixTime = t0) -> TargetResolution.Result {
+        TargetResolution.resolve(targets, appID: app.id, attributesType: "DeliveryAttributes", state: state, now: now)
+    }
+
+    @Test func explicitTokensResolveOnlyToRegisteredPushToStartTokensOfTheType() throws {
+        let state = try populated()
+        let result = resolve(Targets(pushToStartTokens: [hex(1), hex(9), hex(3), hex(5)]), state)
+        #expect(result.tokens.map(\.hex) == [hex(1)])
+        #expect(result.unresolved == [
+            UnresolvedTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
+            UnresolvedTarget(kind: .pushToStartToken, value: hex(3),
+                             reason: "registered for attributes type RideAttributes, not DeliveryAttributes"),
+            UnresolvedTarget(kind: .pushToStartToken, value: hex(5),
+                             reason: "registered as an update token, not a push-to-start token"),
+        ])
+    }
+
+    @Test func externalUserIDsResolveToEveryDeviceOfTheUser() throws {
+        let state = try populated()
+        let result = resolve(Targets(externalUserIDs: ["user-a", "user-b", "nobody"]), state)
+        #expect(Set(result.tokens.map(\.hex)) == [hex(1), hex(2)])
+        #expect(result.unresolved.map(\.value) == ["user-b", "nobody"])
+        #expect(result.unresolved.allSatisfy { $0.kind == .externalUserID })
+    }
+
+    @Test func allDevicesResolvesToEveryTokenOfTheType() throws {
+        let state = try populated()
+        #expect(Set(resolve(Targets(allDevices: true), state).tokens.map(\.hex)) == [hex(1), hex(2), hex(4)])
+    }
+
+    @Test func duplicatesAcrossAndWithinTargetsAreSentOnce() throws {
+        let state = try populated()
+        let result = resolve(Targets(pushToStartTokens: [hex(1), hex(1)], externalUserIDs: ["user-a", "user-a"],
+                                     allDevices: true), state)
+        #expect(result.tokens.map(\.hex).count == 3)
+        #expect(Set(result.tokens.map(\.hex)) == [hex(1), hex(2), hex(4)])
+        #expect(result.tokens.first?.hex == hex(1))
+        #expect(result.unresolved.isEmpty)
+    }
+
+    @Test func expiredTokensAreReportedNotSent() throws {
+        var state = InMemoryState()
+        _ = try state.apply(RegisterToken(pushToStart(hex(1), user: "u", expiresAt: t0.seconds + 60)), now: t0)
+        let later = t0 + .seconds(60)
+        let result = resolve(Targets(pushToStartTokens: [hex(1)], externalUserIDs: ["u"], allDevices: true), state, now: later)
+        #expect(result.tokens.isEmpty)
+        #expect(result.unresolved.map(\.kind) == [.pushToStartToken, .externalUserID, .allDevices])
+        #expect(result.unresolved.first?.reason == "token expired")
+    }
+
+    @Test func aThousandUsersResolve() throws {
+        var state = InMemoryState()
+        for i in 0..<1000 {
+            _ = try state.apply(RegisterToken(pushToStart(hex(i), device: "d\(i)", user: "user-\(i)")), now: t0)
+        }
+        let result = resolve(Targets(externalUserIDs: (0..<1000).map { "user-\($0)" }), state)
+        #expect(result.tokens.count == 1000)
+        #expect(result.unresolved.isEmpty)
+    }
+}

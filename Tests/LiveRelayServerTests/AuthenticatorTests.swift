@@ -1,0 +1,125 @@
+import Foundation
+import LiveRelayMessages
+@testable import LiveRelayServer
+import LiveRelayService
+import NIOCore
+import Testing
+
+@Suite("API keys", .timeLimit(.minutes(1)))
+struct AuthenticatorTests {
+    static func key(_ text: String) -> ByteBuffer { ByteBuffer(string: text) }
+
+    @Test func generatedKeyHasTheDocumentedShapeAndAuthenticates() throws {
+        let (plaintext, record) = APIKeyAuthenticator.generateKey(
+            appIDs: ["com.example.app"], allowedMethods: [.ping, .startActivity], label: "test")
+        let parts = plaintext.split(separator: "_", omittingEmptySubsequences: false)
+        #expect(parts.count == 3)
+        #expect(parts[0] == "lrk")
+        #expect(parts[1] == Substring(record.keyID))
+        #expect(record.keyID.count == 12)
+        #expect(record.keyID.allSatisfy { "abcdefghijklmnopqrstuvwxyz234567".contains($0) })
+        #expect(parts[2].count == 64)
+        #expect(parts[2].allSatisfy { $0.isHexDigit && !$0.isUppercase })
+        #expect(record.allowedMethods == ["Ping", "StartActivity"])
+
+        let authenticator = try APIKeyAuthenticator(records: [record])
+        let principal = try authenticator.authenticate(apiKey: Self.key(plaintext)).get()
+        #expect(principal == Principal(keyID: record.keyID, appIDs: ["com.example.app"], allowedMethods: [.ping, .startActivity]))
+    }
+
+    @Test func storedHashIsSHA256OfTheSecret() throws {
+        let (plaintext, record) = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let secret = String(plaintext.split(separator: "_")[2])
+        // Checked against coreutils, not against the code under test.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(secret.utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.split(separator: " ").first.map(String.init) == record.secretSHA256)
+        #expect(!record.secretSHA256.contains(secret))
+    }
+
+    @Test func unknownKeyIDAndWrongSecretFailAlikeThroughTheSameSteps() throws {
+        let (plaintext, record) = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let authenticator = try APIKeyAuthenticator(records: [record])
+        let secret = plaintext.split(separator: "_")[2]
+        var wrongSecret = Array(secret)
+        wrongSecret[0] = wrongSecret[0] == "0" ? "1" : "0"
+        let wrong = "lrk_\(record.keyID)_\(String(wrongSecret))"
+        let unknownID = "lrk_\(record.keyID == "aaaaaaaaaaaa" ? "bbbbbbbbbbbb" : "aaaaaaaaaaaa")_\(secret)"
+
+        let (wrongResult, wrongTrace) = authenticator.check(apiKey: Self.key(wrong))
+        let (unknownResult, unknownTrace) = authenticator.check(apiKey: Self.key(unknownID))
+        let (goodResult, goodTrace) = authenticator.check(apiKey: Self.key(plaintext))
+        #expect(wrongResult == .failure(.invalidAPIKey))
+        #expect(unknownResult == .failure(.invalidAPIKey))
+        #expect(wrongTrace == unknownTrace, "same lookup, digest and comparison whether or not the id exists")
+        #expect(goodTrace == wrongTrace, "success takes the same steps too")
+        #expect(wrongTrace.comparedBytes == 32)
+        #expect(try goodResult.get().keyID == record.keyID)
+    }
+
+    @Test(arguments: ["", "x", "lrk_", "LRK_aaaaaaaaaaaa_" + String(repeating: "0", count: 64),
+                      "lrk_AAAAAAAAAAAA_" + String(repeating: "0", count: 64),
+                      "lrk_aaaaaaaaaaaa-" + String(repeating: "0", count: 64)])
+    func malformedKeysFailTheSameWayAndStillRunTheComparison(text: String) throws {
+        let authenticator = try APIKeyAuthenticator(records: [TestKeys.all.record])
+        let (result, trace) = authenticator.check(apiKey: Self.key(text))
+        #expect(result == .failure(.invalidAPIKey))
+        #expect(trace.lookedUp)
+        #expect(trace.comparedBytes == 32)
+        #expect(trace.hashedBytes == text.utf8.count)
+    }
+
+    @Test func keyFileHoldsOnlyHashesAndRoundTrips() throws {
+        let first = APIKeyAuthenticator.generateKey(appIDs: ["a.b"], allowedMethods: Set(LiveRelayMethod.allCases), label: "ops")
+        let second = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("keys.json").path
+
+        try APIKeyFile(keys: [first.record, second.record]).save(path: path)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        for key in [first.plaintext, second.plaintext] {
+            let secret = String(key.split(separator: "_")[2])
+            #expect(!text.contains(secret), "the secret never reaches the file")
+            #expect(!text.contains(key))
+        }
+        #expect(text.contains(first.record.secretSHA256))
+        #expect(text.contains("\"allowed_methods\""))
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["keys.json"], "no temporary left behind")
+
+        let loaded = try APIKeyFile.load(path: path)
+        #expect(loaded == APIKeyFile(keys: [first.record, second.record]))
+        let authenticator = try loaded.makeAuthenticator()
+        #expect(try authenticator.authenticate(apiKey: Self.key(first.plaintext)).get().allowedMethods == Set(LiveRelayMethod.allCases))
+        #expect(try authenticator.authenticate(apiKey: Self.key(second.plaintext)).get().allowedMethods == [.ping])
+    }
+
+    @Test func badRecordsAreRefusedAtLoad() {
+        var record = TestKeys.all.record
+        record.allowedMethods = ["Ping", "Teleport"]
+        #expect(throws: APIKeyError.self) { try APIKeyAuthenticator(records: [record]) }
+        record = TestKeys.all.record
+        record.secretSHA256 = "abc"
+        #expect(throws: APIKeyError.self) { try APIKeyAuthenticator(records: [record]) }
+        #expect(throws: APIKeyError.self) { try APIKeyAuthenticator(records: [TestKeys.all.record, TestKeys.all.record]) }
+    }
+
+    @Test func base32MatchesRFC4648() {
+        // RFC 4648 section 10: BASE32("foobar") = "MZXW6YTBOI======".
+        #expect(Base32.encode(Array("foobar".utf8), characters: 9) == "mzxw6ytbo")
+        #expect(LiveRelayMethod(methodName: "StartActivity") == .startActivity)
+        #expect(LiveRelayMethod.ping.methodName == "Ping")
+    }
+}

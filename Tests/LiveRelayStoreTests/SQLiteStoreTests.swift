@@ -1,0 +1,303 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import LiveRelayDomain
+import LiveRelayMessages
+@testable import LiveRelayStore
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A fresh temporary directory per call; the caller removes it.
+func makeTemporaryDirectory(_ prefix: String = "liverelay-sqlite-") throws -> String {
+    var template = Array((NSTemporaryDirectory() + prefix + "XXXXXX").utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    guard made != nil else { throw SQLiteError(code: 1, message: "mkdtemp failed (\(errno))") }
+    return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func removeDirectory(_ path: String) {
+    try? FileManager.default.removeItem(atPath: path)
+}
+
+@Suite struct SQLiteStoreTests {
+    @Test(arguments: StoreBehaviourSuite.all)
+    func behaviour(_ behaviour: StoreBehaviour) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        try await behaviour.run { try SQLiteActivityStore(path: directory + "/store.sqlite3") }
+    }
+
+    @Test func reopeningAFileKeepsEverything() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        let loop = StoreBehaviourSuite.group.any()
+
+        let store = try SQLiteActivityStore(path: path)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
+        let first = try #require(try await StoreBehaviourSuite.apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(updateToken(hex(2), device: "a1")), now: t0 + .seconds(1))
+        try await store.close()
+
+        let reopened = try SQLiteActivityStore(path: path)
+        #expect(reopened.openedSchemaVersion == SQLiteActivityStore.schemaVersion)
+        let token = try await reopened.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get()
+        #expect(token == Token(kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
+                               attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
+                               createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
+        #expect(try await reopened.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
+            .get().map(\.hex) == [hex(1)])
+        #expect(try await reopened.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(2)])
+        let activity = try #require(try await reopened.activity(order1, on: loop).get())
+        #expect(activity.state == .active)
+        #expect(activity.lastTimestamp == first.reply.timestamp)
+        #expect(activity.lastContentState == #"{"status":"placed"}"#)
+        // The idempotency record (with its stored summary) survived: the retry replays.
+        let again = try await StoreBehaviourSuite.apply(reopened, StartActivity(start(key: "k1"), app: app), now: t0 + .seconds(5))
+        #expect(again.replayed == first.reply)
+        try await reopened.close()
+    }
+
+    @Test func anEmptyFileIsMigratedAndReopeningIsIdempotent() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+
+        let store = try SQLiteActivityStore(path: path)
+        #expect(store.openedSchemaVersion == 0)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1))))
+        try await store.close()
+
+        for _ in 0..<2 {
+            let again = try SQLiteActivityStore(path: path)
+            #expect(again.openedSchemaVersion == SQLiteActivityStore.schemaVersion)
+            #expect(try await again.token(TokenKey(appID: appID, hex: hex(1)), on: StoreBehaviourSuite.group.any()).get() != nil)
+            try await again.close()
+        }
+        // One row per migration, applied once.
+        let db = try SQLiteConnection(path: path, create: false)
+        defer { db.close() }
+        let versions = try db.query("SELECT version FROM schema_version ORDER BY version") { $0.int64(0) }
+        #expect(versions == (1...Int64(SQLiteSchema.current)).map { $0 })
+        #expect(try db.pragma("PRAGMA journal_mode") == "wal")
+    }
+
+    @Test func aFileWithANewerSchemaIsRefused() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        try await SQLiteActivityStore(path: path).close()
+        do {
+            let db = try SQLiteConnection(path: path, create: false)
+            try db.execute("INSERT INTO schema_version (version, applied_at) VALUES (\(SQLiteSchema.current + 1), 0)")
+            db.close()
+        }
+        #expect(throws: SQLiteError.self) { try SQLiteActivityStore(path: path) }
+    }
+
+    @Test func notADatabaseIsRefused() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x41, count: 4096)))
+        #expect(throws: SQLiteError.self) { try SQLiteActivityStore(path: path) }
+    }
+
+    @Test func theHotLookupsUseTheirIndexes() throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        let db = try SQLiteConnection(path: path, create: true)
+        defer { db.close() }
+        _ = try SQLiteSchema.migrate(db, now: 0)
+        func plan(_ sql: String) throws -> String {
+            try db.query("EXPLAIN QUERY PLAN " + sql) { $0.string(3) }.joined(separator: "; ")
+        }
+        typealias SQL = SQLiteTables.SQL
+        let expectations: [(String, String)] = [
+            (SQL.updateTokens, "tokens_update_slot"),
+            (SQL.updateSlot, "tokens_update_slot"),
+            (SQL.pushToStartOfType, "tokens_push_to_start_slot"),
+            (SQL.pushToStartSlot, "tokens_push_to_start_slot"),
+            (SQL.pushToStartOfUser, "tokens_push_to_start_by_user"),
+            (SQL.tokensExpired, "tokens_expiring"),
+            (SQL.activitiesDue, "activities_sweep_deadline"),
+            (SQL.token, "PRIMARY KEY"),
+            (SQL.activity, "PRIMARY KEY"),
+            (SQL.record, "PRIMARY KEY"),
+        ]
+        for (sql, index) in expectations {
+            let detail = try plan(sql)
+            #expect(detail.contains("USING") && detail.contains(index), "\(sql)\n-> \(detail)")
+            #expect(!detail.contains("SCAN"), "\(sql)\n-> \(detail)")
+        }
+    }
+
+    @Test func aSecondTokenInATakenSlotIsAConstraintErrorNotASilentDelete() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try SQLiteActivityStore(path: directory + "/store.sqlite3")
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1")))
+        // A (buggy) plan that puts another token in the same slot without deleting the occupant.
+        let intruder = Token(kind: .pushToStart, hex: hex(2), environment: .production, appID: appID,
+                             attributesType: "DeliveryAttributes", deviceID: "a1", createdAt: t0, updatedAt: t0)
+        await #expect(throws: SQLiteError.self) { try await StoreBehaviourSuite.apply(store, Writes([.putToken(intruder)])) }
+        let loop = StoreBehaviourSuite.group.any()
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() != nil)
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(2)), on: loop).get() == nil)
+        try await store.close()
+    }
+}
+
+// MARK: - Group commit
+
+/// A mutation with fixed writes (and optionally a refusal), for batch tests.
+struct Writes: StoreMutation {
+    var writes: [StoreWrite]
+    var refuse: DomainError? = nil
+
+    init(_ writes: [StoreWrite], refuse: DomainError? = nil) {
+        self.writes = writes
+        self.refuse = refuse
+    }
+
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Int> {
+        if let refuse { throw refuse }
+        return MutationPlan(writes: writes, outcome: writes.count)
+    }
+}
+
+/// Reports whether the token was visible when the plan ran.
+struct Sees: StoreMutation {
+    var key: TokenKey
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Bool> {
+        MutationPlan(outcome: state.token(key) != nil)
+    }
+}
+
+/// Holds the writer thread inside its plan until released, so that the
+/// mutations queued meanwhile all land in the next batch.
+final class Gate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entered = false
+    private var released = false
+
+    func enter() {
+        lock.withLock { entered = true }
+        while !lock.withLock({ released }) { usleep(1000) }
+    }
+
+    func waitUntilEntered() async {
+        while !lock.withLock({ entered }) { try? await Task.sleep(nanoseconds: 1_000_000) }
+    }
+
+    func release() { lock.withLock { released = true } }
+}
+
+struct Hold: StoreMutation {
+    var gate: Gate
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
+        gate.enter()
+        return MutationPlan(outcome: ())
+    }
+}
+
+@Suite struct SQLiteGroupCommitTests {
+    @Test func concurrentAppliesShareCommits() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try SQLiteActivityStore(path: directory + "/store.sqlite3")
+        let loop = StoreBehaviourSuite.group.any()
+        let before = store.statistics
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<1000 {
+                group.addTask {
+                    let reply = try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)")))
+                    #expect(reply.reply.result == .created)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let stats = store.statistics
+        let commits = stats.commits - before.commits
+        #expect(stats.mutations - before.mutations == 1000)
+        #expect(commits >= 1)
+        #expect(commits <= 250, "1,000 concurrent applies took \(commits) commits (largest batch \(stats.largestBatch))")
+        let all = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
+        #expect(all.count == 1000)
+        // Unchanged registrations write nothing: no commit.
+        let commitsBefore = store.statistics.commits
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(7), device: "d7")))
+        #expect(store.statistics.commits == commitsBefore)
+        try await store.close()
+    }
+
+    @Test func aFailingPlanInABatchLeavesTheOthersAlone() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try SQLiteActivityStore(path: directory + "/store.sqlite3")
+        let loop = StoreBehaviourSuite.group.any()
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(100), device: "taken")))
+
+        let gate = Gate()
+        let held = store.apply(Hold(gate: gate), now: t0, on: loop)
+        await gate.waitUntilEntered()
+        // All of these queue while the writer is held: one batch.
+        let good1 = store.apply(RegisterToken(pushToStart(hex(1), device: "a1")), now: t0, on: loop)
+        let sees1 = store.apply(Sees(key: TokenKey(appID: appID, hex: hex(1))), now: t0, on: loop)
+        let refused = store.apply(Writes([.putToken(tokenRow(hex(2), device: "a2"))], refuse: .unknownApp(appID: "x")), now: t0, on: loop)
+        // Its first write succeeds, its second breaks the slot index: the first must be undone too.
+        let halfway = store.apply(
+            Writes([.putToken(tokenRow(hex(3), device: "a3")), .putToken(tokenRow(hex(4), device: "taken"))]), now: t0, on: loop)
+        let sees3 = store.apply(Sees(key: TokenKey(appID: appID, hex: hex(3))), now: t0, on: loop)
+        let good2 = store.apply(RegisterToken(pushToStart(hex(5), device: "a5")), now: t0, on: loop)
+        let invalid = store.apply(RegisterToken(pushToStart("not-hex", device: "a6")), now: t0, on: loop)
+        let batchesBefore = store.statistics.batches
+        gate.release()
+        try await held.get()
+
+        #expect(try await good1.get().reply.result == .created)
+        #expect(try await sees1.get() == true)
+        await #expect(throws: DomainError.unknownApp(appID: "x")) { try await refused.get() }
+        await #expect(throws: SQLiteError.self) { try await halfway.get() }
+        #expect(try await sees3.get() == false)
+        #expect(try await good2.get().reply.result == .created)
+        await #expect(throws: DomainError.self) { try await invalid.get() }
+        let stats = store.statistics
+        #expect(stats.batches == batchesBefore + 2, "the held plan's batch, then one batch for the 7 queued")
+        #expect(stats.largestBatch >= 7)
+
+        let present = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
+        #expect(Set(present.map(\.hex)) == [hex(100), hex(1), hex(5)])
+        try await store.close()
+    }
+
+    @Test func closeCommitsWhatIsQueued() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        let store = try SQLiteActivityStore(path: path)
+        let loop = StoreBehaviourSuite.group.any()
+        let futures = (0..<500).map { store.apply(RegisterToken(pushToStart(hex($0), device: "d\($0)")), now: t0, on: loop) }
+        try await store.close()
+        for future in futures { _ = try await future.get() }
+        await #expect(throws: ActivityStoreError.closed) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
+        try await store.close() // idempotent
+
+        let reopened = try SQLiteActivityStore(path: path)
+        #expect(try await reopened.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get().count == 500)
+        try await reopened.close()
+        // Closing the last connection checkpointed the WAL into the main file.
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    }
+}
+
+func tokenRow(_ hex: String, device: String) -> Token {
+    Token(kind: .pushToStart, hex: hex, environment: .production, appID: appID, attributesType: "DeliveryAttributes",
+          deviceID: device, createdAt: t0, updatedAt: t0)
+}

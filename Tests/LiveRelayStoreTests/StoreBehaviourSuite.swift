@@ -1,0 +1,223 @@
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayStore
+import NIOCore
+import NIOPosix
+import Testing
+
+/// Makes a fresh, empty store for one behaviour.
+typealias StoreFactory = @Sendable () async throws -> any ActivityStore
+
+/// One behaviour every ``ActivityStore`` must have, runnable against any store.
+///
+/// The SQLite and PostgreSQL tests run the same list: a parameterised test
+/// over ``StoreBehaviourSuite/all`` with their own factory (see
+/// InMemoryStoreTests). Each behaviour closes the store it made.
+struct StoreBehaviour: Sendable, CustomStringConvertible {
+    var description: String
+    var run: @Sendable (StoreFactory) async throws -> Void
+}
+
+enum StoreBehaviourSuite {
+    static let all: [StoreBehaviour] = [
+        StoreBehaviour(description: "the three hot lookups are indexed", run: hotLookups),
+        StoreBehaviour(description: "rotation and removal re-index", run: rotationReindexes),
+        StoreBehaviour(description: "a refused mutation writes nothing", run: refusalWritesNothing),
+        StoreBehaviour(description: "idempotency records survive between calls", run: replays),
+        StoreBehaviour(description: "concurrent starts of one activity: exactly one wins", run: concurrentStarts),
+        StoreBehaviour(description: "concurrent registrations all land", run: concurrentRegistrations),
+        StoreBehaviour(description: "concurrent updates get distinct increasing timestamps", run: concurrentUpdates),
+        StoreBehaviour(description: "an end deletes the activity's update tokens", run: endDeletesUpdateTokens),
+        StoreBehaviour(description: "the sweep expires activities and their tokens", run: sweep),
+        StoreBehaviour(description: "pruning removes a dead token", run: prune),
+        StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
+        StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
+    ]
+
+    static let group = MultiThreadedEventLoopGroup.singleton
+
+    @discardableResult
+    static func apply<M: StoreMutation>(_ store: any ActivityStore, _ m: M, now: UnixTime = t0) async throws -> M.Outcome {
+        try await store.apply(m, now: now, on: group.any()).get()
+    }
+
+    static func refusal<M: StoreMutation>(_ store: any ActivityStore, _ m: M, now: UnixTime = t0) async -> DomainError? {
+        do {
+            _ = try await apply(store, m, now: now)
+            return nil
+        } catch let error as DomainError {
+            return error
+        } catch {
+            Issue.record("expected a DomainError, got \(error)")
+            return nil
+        }
+    }
+
+    static func hotLookups(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = group.any()
+        try await apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a")))
+        try await apply(store, RegisterToken(pushToStart(hex(2), device: "a2", user: "user-a")))
+        try await apply(store, RegisterToken(pushToStart(hex(3), device: "b1", user: "user-b")))
+        try await apply(store, RegisterToken(pushToStart(hex(4), device: "b1", type: "RideAttributes", user: "user-b")))
+        try await apply(store, RegisterToken(updateToken(hex(5), activity: "order-1", device: "a1")))
+        try await apply(store, RegisterToken(updateToken(hex(6), activity: "order-1", device: "b1")))
+        try await apply(store, RegisterToken(updateToken(hex(7), activity: "order-2", device: "a1")))
+
+        let update = try await store.updateTokens(of: ActivityKey(appID: appID, activityID: "order-1"), on: loop).get()
+        #expect(Set(update.map(\.hex)) == [hex(5), hex(6)])
+        let ofType = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
+        #expect(Set(ofType.map(\.hex)) == [hex(1), hex(2), hex(3)])
+        let ofUsers = try await store.pushToStartTokens(
+            appID: appID, externalUserIDs: ["user-a", "user-b", "user-a", "nobody"],
+            attributesType: "DeliveryAttributes", on: loop).get()
+        #expect(ofUsers.map(\.hex).sorted() == [hex(1), hex(2), hex(3)])
+        let token = try await store.token(TokenKey(appID: appID, hex: hex(4)), on: loop).get()
+        #expect(token?.attributesType == "RideAttributes")
+        #expect(token?.environment == .production)
+        #expect(token?.createdAt == t0)
+        // Another app sees none of it.
+        #expect(try await store.pushToStartTokens(appID: "other.app", attributesType: "DeliveryAttributes", on: loop).get().isEmpty)
+        try await store.close()
+    }
+
+    static func rotationReindexes(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = group.any()
+        try await apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a")))
+        let rotated = try await apply(store, RegisterToken(pushToStart(hex(2), device: "a1", user: "user-a")))
+        #expect(rotated.reply == RegisterTokenReply(result: .rotated, replacedToken: hex(1)))
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() == nil)
+        #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
+            .get().map(\.hex) == [hex(2)])
+
+        try await apply(store, RegisterToken(updateToken(hex(3), device: "a1")))
+        try await apply(store, RegisterToken(updateToken(hex(4), device: "a1")))
+        #expect(try await store.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(4)])
+
+        #expect(try await apply(store, RegisterToken(updateToken(hex(4), remove: true))).reply.result == .removed)
+        #expect(try await store.updateTokens(of: order1, on: loop).get().isEmpty)
+        // The freed slot takes a new token without rotating anything.
+        #expect(try await apply(store, RegisterToken(updateToken(hex(5), device: "a1"))).reply.result == .created)
+        try await store.close()
+    }
+
+    static func refusalWritesNothing(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let big = #"{"p":""# + String(repeating: "x", count: 4050) + #""}"#
+        let error = await refusal(store, StartActivity(start(key: "k", content: big), app: app))
+        guard case .payloadTooLarge? = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(try await store.activity(order1, on: group.any()).get() == nil)
+        // Same key, smaller payload: accepted, so nothing of the refused call was kept.
+        #expect(try await apply(store, StartActivity(start(key: "k"), app: app)).accepted != nil)
+        try await store.close()
+    }
+
+    static func replays(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(pushToStart(hex(1))))
+        let first = try #require(try await apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
+        let again = try await apply(store, StartActivity(start(key: "k1"), app: app), now: t0 + .seconds(3))
+        #expect(again.replayed == first.reply)
+        let updated = try #require(try await apply(store, ChangeActivity(update(key: "u1"), app: app), now: t0 + .seconds(4)).accepted)
+        #expect(try await apply(store, ChangeActivity(update(key: "u1"), app: app), now: t0 + .seconds(5)).replayed == updated.reply)
+        #expect(await refusal(store, StartActivity(start(key: "k2"), app: app)) == .activityAlreadyExists(order1))
+        let stored = try await store.activity(order1, on: group.any()).get()
+        #expect(stored?.lastTimestamp == t0.seconds + 4)
+        #expect(stored?.state == .starting)
+        try await store.close()
+    }
+
+    static func concurrentStarts(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for i in 0..<50 {
+                group.addTask { (try? await apply(store, StartActivity(start(key: "k\(i)"), app: app))) != nil }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 1)
+        try await store.close()
+    }
+
+    static func concurrentRegistrations(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<2000 {
+                group.addTask { _ = try await apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)"))) }
+            }
+            try await group.waitForAll()
+        }
+        let all = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: group.any()).get()
+        #expect(all.count == 2000)
+        try await store.close()
+    }
+
+    static func concurrentUpdates(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        let stamps = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for _ in 0..<100 {
+                group.addTask { try await apply(store, ChangeActivity(update(), app: app)).accepted?.reply.timestamp ?? 0 }
+            }
+            return try await group.reduce(into: [Int64]()) { $0.append($1) }
+        }
+        #expect(stamps.sorted() == Array(t0.seconds + 1...t0.seconds + 100))
+        #expect(try await store.activity(order1, on: group.any()).get()?.lastTimestamp == t0.seconds + 100)
+        try await store.close()
+    }
+
+    static func endDeletesUpdateTokens(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        let end = try #require(try await apply(store, ChangeActivity(endRequest(), app: app), now: t0 + .seconds(1)).accepted)
+        #expect(end.batch.targets.map(\.token) == [hex(1)])
+        #expect(try await store.updateTokens(of: order1, on: group.any()).get().isEmpty)
+        #expect(try await store.activity(order1, on: group.any()).get()?.state == .ended)
+        try await store.close()
+    }
+
+    static func sweep(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        try await apply(store, RegisterToken(pushToStart(hex(2), expiresAt: t0.seconds + 60)))
+        let report = try await apply(store, Sweep(), now: t0 + .hours(8))
+        #expect(report.expired == [order1])
+        #expect(Set(report.deletedTokens) == [TokenKey(appID: appID, hex: hex(1)), TokenKey(appID: appID, hex: hex(2))])
+        #expect(try await store.updateTokens(of: order1, on: group.any()).get().isEmpty)
+        #expect(try await store.activity(order1, on: group.any()).get()?.state == .expired)
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(2)), on: group.any()).get() == nil)
+        try await store.close()
+    }
+
+    static func prune(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(pushToStart(hex(1), user: "u")))
+        let key = TokenKey(appID: appID, hex: hex(1))
+        #expect(try await apply(store, PruneToken(key, status: 500, reason: "InternalServerError")) == .notDead)
+        guard case .pruned = try await apply(store, PruneToken(key, status: 410, reason: "Unregistered")) else {
+            Issue.record("expected pruned"); return
+        }
+        #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["u"], attributesType: "DeliveryAttributes", on: group.any()).get().isEmpty)
+        try await store.close()
+    }
+
+    static func manyTokensOfOneActivity(_ make: StoreFactory) async throws {
+        let store = try await make()
+        for i in 0..<10_000 {
+            try await apply(store, RegisterToken(updateToken(hex(i), device: "d\(i)")))
+        }
+        #expect(try await store.updateTokens(of: order1, on: group.any()).get().count == 10_000)
+        let call = try #require(try await apply(store, ChangeActivity(update(), app: app), now: t0 + .seconds(1)).accepted)
+        #expect(call.batch.targets.count == 10_000)
+        try await store.close()
+    }
+
+    static func closedStoreRefuses(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await store.close()
+        await #expect(throws: (any Error).self) { try await apply(store, RegisterToken(pushToStart(hex(1)))) }
+    }
+}

@@ -1,0 +1,85 @@
+// sqlite-crash-helper <database> [in-flight=64] [first=0]
+//
+// For the SIGKILL durability test (Tests/LiveRelayStoreTests/SQLiteDurabilityTests.swift):
+// opens a SQLiteActivityStore at <database>, prints "ready", then registers
+// push-to-start tokens forever with <in-flight> RegisterToken applies
+// outstanding, and prints each token's hex on stdout (one write(2) per line,
+// no buffering) only after its future succeeded, i.e. once it is acknowledged.
+// It never exits by itself: the test kills it with SIGKILL.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayStore
+import NIOCore
+import NIOPosix
+
+func line(_ text: String, fd: Int32 = 1) {
+    var bytes = Array((text + "\n").utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+        if n < 0 {
+            if errno == EINTR { continue }
+            exit(3)
+        }
+        offset += n
+    }
+    bytes.removeAll()
+}
+
+func tokenHex(_ n: Int) -> String {
+    let digits = String(n, radix: 16)
+    return "cd" + String(repeating: "0", count: 62 - digits.count) + digits
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    line("usage: sqlite-crash-helper <database> [in-flight] [first]", fd: 2)
+    exit(2)
+}
+let inFlight = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
+let first = arguments.count > 3 ? Int(arguments[3]) ?? 0 : 0
+
+let store: SQLiteActivityStore
+do {
+    store = try SQLiteActivityStore(path: arguments[1])
+} catch {
+    line("cannot open \(arguments[1]): \(error)", fd: 2)
+    exit(1)
+}
+let loop = MultiThreadedEventLoopGroup.singleton.next()
+
+/// The next token number; only touched on `loop`.
+final class Counter: @unchecked Sendable { var next = first }
+let counter = Counter()
+
+@Sendable func registerNext() {
+    loop.preconditionInEventLoop()
+    let n = counter.next
+    counter.next += 1
+    let hex = tokenHex(n)
+    let request = RegisterTokenRequest(
+        appID: "crash.app", kind: .pushToStart, token: hex, environment: .production,
+        attributesType: "CrashAttributes", externalUserID: "user-\(n % 97)", deviceID: "device-\(n)")
+    store.apply(RegisterToken(request), now: SystemClock().now(), on: loop).whenComplete { result in
+        switch result {
+        case .success:
+            line(hex)
+            registerNext()
+        case let .failure(error):
+            line("apply failed: \(error)", fd: 2)
+            exit(1)
+        }
+    }
+}
+
+line("ready")
+loop.execute {
+    for _ in 0..<inFlight { registerNext() }
+}
+while true { sleep(1000) }
