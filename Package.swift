@@ -189,6 +189,12 @@ let package = Package(
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteCrashHelper"
         ),
+        // Run by hand (release): SQLite store throughput and load times for docs/BENCHMARKS.md.
+        .executableTarget(
+            name: "sqlite-store-benchmark",
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/Support/SQLiteStoreBenchmark"
+        ),
         .testTarget(
             name: "LiveRelayActivitiesTests",
             dependencies: [

@@ -18,4 +18,11 @@ static inline int lr_sqlite3_bind_blob_transient(sqlite3_stmt *stmt, int index, 
     return sqlite3_bind_blob(stmt, index, bytes, count, SQLITE_TRANSIENT);
 }
 
+/// sqlite3_config is variadic (not importable). Turning memory statistics off
+/// drops a global mutex from every SQLite allocation; it must run before the
+/// library initializes (the first open) and returns SQLITE_MISUSE after.
+static inline int lr_sqlite3_config_memstatus(int enabled) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, enabled);
+}
+
 #endif

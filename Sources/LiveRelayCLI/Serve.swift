@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Answer every call with an empty OK reply: measures the protocol's ceiling.")
     var nullService = false
 
+    @Option(help: "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default) or memory (forgotten on exit).")
+    var store: StoreKind = .sqlite
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -75,7 +78,23 @@ struct Serve: AsyncParsableCommand {
             throw CLIError("\(setup.keyFilePath): \(error)")
         }
 
-        let store = InMemoryActivityStore()
+        let store: any ActivityStore
+        let storeDescription: String
+        if setup.nullService || self.store == .memory {
+            store = InMemoryActivityStore()
+            storeDescription = "in-memory store"
+        } else {
+            guard let directory = setup.dataDirectory else {
+                throw CLIError("the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
+            }
+            let path = directory + "/liverelay.sqlite3"
+            do {
+                store = try SQLiteActivityStore(path: path)
+            } catch {
+                throw CLIError("cannot open the store \(path): \(error)")
+            }
+            storeDescription = "SQLite store \(path)"
+        }
         let service: any LiveRelayService
         var sweeps: RepeatedTask? = nil
         if setup.nullService {
@@ -85,7 +104,7 @@ struct Serve: AsyncParsableCommand {
             sweeps = activities.scheduleSweeps(on: MultiThreadedEventLoopGroup.singleton.next())
             service = activities
         }
-        logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, in-memory store")"])
+        logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, \(storeDescription)")"])
 
         let server = RPCServer(
             configuration: RPCServer.Configuration(
@@ -124,6 +143,8 @@ struct Serve: AsyncParsableCommand {
         var drainTime = TimeAmount.seconds(30)
         var nullService: Bool
         var announcement: String?
+        /// Where the SQLite store lives; nil for a config file without "data_dir".
+        var dataDirectory: String?
     }
 
     private func resolve() throws -> Setup {
@@ -134,7 +155,7 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: self.port ?? 7443,
                 tls: TLSConfiguration.makeServerConfiguration(certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
                 keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
-                announcement: prepared.announcement
+                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory
             )
         }
         let path = DevSetup.absolute(config)
@@ -165,7 +186,13 @@ struct Serve: AsyncParsableCommand {
             keyFile: keyFile, keyFilePath: keyFilePath,
             connection: try file.connectionConfiguration(),
             drainTime: try file.drainTime,
-            nullService: self.nullService || file.nullService == true
+            nullService: self.nullService || file.nullService == true,
+            dataDirectory: dataDirectory
         )
     }
+}
+
+/// `serve --store`: the embedded SQLite file (default) or memory.
+enum StoreKind: String, ExpressibleByArgument, CaseIterable {
+    case sqlite, memory
 }

@@ -46,7 +46,7 @@ public struct StartActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -77,24 +77,23 @@ public struct StartActivityRequest: LiveRelayMessage {
 extension StartActivityRequest: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_start_activity_request_descriptor() }
 
+    // Stored properties are assigned directly: delegating to the memberwise
+    // init made the optimizer copy and destroy the whole struct once more.
     init(c: UnsafePointer<LrStartActivityRequest>) {
         let m = c.pointee
-        self.init(
-            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
-            attributesType: cOptionalString(m.attributes_type), attributesJSON: cOptionalString(m.attributes_json),
-            contentStateJSON: cOptionalString(m.content_state_json), alert: m.alert.map { Alert(c: $0) },
-            staleDate: cOptional(m.has_stale_date, m.stale_date),
-            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
-            relevanceScore: cOptional(m.has_relevance_score, m.relevance_score),
-            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))),
-            targets: m.targets.map { Targets(c: $0) }, idempotencyKey: cOptionalString(m.idempotency_key),
-            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrStartActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
-            + Arena.size(attributesType) + Arena.size(attributesJSON) + Arena.size(contentStateJSON)
-            + (alert?.arenaBytes ?? 0) + (targets?.arenaBytes ?? 0) + Arena.size(idempotencyKey)
+        appID = cOptionalString(m.app_id)
+        activityID = cOptionalString(m.activity_id)
+        attributesType = cOptionalString(m.attributes_type)
+        attributesJSON = cOptionalString(m.attributes_json)
+        contentStateJSON = cOptionalString(m.content_state_json)
+        alert = m.alert.map { Alert(c: $0) }
+        staleDate = cOptional(m.has_stale_date, m.stale_date)
+        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
+        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
+        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
+        targets = m.targets.map { Targets(c: $0) }
+        idempotencyKey = cOptionalString(m.idempotency_key)
+        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityRequest> {
@@ -153,7 +152,7 @@ public struct UpdateActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -179,21 +178,17 @@ extension UpdateActivityRequest: CMessageConvertible {
 
     init(c: UnsafePointer<LrUpdateActivityRequest>) {
         let m = c.pointee
-        self.init(
-            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
-            contentStateJSON: cOptionalString(m.content_state_json), alert: m.alert.map { Alert(c: $0) },
-            staleDate: cOptional(m.has_stale_date, m.stale_date),
-            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
-            relevanceScore: cOptional(m.has_relevance_score, m.relevance_score),
-            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))),
-            endActivity: cOptional(m.has_end_activity, cBool(m.end_activity)),
-            idempotencyKey: cOptionalString(m.idempotency_key),
-            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrUpdateActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
-            + Arena.size(contentStateJSON) + (alert?.arenaBytes ?? 0) + Arena.size(idempotencyKey)
+        appID = cOptionalString(m.app_id)
+        activityID = cOptionalString(m.activity_id)
+        contentStateJSON = cOptionalString(m.content_state_json)
+        alert = m.alert.map { Alert(c: $0) }
+        staleDate = cOptional(m.has_stale_date, m.stale_date)
+        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
+        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
+        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
+        endActivity = cOptional(m.has_end_activity, cBool(m.end_activity))
+        idempotencyKey = cOptionalString(m.idempotency_key)
+        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityRequest> {
@@ -244,7 +239,7 @@ public struct EndActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -267,19 +262,14 @@ extension EndActivityRequest: CMessageConvertible {
 
     init(c: UnsafePointer<LrEndActivityRequest>) {
         let m = c.pointee
-        self.init(
-            appID: cOptionalString(m.app_id), activityID: cOptionalString(m.activity_id),
-            contentStateJSON: cOptionalString(m.content_state_json),
-            dismissalDate: cOptional(m.has_dismissal_date, m.dismissal_date),
-            idempotencyKey: cOptionalString(m.idempotency_key),
-            waitForDelivery: cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery)),
-            alert: m.alert.map { Alert(c: $0) },
-            priority: cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority))))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrEndActivityRequest.self) + Arena.size(appID) + Arena.size(activityID)
-            + Arena.size(contentStateJSON) + Arena.size(idempotencyKey) + (alert?.arenaBytes ?? 0)
+        appID = cOptionalString(m.app_id)
+        activityID = cOptionalString(m.activity_id)
+        contentStateJSON = cOptionalString(m.content_state_json)
+        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
+        idempotencyKey = cOptionalString(m.idempotency_key)
+        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
+        alert = m.alert.map { Alert(c: $0) }
+        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityRequest> {

@@ -23,7 +23,7 @@ public struct Alert: LiveRelayMessage {
 
     /// Validates on decode: an Alert only ever arrives as part of a request.
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -44,11 +44,10 @@ extension Alert: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_alert_descriptor() }
 
     init(c: UnsafePointer<LrAlert>) {
-        self.init(title: cOptionalString(c.pointee.title), body: cOptionalString(c.pointee.body),
-                  sound: cOptionalString(c.pointee.sound))
+        title = cOptionalString(c.pointee.title)
+        body = cOptionalString(c.pointee.body)
+        sound = cOptionalString(c.pointee.sound)
     }
-
-    var arenaBytes: Int { Arena.size(LrAlert.self) + Arena.size(title) + Arena.size(body) + Arena.size(sound) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAlert> {
         let c = a.allocate(LrAlert.self)
@@ -76,7 +75,7 @@ public struct Targets: LiveRelayMessage {
 
     /// Validates on decode: Targets only ever arrive as part of a request.
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -122,12 +121,10 @@ extension Targets: CMessageConvertible {
 
     init(c: UnsafePointer<LrTargets>) {
         let m = c.pointee
-        self.init(pushToStartTokens: cStrings(m.n_push_to_start_tokens, m.push_to_start_tokens),
-                  externalUserIDs: cStrings(m.n_external_user_ids, m.external_user_ids),
-                  allDevices: cOptional(m.has_all_devices, cBool(m.all_devices)))
+        pushToStartTokens = cStrings(m.n_push_to_start_tokens, m.push_to_start_tokens)
+        externalUserIDs = cStrings(m.n_external_user_ids, m.external_user_ids)
+        allDevices = cOptional(m.has_all_devices, cBool(m.all_devices))
     }
-
-    var arenaBytes: Int { Arena.size(LrTargets.self) + Arena.size(pushToStartTokens) + Arena.size(externalUserIDs) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrTargets> {
         let c = a.allocate(LrTargets.self)

@@ -1,69 +1,104 @@
 import CLiveRelayProto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A bump allocator for building one C message tree for `protobuf_c_message_pack`.
 ///
-/// Why: the Swift-to-C conversion, not protobuf-c, dominates encode time. One
-/// (usually stack) allocation sized up front by `arenaBytes` holds the structs,
-/// pointer arrays and every NUL-terminated string copy, instead of one
-/// `withCString` closure or malloc per string. Every block is a multiple of 8
-/// bytes so structs stay aligned. The arena never frees: its memory goes away
-/// with the temporary allocation once the message is packed.
+/// Why: the Swift-to-C conversion, not protobuf-c, dominates encode time. The
+/// per-thread scratch buffer (`lr_scratch_acquire`) holds the structs, pointer
+/// arrays, every NUL-terminated string copy and the packed output, instead of a
+/// `withCString` closure or malloc per string. Messages larger than the scratch
+/// continue in heap chunks, freed by `release()`. Every block is a multiple of
+/// 8 bytes so structs stay aligned.
+///
+/// It also keeps `packedBound`, an upper bound of the packed size of everything
+/// built so far, so that encoding needs no `protobuf_c_message_get_packed_size`:
+/// - each message struct adds 16 + 4 x its size: every field is a member of at
+///   least 4 bytes, and one field's tag (at most 5 bytes) plus a scalar value
+///   (at most 10) or a length prefix (at most 10) fits in 16;
+/// - each repeated element adds 16 (its tag and length prefix);
+/// - each string or bytes value adds its length + 16.
+/// Unknown fields never occur in structs built from Swift values.
 struct Arena {
-    private let base: UnsafeMutableRawPointer
+    private var base: UnsafeMutableRawPointer
     private var used = 0
-    private let capacity: Int
+    private var capacity: Int
+    private(set) var packedBound = 0
+    /// The per-thread scratch buffer, when this arena holds it.
+    private let scratch: UnsafeMutableRawPointer?
+    /// Heap chunks taken when the scratch ran out.
+    private var chunks: [UnsafeMutableRawPointer] = []
 
-    init(_ buffer: UnsafeMutableRawBufferPointer) {
-        base = buffer.baseAddress!
-        capacity = buffer.count
+    private static let chunkBytes = 16 * 1024
+
+    private init(base: UnsafeMutableRawPointer, capacity: Int, scratch: UnsafeMutableRawPointer?) {
+        self.base = base
+        self.capacity = capacity
+        self.scratch = scratch
+    }
+
+    /// The thread's scratch buffer, or a heap chunk when it is in use. Call `release()`.
+    static func scratch() -> Arena {
+        var capacity = 0
+        if let p = lr_scratch_acquire(&capacity) {
+            return Arena(base: p, capacity: capacity, scratch: p)
+        }
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        var arena = Arena(base: chunk, capacity: chunkBytes, scratch: nil)
+        arena.chunks.append(chunk)
+        return arena
+    }
+
+    /// Frees the heap chunks and gives the scratch buffer back. Nothing built
+    /// in the arena may be used afterwards.
+    func release() {
+        for chunk in chunks { chunk.deallocate() }
+        if let scratch { lr_scratch_release(scratch) }
     }
 
     @inline(__always)
     static func round(_ n: Int) -> Int { (n + 7) & ~7 }
 
-    /// Bytes a NUL-terminated copy of `s` takes.
-    @inline(__always)
-    static func size(_ s: String) -> Int { round(s.utf8.count + 1) }
-
-    /// Bytes a proto3 string takes: nothing when empty, the init default covers it.
-    @inline(__always)
-    static func size3(_ s: String) -> Int { s.isEmpty ? 0 : round(s.utf8.count + 1) }
-
-    @inline(__always)
-    static func size(_ s: String?) -> Int {
-        guard let s else { return 0 }
-        return round(s.utf8.count + 1)
-    }
-
     @inline(__always)
     static func size<T>(_: T.Type) -> Int { round(MemoryLayout<T>.stride) }
 
-    /// Bytes a repeated string field takes: the pointer array and the strings.
-    static func size(_ strings: [String]) -> Int {
-        if strings.isEmpty { return 0 }
-        var total = strings.count * MemoryLayout<UnsafeMutableRawPointer>.stride
-        for s in strings { total &+= size(s) }
-        return total
+    /// `n` bytes (a multiple of 8 keeps later blocks aligned).
+    @inline(__always)
+    mutating func take(_ n: Int) -> UnsafeMutableRawPointer {
+        if _fastPath(n <= capacity &- used) {
+            let p = base + used
+            used &+= n
+            return p
+        }
+        return grow(n)
     }
 
-    @inline(__always)
-    private mutating func take(_ n: Int) -> UnsafeMutableRawPointer {
-        precondition(used + n <= capacity, "Arena overflow: arenaBytes underestimated")
-        let p = base + used
-        used += n
-        return p
+    @inline(never)
+    private mutating func grow(_ n: Int) -> UnsafeMutableRawPointer {
+        let size = Swift.max(n, Arena.chunkBytes)
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        chunks.append(chunk)
+        base = chunk
+        capacity = size
+        used = n
+        return chunk
     }
 
     /// Room for one C message struct; the caller runs its lr_*_init on it.
     @inline(__always)
     mutating func allocate<T>(_: T.Type) -> UnsafeMutablePointer<T> {
-        take(Arena.size(T.self)).bindMemory(to: T.self, capacity: 1)
+        packedBound &+= 16 &+ 4 &* MemoryLayout<T>.size
+        return take(Arena.size(T.self)).bindMemory(to: T.self, capacity: 1)
     }
 
     /// An array of `count` pointers (for repeated fields).
     @inline(__always)
     mutating func pointers<T>(_: T.Type, _ count: Int) -> UnsafeMutablePointer<UnsafeMutablePointer<T>?> {
-        take(count * MemoryLayout<UnsafeMutableRawPointer>.stride)
+        packedBound &+= 16 &* count
+        return take(count * MemoryLayout<UnsafeMutableRawPointer>.stride)
             .bindMemory(to: UnsafeMutablePointer<T>?.self, capacity: count)
     }
 
@@ -71,6 +106,7 @@ struct Arena {
     @inline(__always)
     mutating func copy(_ s: String) -> UnsafeMutablePointer<CChar> {
         let n = s.utf8.count
+        packedBound &+= n &+ 16
         let dst = take(Arena.round(n + 1))
         if n > 0 {
             let copied: Void? = s.utf8.withContiguousStorageIfAvailable { src in
@@ -108,6 +144,7 @@ struct Arena {
     /// A bytes field; the data is not NUL-terminated (protobuf-c uses the length).
     mutating func binary(_ bytes: [UInt8]) -> ProtobufCBinaryData {
         if bytes.isEmpty { return ProtobufCBinaryData(len: 0, data: nil) }
+        packedBound &+= bytes.count &+ 16
         let dst = take(Arena.round(bytes.count))
         bytes.withUnsafeBytes { dst.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         return ProtobufCBinaryData(len: bytes.count, data: dst.bindMemory(to: UInt8.self, capacity: bytes.count))
@@ -115,18 +152,51 @@ struct Arena {
 }
 
 // Reading unpacked structs. Strings were checked for UTF-8 and NUL by WireScan
-// before unpack, so decoding them cannot repair or truncate anything.
+// before unpack, so decoding them cannot repair or truncate anything, and they
+// need not be validated again: `String(cString:)` re-validated every string and
+// took the standard library's slow repairing path for any non-ASCII text.
 
 @inline(__always)
 func cString(_ p: UnsafeMutablePointer<CChar>?) -> String {
     guard let p else { return "" }
-    return String(cString: p)
+    return prevalidatedString(UnsafeRawPointer(p))
 }
 
 @inline(__always)
 func cOptionalString(_ p: UnsafeMutablePointer<CChar>?) -> String? {
     guard let p else { return nil }
-    return String(cString: p)
+    return prevalidatedString(UnsafeRawPointer(p))
+}
+
+/// A `String` from a NUL-terminated string that WireScan proved to be valid UTF-8.
+/// The ASCII flag is computed exactly, so the result is the same `String` (same
+/// fast paths for hashing and comparison) as the validating initializers make.
+func prevalidatedString(_ p: UnsafeRawPointer) -> String {
+    let n = strlen(p.assumingMemoryBound(to: CChar.self))
+    if n == 0 { return "" }
+    let bytes = UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: n)
+    let ascii = isASCII(p, n)
+    return String(copying: unsafe UTF8Span(unchecked: unsafe Span(_unsafeElements: bytes), isKnownASCII: ascii))
+}
+
+/// True when no byte has the high bit set; 8 bytes at a time.
+@inline(__always)
+func isASCII(_ p: UnsafeRawPointer, _ n: Int) -> Bool {
+    var i = 0
+    var acc: UInt64 = 0
+    while n &- i >= 8 {
+        acc |= p.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        i &+= 8
+    }
+    if n &- i >= 4 {
+        acc |= UInt64(p.loadUnaligned(fromByteOffset: i, as: UInt32.self))
+        i &+= 4
+    }
+    while i < n {
+        acc |= UInt64(p.load(fromByteOffset: i, as: UInt8.self))
+        i &+= 1
+    }
+    return acc & 0x8080_8080_8080_8080 == 0
 }
 
 func cStrings(_ n: Int, _ p: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> [String] {

@@ -20,7 +20,7 @@ public struct UnresolvedTarget: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -41,8 +41,6 @@ extension UnresolvedTarget: CMessageConvertible {
         self.init(kind: TargetKind(rawValue: cEnumValue(c.pointee.kind)),
                   value: cString(c.pointee.value), reason: cString(c.pointee.reason))
     }
-
-    var arenaBytes: Int { Arena.size(LrUnresolvedTarget.self) + Arena.size3(value) + Arena.size3(reason) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUnresolvedTarget> {
         let c = a.allocate(LrUnresolvedTarget.self)
@@ -67,7 +65,7 @@ public struct FailureCount: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -82,8 +80,6 @@ extension FailureCount: CMessageConvertible {
     init(c: UnsafePointer<LrFailureCount>) {
         self.init(reason: cString(c.pointee.reason), count: c.pointee.count)
     }
-
-    var arenaBytes: Int { Arena.size(LrFailureCount.self) + Arena.size3(reason) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrFailureCount> {
         let c = a.allocate(LrFailureCount.self)
@@ -127,7 +123,7 @@ public struct DeliverySummary: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -156,15 +152,6 @@ extension DeliverySummary: CMessageConvertible {
             pruned: m.pruned, superseded: m.superseded, expired: m.expired,
             unresolved: cMessages(m.n_unresolved, m.unresolved, as: UnresolvedTarget.self),
             complete: cBool(m.complete))
-    }
-
-    var arenaBytes: Int {
-        var total = Arena.size(LrDeliverySummary.self)
-        let pointer = MemoryLayout<UnsafeMutableRawPointer>.stride
-        total += failures.count * pointer + unresolved.count * pointer
-        for f in failures { total += f.arenaBytes }
-        for u in unresolved { total += u.arenaBytes }
-        return total
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrDeliverySummary> {
@@ -217,7 +204,7 @@ public struct StartActivityReply: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -237,10 +224,6 @@ extension StartActivityReply: CMessageConvertible {
         self.init(activityID: cString(m.activity_id), timestamp: m.timestamp,
                   summary: m.summary.map { DeliverySummary(c: $0) }, replayed: cBool(m.replayed),
                   state: ActivityState(rawValue: cEnumValue(m.state)))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrStartActivityReply.self) + Arena.size3(activityID) + (summary?.arenaBytes ?? 0)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityReply> {
@@ -273,7 +256,7 @@ public struct UpdateActivityReply: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -290,8 +273,6 @@ extension UpdateActivityReply: CMessageConvertible {
         self.init(timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
                   replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
     }
-
-    var arenaBytes: Int { Arena.size(LrUpdateActivityReply.self) + (summary?.arenaBytes ?? 0) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityReply> {
         let c = a.allocate(LrUpdateActivityReply.self)
@@ -322,7 +303,7 @@ public struct EndActivityReply: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -339,8 +320,6 @@ extension EndActivityReply: CMessageConvertible {
         self.init(timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
                   replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
     }
-
-    var arenaBytes: Int { Arena.size(LrEndActivityReply.self) + (summary?.arenaBytes ?? 0) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityReply> {
         let c = a.allocate(LrEndActivityReply.self)

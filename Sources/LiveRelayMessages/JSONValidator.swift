@@ -124,6 +124,7 @@ enum JSONValidator {
         }
 
         /// A member name and its colon.
+        @inline(__always)
         mutating func key() -> StaticString? {
             guard i < p.count, p[i] == UInt8(ascii: "\"") else { return "expected a member name" }
             if let error = string() { return error }
@@ -142,6 +143,7 @@ enum JSONValidator {
             return nil
         }
 
+        @inline(__always)
         mutating func number() -> StaticString? {
             if p[i] == UInt8(ascii: "-") { i += 1 }
             guard i < p.count else { return "invalid number" }
@@ -166,9 +168,36 @@ enum JSONValidator {
             return nil
         }
 
+        /// The high bit of each byte of `w` that is '"', '\\' or a control character
+        /// (< 0x20); bytes >= 0x80 are ordinary string content (the text is valid UTF-8).
+        /// Only the lowest set bit is exact (borrows can mark bytes above it), which is
+        /// all `string()` uses: it is the first byte that needs a look.
+        @inline(__always)
+        static func specialBytes(_ w: UInt64) -> UInt64 {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let high: UInt64 = 0x8080_8080_8080_8080
+            let quote = w ^ (ones &* 0x22)
+            let backslash = w ^ (ones &* 0x5C)
+            let hasQuote = (quote &- ones) & ~quote
+            let hasBackslash = (backslash &- ones) & ~backslash
+            let hasControl = (w &- ones &* 0x20) & ~w
+            return (hasQuote | hasBackslash | hasControl) & high
+        }
+
+        @inline(__always)
         mutating func string() -> StaticString? {
             i += 1 // opening quote
+            let base = UnsafeRawPointer(p.baseAddress!)
             while i < p.count {
+                // 8 bytes at a time: skip plain runs, or jump straight to the first special byte.
+                if p.count &- i >= 8 {
+                    let special = Scanner.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self)))
+                    if special == 0 {
+                        i &+= 8
+                        continue
+                    }
+                    i &+= special.trailingZeroBitCount &>> 3
+                }
                 let c = p[i]
                 if c == UInt8(ascii: "\"") {
                     i += 1

@@ -13,7 +13,7 @@ public struct PingRequest: LiveRelayMessage {
     public init(payload: [UInt8] = []) { self.payload = payload }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -28,8 +28,6 @@ extension PingRequest: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_ping_request_descriptor() }
 
     init(c: UnsafePointer<LrPingRequest>) { self.init(payload: cBytes(c.pointee.payload)) }
-
-    var arenaBytes: Int { Arena.size(LrPingRequest.self) + Arena.round(payload.count) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrPingRequest> {
         let c = a.allocate(LrPingRequest.self)
@@ -54,7 +52,7 @@ public struct PingReply: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -69,10 +67,6 @@ extension PingReply: CMessageConvertible {
     init(c: UnsafePointer<LrPingReply>) {
         self.init(payload: cBytes(c.pointee.payload), serverTimeMS: c.pointee.server_time_ms,
                   serverVersion: cString(c.pointee.server_version))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrPingReply.self) + Arena.round(payload.count) + Arena.size3(serverVersion)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrPingReply> {
@@ -99,7 +93,7 @@ public struct FieldViolation: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -119,8 +113,6 @@ extension FieldViolation: CMessageConvertible {
     init(c: UnsafePointer<LrFieldViolation>) {
         self.init(field: cString(c.pointee.field), description: cString(c.pointee.description))
     }
-
-    var arenaBytes: Int { Arena.size(LrFieldViolation.self) + Arena.size3(field) + Arena.size3(description) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrFieldViolation> {
         let c = a.allocate(LrFieldViolation.self)
@@ -146,7 +138,7 @@ public struct ErrorDetails: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -167,13 +159,6 @@ extension ErrorDetails: CMessageConvertible {
         let m = c.pointee
         self.init(fieldViolations: cMessages(m.n_field_violations, m.field_violations, as: FieldViolation.self),
                   retryAfterMS: m.retry_after_ms, reason: cString(m.reason))
-    }
-
-    var arenaBytes: Int {
-        var total = Arena.size(LrErrorDetails.self) + Arena.size3(reason)
-        total += fieldViolations.count * MemoryLayout<UnsafeMutableRawPointer>.stride
-        for v in fieldViolations { total += v.arenaBytes }
-        return total
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrErrorDetails> {

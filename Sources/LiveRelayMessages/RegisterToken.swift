@@ -37,7 +37,7 @@ public struct RegisterTokenRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
         try validate()
     }
 
@@ -68,20 +68,20 @@ public struct RegisterTokenRequest: LiveRelayMessage {
 extension RegisterTokenRequest: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_register_token_request_descriptor() }
 
+    // Stored properties are assigned directly: delegating to the memberwise
+    // init made the optimizer copy and destroy the whole struct once more.
     init(c: UnsafePointer<LrRegisterTokenRequest>) {
         let m = c.pointee
-        self.init(
-            appID: cString(m.app_id), kind: TokenKind(rawValue: cEnumValue(m.kind)), token: cString(m.token),
-            environment: Environment(rawValue: cEnumValue(m.environment)),
-            attributesType: cString(m.attributes_type), activityID: cString(m.activity_id),
-            externalUserID: cString(m.external_user_id), deviceID: cString(m.device_id),
-            expiresAt: m.expires_at, remove: cBool(m.remove))
-    }
-
-    var arenaBytes: Int {
-        Arena.size(LrRegisterTokenRequest.self) + Arena.size3(appID) + Arena.size3(token)
-            + Arena.size3(attributesType) + Arena.size3(activityID) + Arena.size3(externalUserID)
-            + Arena.size3(deviceID)
+        appID = cString(m.app_id)
+        kind = TokenKind(rawValue: cEnumValue(m.kind))
+        token = cString(m.token)
+        environment = Environment(rawValue: cEnumValue(m.environment))
+        attributesType = cString(m.attributes_type)
+        activityID = cString(m.activity_id)
+        externalUserID = cString(m.external_user_id)
+        deviceID = cString(m.device_id)
+        expiresAt = m.expires_at
+        remove = cBool(m.remove)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenRequest> {
@@ -114,7 +114,7 @@ public struct RegisterTokenReply: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        self = try Codec.decode(bytes, limit: limit)
+        try self.init(unpacking: bytes, limit: limit)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -132,8 +132,6 @@ extension RegisterTokenReply: CMessageConvertible {
         self.init(result: RegisterTokenResult(rawValue: cEnumValue(c.pointee.result)),
                   replacedToken: cString(c.pointee.replaced_token))
     }
-
-    var arenaBytes: Int { Arena.size(LrRegisterTokenReply.self) + Arena.size3(replacedToken) }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenReply> {
         let c = a.allocate(LrRegisterTokenReply.self)

@@ -22,15 +22,7 @@ enum Rules {
         guard let value, !value.isEmpty else { throw MessageError(.missing, field: name) }
         let n = value.utf8.count
         if n > maxIdentifier { throw MessageError(.tooLong(length: n, max: maxIdentifier), field: name) }
-        let ok = allBytes(value) { c in
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default:
-                false
-            }
-        }
+        let ok = withBytes(value) { bytes in allInSet(bytes, identifierSet) }
         if !ok {
             throw MessageError(.invalidValue, field: name, detail: "only A-Z, a-z, 0-9, '.', '_' and '-' are allowed")
         }
@@ -44,15 +36,7 @@ enum Rules {
         }
         let n = value.utf8.count
         if n > maxIdentifier { throw MessageError(.tooLong(length: n, max: maxIdentifier), field: name) }
-        let ok = withBytes(value) { bytes in
-            var previous: UInt8 = 0
-            for c in bytes {
-                // C1 controls U+0080...U+009F are encoded C2 80...C2 9F.
-                if c < 0x20 || c == 0x7F || (previous == 0xC2 && c >= 0x80 && c <= 0x9F) { return false }
-                previous = c
-            }
-            return true
-        }
+        let ok = withBytes(value) { bytes in noControlCharacters(bytes) }
         if !ok { throw MessageError(.invalidValue, field: name, detail: "contains a control character") }
     }
 
@@ -64,9 +48,7 @@ enum Rules {
             throw MessageError(.invalidToken, field: name(), detail: "length \(n) is outside 16...512")
         }
         if n & 1 != 0 { throw MessageError(.invalidToken, field: name(), detail: "odd length") }
-        let hex = allBytes(value) { c in
-            c &- UInt8(ascii: "0") < 10 || c &- UInt8(ascii: "a") < 6
-        }
+        let hex = withBytes(value) { bytes in isLowercaseHex(bytes) }
         if !hex { throw MessageError(.invalidToken, field: name(), detail: "not lowercase hex") }
     }
 
@@ -79,14 +61,8 @@ enum Rules {
         let n = value.utf8.count
         if n > maxIdentifier { throw MessageError(.tooLong(length: n, max: maxIdentifier), field: name) }
         let ok = withBytes(value) { bytes in
-            for (i, c) in bytes.enumerated() {
-                switch c {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "_"): continue
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."): if i == 0 { return false }
-                default: return false
-                }
-            }
-            return true
+            // First character [A-Za-z_], then [A-Za-z0-9_.].
+            bytes.count > 0 && inSet(bytes[0], typeNameStartSet) && allInSet(bytes, typeNameSet)
         }
         if !ok { throw MessageError(.invalidValue, field: name, detail: "not a Swift type name") }
     }
@@ -102,9 +78,7 @@ enum Rules {
 
     @inline(__always)
     static func noNUL(_ value: String, _ name: @autoclosure () -> String) throws(MessageError) {
-        let hasNUL = withBytes(value) { bytes in
-            bytes.count > 0 && memchr(bytes.baseAddress!, 0, bytes.count) != nil
-        }
+        let hasNUL = withBytes(value) { bytes in containsNUL(bytes) }
         if hasNUL { throw MessageError(.embeddedNUL, field: name()) }
     }
 
@@ -143,6 +117,123 @@ enum Rules {
 
     static func idempotencyKey(_ value: String?) throws(MessageError) {
         try text(value, max: maxIdentifier, "idempotency_key")
+    }
+
+    // MARK: Byte-class checks
+    //
+    // ASCII sets as 128-bit masks (bit c set when byte c is allowed): one shift and
+    // test per byte instead of a chain of range comparisons through a closure.
+
+    struct ByteSet {
+        /// Bytes 0-63 and 64-127.
+        var low: UInt64
+        var high: UInt64
+    }
+
+    /// [A-Za-z0-9._-]
+    static var identifierSet: ByteSet { ByteSet(low: 0x03FF_6000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE) }
+    /// [A-Za-z_]
+    static var typeNameStartSet: ByteSet { ByteSet(low: 0, high: 0x07FF_FFFE_87FF_FFFE) }
+    /// [A-Za-z0-9_.]
+    static var typeNameSet: ByteSet { ByteSet(low: 0x03FF_4000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE) }
+
+    @inline(__always)
+    static func inSet(_ c: UInt8, _ set: ByteSet) -> Bool {
+        let word = c < 64 ? set.low : set.high
+        return c < 128 && (word >> UInt64(c & 63)) & 1 != 0
+    }
+
+    @inline(__always)
+    static func allInSet(_ bytes: UnsafeBufferPointer<UInt8>, _ set: ByteSet) -> Bool {
+        for c in bytes where !inSet(c, set) { return false }
+        return true
+    }
+
+    /// Lowercase hex ([0-9a-f]*), 8 bytes at a time. For bytes below 0x80,
+    /// b + (0x80 - lo) sets the byte's high bit exactly when b >= lo, and
+    /// b + (0x7F - hi) sets it exactly when b > hi, without carries between bytes.
+    @inline(__always)
+    static func isLowercaseHex(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = bytes.count
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        while n &- i >= 8 {
+            if !hexWord(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) { return false }
+            i &+= 8
+        }
+        while i < n {
+            let c = base[i]
+            if !(c &- UInt8(ascii: "0") < 10 || c &- UInt8(ascii: "a") < 6) { return false }
+            i &+= 1
+        }
+        return true
+    }
+
+    @inline(__always)
+    static func hexWord(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        if w & high != 0 { return false }
+        let geDigit = w &+ ones &* (0x80 - 0x30)       // >= '0'
+        let gtDigit = w &+ ones &* (0x7F - 0x39)       // >  '9'
+        let geLetter = w &+ ones &* (0x80 - 0x61)      // >= 'a'
+        let gtLetter = w &+ ones &* (0x7F - 0x66)      // >  'f'
+        let ok = (geDigit & ~gtDigit) | (geLetter & ~gtLetter)
+        return ok & high == high
+    }
+
+    /// Whether a zero byte occurs: 8 bytes at a time for short strings (a libc call
+    /// costs more than the scan), memchr for long ones.
+    @inline(__always)
+    static func containsNUL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = bytes.count
+        guard n > 0, let base = bytes.baseAddress else { return false }
+        if n > 64 { return memchr(base, 0, n) != nil }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while n &- i >= 8 {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if (w &- ones) & ~w & high != 0 { return true }
+            i &+= 8
+        }
+        while i < n {
+            if base[i] == 0 { return true }
+            i &+= 1
+        }
+        return false
+    }
+
+    /// No C0 control, DEL or C1 control (U+0080...U+009F, encoded C2 80...C2 9F).
+    /// ASCII words without a byte below 0x20 or equal to 0x7F are skipped 8 bytes at a time.
+    @inline(__always)
+    static func noControlCharacters(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = bytes.count
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let high: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while n &- i >= 8 {
+            let w = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            let below20 = (w &- ones &* 0x20) & ~w & high
+            let x = w ^ (ones &* 0x7F)
+            let del = (x &- ones) & ~x & high
+            if (w & high) | below20 | del != 0 { break }
+            i &+= 8
+        }
+        // The byte before `i` (if any) is ASCII here, so it cannot be a C2 lead byte.
+        var previous: UInt8 = 0
+        while i < n {
+            let c = base[i]
+            // C1 controls U+0080...U+009F are encoded C2 80...C2 9F.
+            if c < 0x20 || c == 0x7F || (previous == 0xC2 && c >= 0x80 && c <= 0x9F) { return false }
+            previous = c
+            i &+= 1
+        }
+        return true
     }
 
     /// Runs `body` on the string's UTF-8 bytes without copying (native strings are contiguous).

@@ -61,7 +61,7 @@ enum WireScan {
                 }
                 let valueStart = i
                 i += Int(length)
-                guard let field = protobuf_c_message_descriptor_get_field(descriptor, UInt32(number)) else {
+                guard let field = fieldDescriptor(descriptor, UInt32(truncatingIfNeeded: number)) else {
                     continue // unknown field: skipped here, dropped after unpack
                 }
                 if field.pointee.type == PROTOBUF_C_TYPE_STRING {
@@ -83,6 +83,21 @@ enum WireScan {
                 throw Failure(kind: .malformed, detail: "unsupported wire type \(tag & 7) at byte \(tagOffset)", path: [])
             }
         }
+    }
+
+    /// The field with this number, or nil. Fields are sorted by number, so when
+    /// they are numbered 1...n the number is the index; otherwise protobuf-c's
+    /// binary search.
+    @inline(__always)
+    static func fieldDescriptor(
+        _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>, _ number: UInt32
+    ) -> UnsafePointer<ProtobufCFieldDescriptor>? {
+        let d = descriptor.pointee
+        if number >= 1, number <= d.n_fields, let fields = d.fields {
+            let candidate = fields + Int(number - 1)
+            if candidate.pointee.id == number { return candidate }
+        }
+        return protobuf_c_message_descriptor_get_field(descriptor, number)
     }
 
     /// Reads a base-128 varint of at most 10 bytes; nil when truncated or overlong.
@@ -127,21 +142,47 @@ enum WireScan {
     /// and the absence of NUL. Returns the failure, or nil when the string is fine.
     @inline(__always)
     static func checkString(_ s: UnsafePointer<UInt8>, _ n: Int) -> (MessageError.Kind, String)? {
-        var i = 0
-        // ASCII fast path, 8 bytes at a time: no high bit and no zero byte.
-        while n - i >= 8 {
-            let w = UnsafeRawPointer(s + i).loadUnaligned(as: UInt64.self)
-            let high = w & 0x8080_8080_8080_8080
-            let zero = (w &- 0x0101_0101_0101_0101) & ~w & 0x8080_8080_8080_8080
-            if high | zero != 0 { break }
-            i += 8
+        let raw = UnsafeRawPointer(s)
+        if n >= 8 {
+            // ASCII fast path, 8 bytes at a time (no high bit, no zero byte); the
+            // last word overlaps the previous one instead of a byte-by-byte tail.
+            var i = 0
+            while i < n &- 8 {
+                if !asciiNonZero(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                    return checkStringSlow(s, i, n)
+                }
+                i &+= 8
+            }
+            if !asciiNonZero(raw.loadUnaligned(fromByteOffset: n &- 8, as: UInt64.self)) {
+                return checkStringSlow(s, i, n)
+            }
+            return nil
         }
-        return checkStringSlow(s, i, n)
+        var i = 0
+        while i < n {
+            let b = s[i]
+            if b == 0 || b >= 0x80 { return checkStringSlow(s, i, n) }
+            i &+= 1
+        }
+        return nil
     }
 
+    /// True when none of the 8 bytes has its high bit set or is zero.
+    @inline(__always)
+    static func asciiNonZero(_ w: UInt64) -> Bool {
+        let high = w & 0x8080_8080_8080_8080
+        let zero = (w &- 0x0101_0101_0101_0101) & ~w & 0x8080_8080_8080_8080
+        return high | zero == 0
+    }
+
+    /// From a character boundary `from`: the full check, returning to 8-byte steps over ASCII runs.
     private static func checkStringSlow(_ s: UnsafePointer<UInt8>, _ from: Int, _ n: Int) -> (MessageError.Kind, String)? {
         var i = from
         while i < n {
+            if n &- i >= 8, asciiNonZero(UnsafeRawPointer(s + i).loadUnaligned(as: UInt64.self)) {
+                i &+= 8
+                continue
+            }
             let b0 = s[i]
             if b0 < 0x80 {
                 if b0 == 0 { return (.embeddedNUL, "NUL character at byte \(i)") }

@@ -17,9 +17,11 @@ import NIOCore
 ///   ``Configuration/maxBatch``), runs `BEGIN IMMEDIATE`, plans each mutation
 ///   against a ``StateReader`` of prepared SELECTs inside that transaction (so
 ///   each plan sees the earlier plans' writes), writes each plan inside its own
-///   SAVEPOINT (a plan that fails writes nothing and fails only its future),
-///   `COMMIT`s once, and only then completes the futures (NIO hops each to its
-///   caller's event loop). Concurrent RegisterToken calls thus share one fsync.
+///   SAVEPOINT (a plan that fails writes nothing and fails only its future; a
+///   one-statement plan needs none), `COMMIT`s once, and only then completes
+///   the futures, with one `execute` per caller event loop and batch.
+///   Concurrent RegisterToken calls thus share one fsync. (An I/O error that
+///   makes SQLite roll back the whole transaction fails the whole batch.)
 /// - `journal_mode=WAL` with `synchronous=FULL`: in WAL mode FULL fsyncs the
 ///   WAL at every commit, so a commit is durable (process crash *and* power
 ///   loss) when `COMMIT` returns, and an acknowledged write survives a crash.
@@ -66,6 +68,9 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     /// The schema version this build writes.
     public static var schemaVersion: Int { SQLiteSchema.current }
 
+    /// The SQLite library's version (the system libsqlite3 linked at run time).
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
     /// The file's path.
     public let path: String
     /// The schema version the file had when opened (0 for a new file).
@@ -84,6 +89,7 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     public init(path: String, configuration: Configuration = Configuration()) throws {
         self.path = path
         self.configuration = configuration
+        _ = Self.libraryConfigured
         let writer = try SQLiteConnection(path: path, create: true)
         try Self.configure(writer, configuration, reader: false)
         openedSchemaVersion = try SQLiteSchema.migrate(writer, now: SystemClock().now().milliseconds)
@@ -97,6 +103,17 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
 
         let writeSession = Unchecked(SQLiteWriteSession(db: writer))
         let maxBatch = configuration.maxBatch
+        do {
+            try startThreads(writeSession: writeSession, readers: readers, maxBatch: maxBatch)
+        } catch {
+            // Threads already started drain their (empty) queues, close their connections and exit.
+            writes.close()
+            reads.close()
+            throw error
+        }
+    }
+
+    private func startThreads(writeSession: Unchecked<SQLiteWriteSession>, readers: [SQLiteConnection], maxBatch: Int) throws {
         try startSQLiteThread(name: "sqlite-writer") { [writes, latch, counters] in
             let session = writeSession.value
             while let batch = writes.take(max: maxBatch) {
@@ -118,6 +135,11 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
             }
         }
     }
+
+    /// Process-wide SQLite settings, once, before the first connection opens.
+    private static let libraryConfigured: Bool = {
+        lr_sqlite3_config_memstatus(0) == SQLITE_OK
+    }()
 
     private static func configure(_ db: SQLiteConnection, _ configuration: Configuration, reader: Bool) throws(SQLiteError) {
         sqlite3_busy_timeout(db.handle, configuration.busyTimeoutMilliseconds)
@@ -160,6 +182,7 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
         let promise = eventLoop.makePromise(of: M.Outcome.self)
         let job = WriteJob(
+            eventLoop: eventLoop,
             run: { session in
                 let result = session.plan(mutation, now: now)
                 return { commit in
@@ -247,6 +270,8 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
 /// One queued apply, type-erased: `run` plans and writes inside the writer's
 /// transaction and returns how to complete the future once the commit is known.
 struct WriteJob: Sendable {
+    /// The caller's loop: completions are handed to each loop in one `execute`.
+    var eventLoop: any EventLoop
     var run: @Sendable (SQLiteWriteSession) -> @Sendable (Result<Void, SQLiteError>) -> Void
     /// Fails the future without running (the batch's BEGIN failed).
     var fail: @Sendable (any Error) -> Void
@@ -267,6 +292,10 @@ final class SQLiteWriteSession {
     let reader: SQLiteStateReader
     /// Whether the current transaction has written anything.
     private var wrote = false
+    /// Set when an error (I/O, disk full, out of memory) made SQLite roll back
+    /// the whole transaction: the batch's earlier writes are gone, so every
+    /// future of the batch fails with it and the rest of the batch does not run.
+    private var aborted: SQLiteError?
 
     struct BatchStats {
         var committedWrites: Bool
@@ -281,56 +310,87 @@ final class SQLiteWriteSession {
     /// One transaction for the whole batch, one commit, then every completion.
     func run(_ batch: [WriteJob]) -> BatchStats {
         do throws(SQLiteError) {
-            try db.run("BEGIN IMMEDIATE")
+            try db.run(SQLiteTables.SQL.begin)
         } catch {
             for job in batch { job.fail(error) }
             return BatchStats(committedWrites: false)
         }
         wrote = false
-        var completions: [@Sendable (Result<Void, SQLiteError>) -> Void] = []
-        completions.reserveCapacity(batch.count)
-        for job in batch { completions.append(job.run(self)) }
-        let commit: Result<Void, SQLiteError>
-        do throws(SQLiteError) {
-            try db.run("COMMIT")
-            commit = .success(())
-        } catch {
-            commit = .failure(error)
-            // A failed COMMIT may leave the transaction open (e.g. SQLITE_BUSY); end it.
-            if sqlite3_get_autocommit(db.handle) == 0 { try? db.run("ROLLBACK") }
+        aborted = nil
+        // Completions grouped by event loop: one cross-thread `execute` per loop
+        // and batch, not one per future.
+        var completions: [ObjectIdentifier: (loop: any EventLoop, complete: [@Sendable (Result<Void, SQLiteError>) -> Void])] = [:]
+        for job in batch {
+            let complete = job.run(self)
+            completions[ObjectIdentifier(job.eventLoop), default: (job.eventLoop, [])].complete.append(complete)
         }
-        for complete in completions { complete(commit) }
+        let commit: Result<Void, SQLiteError>
+        if let aborted {
+            commit = .failure(aborted)
+        } else {
+            do throws(SQLiteError) {
+                try db.run(SQLiteTables.SQL.commit)
+                commit = .success(())
+            } catch {
+                commit = .failure(error)
+                // A failed COMMIT may leave the transaction open (e.g. SQLITE_BUSY); end it.
+                if sqlite3_get_autocommit(db.handle) == 0 { try? db.run(SQLiteTables.SQL.rollback) }
+            }
+        }
+        for (loop, group) in completions.values {
+            loop.execute { for complete in group { complete(commit) } }
+        }
         return BatchStats(committedWrites: wrote && commit.isSuccess)
     }
 
     /// Plans `mutation` against the transaction so far and writes the plan in
     /// a savepoint: on any failure nothing of it stays.
     func plan<M: StoreMutation>(_ mutation: M, now: UnixTime) -> Result<M.Outcome, any Error> {
+        if let aborted { return .failure(aborted) }
         reader.reset()
         let plan: MutationPlan<M.Outcome>
         do throws(DomainError) {
             plan = try mutation.plan(reader, now: now)
         } catch {
-            if let failure = reader.failure { return .failure(failure) }
+            if let failure = reader.failure { return .failure(checkAborted(failure)) }
             return .failure(error)
         }
-        if let failure = reader.failure { return .failure(failure) }
+        if let failure = reader.failure { return .failure(checkAborted(failure)) }
         guard !plan.writes.isEmpty else { return .success(plan.outcome) }
+        if plan.writes.count == 1, SQLiteTables.isOneStatement(plan.writes[0]) {
+            // One statement is atomic by itself (SQLite undoes a failed statement).
+            do throws(SQLiteError) {
+                try tables.write(plan.writes[0])
+                wrote = true
+                return .success(plan.outcome)
+            } catch {
+                return .failure(checkAborted(error))
+            }
+        }
         do throws(SQLiteError) {
-            try db.run("SAVEPOINT plan")
+            try db.run(SQLiteTables.SQL.savepoint)
         } catch {
-            return .failure(error)
+            return .failure(checkAborted(error))
         }
         do throws(SQLiteError) {
             for write in plan.writes { try tables.write(write) }
-            try db.run("RELEASE plan")
+            try db.run(SQLiteTables.SQL.release)
             wrote = true
             return .success(plan.outcome)
         } catch {
-            try? db.run("ROLLBACK TO plan")
-            try? db.run("RELEASE plan")
+            _ = checkAborted(error)
+            if aborted == nil {
+                try? db.run(SQLiteTables.SQL.rollbackToSavepoint)
+                try? db.run(SQLiteTables.SQL.release)
+            }
             return .failure(error)
         }
+    }
+
+    /// Notes whether `error` ended the transaction (SQLite is back in autocommit).
+    private func checkAborted(_ error: SQLiteError) -> SQLiteError {
+        if aborted == nil, sqlite3_get_autocommit(db.handle) != 0 { aborted = error }
+        return error
     }
 }
 

@@ -22,6 +22,17 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// A statement the store runs often, with its slot in every connection's
+/// statement cache (an array index instead of hashing the SQL text per call).
+struct SQLiteQuery: Sendable {
+    let slot: Int
+    let text: String
+    init(_ slot: Int, _ text: String) {
+        self.slot = slot
+        self.text = text
+    }
+}
+
 /// One SQLite connection with its cache of prepared statements.
 ///
 /// Not thread-safe by design (opened with SQLITE_OPEN_NOMUTEX): each connection
@@ -31,6 +42,7 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statements: [String: SQLiteStatement] = [:]
+    private var cached = [SQLiteStatement?](repeating: nil, count: SQLiteTables.SQL.count)
 
     /// Opens (creating when `create`) the database at `path`.
     init(path: String, create: Bool) throws(SQLiteError) {
@@ -59,6 +71,8 @@ final class SQLiteConnection {
         isOpen = false
         for statement in statements.values { statement.finalize() }
         statements.removeAll()
+        for statement in cached { statement?.finalize() }
+        cached = []
         sqlite3_close_v2(handle)
     }
 
@@ -78,28 +92,37 @@ final class SQLiteConnection {
         }
     }
 
-    /// The cached prepared statement for `sql`, prepared on first use.
-    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
-        if let cached = statements[sql] { return cached }
+    private func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw error(rc, sql) }
-        let statement = SQLiteStatement(stmt, connection: self, sql: sql)
+        return SQLiteStatement(stmt, connection: self, sql: sql)
+    }
+
+    /// The cached prepared statement for `sql`, prepared on first use.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] { return cached }
+        let statement = try prepare(sql)
         statements[sql] = statement
         return statement
     }
 
-    /// Runs a cached statement with `bind` and steps it to completion.
-    func run(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }) throws(SQLiteError) {
-        let statement = try self.statement(sql)
+    /// The cached prepared statement for one of the store's queries.
+    func statement(_ query: SQLiteQuery) throws(SQLiteError) -> SQLiteStatement {
+        if let statement = cached[query.slot] { return statement }
+        let statement = try prepare(query.text)
+        cached[query.slot] = statement
+        return statement
+    }
+
+    /// Runs a statement with `bind` and steps it to completion.
+    func run(_ statement: SQLiteStatement, _ bind: (SQLiteStatement) -> Void) throws(SQLiteError) {
         defer { statement.reset() }
         bind(statement)
         while try statement.step() {}
     }
 
-    /// Runs a cached query with `bind` and maps each row with `row`.
-    func query<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
-        let statement = try self.statement(sql)
+    func all<T>(_ statement: SQLiteStatement, _ bind: (SQLiteStatement) -> Void, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
         defer { statement.reset() }
         bind(statement)
         var rows: [T] = []
@@ -107,12 +130,37 @@ final class SQLiteConnection {
         return rows
     }
 
-    /// The first row of a cached query, if any.
-    func queryFirst<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
-        let statement = try self.statement(sql)
+    func first<T>(_ statement: SQLiteStatement, _ bind: (SQLiteStatement) -> Void, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
         defer { statement.reset() }
         bind(statement)
         return try statement.step() ? row(statement) : nil
+    }
+
+    /// Runs a cached statement with `bind` and steps it to completion.
+    func run(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }) throws(SQLiteError) {
+        try run(statement(sql), bind)
+    }
+
+    func run(_ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }) throws(SQLiteError) {
+        try run(statement(query), bind)
+    }
+
+    /// Runs a cached query with `bind` and maps each row with `row`.
+    func query<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
+        try all(statement(sql), bind, row: row)
+    }
+
+    func query<T>(_ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
+        try all(statement(query), bind, row: row)
+    }
+
+    /// The first row of a cached query, if any.
+    func queryFirst<T>(_ sql: String, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
+        try first(statement(sql), bind, row: row)
+    }
+
+    func queryFirst<T>(_ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
+        try first(statement(query), bind, row: row)
     }
 
     /// A pragma's single value as text (e.g. `journal_mode`).

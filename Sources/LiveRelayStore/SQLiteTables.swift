@@ -5,7 +5,11 @@ import LiveRelayMessages
 /// ``StoreWrite`` as a cached prepared statement on one connection.
 ///
 /// The SQL names its partial-index conditions literally (`kind = 0`, `kind = 1`)
-/// so that the planner can use the partial indexes of ``SQLiteSchema``.
+/// so that the partial indexes of ``SQLiteSchema`` apply, and every indexed
+/// lookup says `INDEXED BY`: without statistics the planner prefers a range
+/// of the primary key on `app_id` alone (every token of the app: a scan, in a
+/// one-app deployment), and `INDEXED BY` also turns a lost index into an
+/// error at prepare time instead of a slow query.
 struct SQLiteTables {
     let db: SQLiteConnection
 
@@ -16,48 +20,58 @@ struct SQLiteTables {
     static let recordColumns =
         "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at"
 
+    /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let token = "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2"
-        static let updateSlot =
-            "SELECT \(tokenColumns) FROM tokens WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3"
-        static let pushToStartSlot =
-            "SELECT \(tokenColumns) FROM tokens WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3"
-        static let updateTokens = "SELECT \(tokenColumns) FROM tokens WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2"
-        static let pushToStartOfType =
-            "SELECT \(tokenColumns) FROM tokens WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2"
-        static let pushToStartOfUser = """
-            SELECT \(tokenColumns) FROM tokens
+        static let count = 22
+        static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
+        static let updateSlot = SQLiteQuery(1,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3")
+        static let pushToStartSlot = SQLiteQuery(2,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3")
+        static let updateTokens = SQLiteQuery(3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
+        static let pushToStartOfType = SQLiteQuery(4,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2")
+        static let pushToStartOfUser = SQLiteQuery(5, """
+            SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_by_user
             WHERE kind = 1 AND external_user_id IS NOT NULL AND app_id = ?1 AND external_user_id = ?2 AND attributes_type = ?3
-            """
-        static let tokensExpired =
-            "SELECT \(tokenColumns) FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2"
-        static let activity = "SELECT \(activityColumns) FROM activities WHERE app_id = ?1 AND id = ?2"
-        static let activitiesDue =
-            "SELECT \(activityColumns) FROM activities WHERE sweep_deadline <= ?1 ORDER BY sweep_deadline LIMIT ?2"
-        static let record =
-            "SELECT \(recordColumns) FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2 AND key = ?3"
+            """)
+        static let tokensExpired = SQLiteQuery(6,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_expiring WHERE expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2")
+        static let activity = SQLiteQuery(7, "SELECT \(activityColumns) FROM activities WHERE app_id = ?1 AND id = ?2")
+        static let activitiesDue = SQLiteQuery(8,
+            "SELECT \(activityColumns) FROM activities INDEXED BY activities_sweep_deadline WHERE sweep_deadline <= ?1 ORDER BY sweep_deadline LIMIT ?2")
+        static let record = SQLiteQuery(9,
+            "SELECT \(recordColumns) FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2 AND key = ?3")
 
         /// An upsert, not INSERT OR REPLACE: REPLACE would silently delete
         /// another token holding the same rotation slot; here that is a
         /// constraint error (the rules always delete the occupant first).
-        static let putToken = """
+        static let putToken = SQLiteQuery(10, """
             INSERT INTO tokens (\(tokenColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             ON CONFLICT (app_id, hex) DO UPDATE SET
                 kind = excluded.kind, environment = excluded.environment, attributes_type = excluded.attributes_type,
                 activity_id = excluded.activity_id, external_user_id = excluded.external_user_id,
                 device_id = excluded.device_id, created_at = excluded.created_at, updated_at = excluded.updated_at,
                 expires_at = excluded.expires_at
-            """
-        static let deleteToken = "DELETE FROM tokens WHERE app_id = ?1 AND hex = ?2"
-        static let putActivity = """
+            """)
+        static let deleteToken = SQLiteQuery(11, "DELETE FROM tokens WHERE app_id = ?1 AND hex = ?2")
+        static let putActivity = SQLiteQuery(12, """
             INSERT OR REPLACE INTO activities (\(activityColumns), sweep_deadline)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-            """
-        static let deleteActivity = "DELETE FROM activities WHERE app_id = ?1 AND id = ?2"
-        static let deleteRecords = "DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2"
-        static let putRecord = """
+            """)
+        static let deleteActivity = SQLiteQuery(13, "DELETE FROM activities WHERE app_id = ?1 AND id = ?2")
+        static let deleteRecords = SQLiteQuery(14, "DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2")
+        static let putRecord = SQLiteQuery(15, """
             INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-            """
+            """)
+
+        // The writer's transaction control.
+        static let begin = SQLiteQuery(16, "BEGIN IMMEDIATE")
+        static let commit = SQLiteQuery(17, "COMMIT")
+        static let rollback = SQLiteQuery(18, "ROLLBACK")
+        static let savepoint = SQLiteQuery(19, "SAVEPOINT plan")
+        static let release = SQLiteQuery(20, "RELEASE plan")
+        static let rollbackToSavepoint = SQLiteQuery(21, "ROLLBACK TO plan")
     }
 
     // MARK: Reads
@@ -114,6 +128,12 @@ struct SQLiteTables {
     }
 
     // MARK: Writes
+
+    /// Whether `write` is a single statement (so atomic without a savepoint).
+    static func isOneStatement(_ write: StoreWrite) -> Bool {
+        if case .deleteActivity = write { return false }
+        return true
+    }
 
     func write(_ write: StoreWrite) throws(SQLiteError) {
         switch write {

@@ -119,7 +119,7 @@ func removeDirectory(_ path: String) {
             try db.query("EXPLAIN QUERY PLAN " + sql) { $0.string(3) }.joined(separator: "; ")
         }
         typealias SQL = SQLiteTables.SQL
-        let expectations: [(String, String)] = [
+        let expectations: [(SQLiteQuery, String)] = [
             (SQL.updateTokens, "tokens_update_slot"),
             (SQL.updateSlot, "tokens_update_slot"),
             (SQL.pushToStartOfType, "tokens_push_to_start_slot"),
@@ -131,7 +131,8 @@ func removeDirectory(_ path: String) {
             (SQL.activity, "PRIMARY KEY"),
             (SQL.record, "PRIMARY KEY"),
         ]
-        for (sql, index) in expectations {
+        for (query, index) in expectations {
+            let sql = query.text
             let detail = try plan(sql)
             #expect(detail.contains("USING") && detail.contains(index), "\(sql)\n-> \(detail)")
             #expect(!detail.contains("SCAN"), "\(sql)\n-> \(detail)")

@@ -303,6 +303,30 @@ static inline char *lr_empty_string(void) { return (char *)protobuf_c_empty_stri
  * points proto3 strings at protobuf_c_empty_string. */
 void lr_message_init(ProtobufCMessage *message, const ProtobufCMessageDescriptor *descriptor);
 
+/* ---- codec speed helpers (lr_codec_support.c) ---- */
+
+/*
+ * protobuf_c_message_unpack with a bump allocator over a per-thread arena
+ * (LR_UNPACK_ARENA_BYTES, allocated on the thread's first decode and freed at
+ * thread exit). Allocations that do not fit fall back to malloc. Returns NULL
+ * where protobuf_c_message_unpack does. Every non-NULL result must be passed
+ * to lr_free_unpacked, on the same thread, before the next lr_unpack on that
+ * thread can use the arena again (a nested lr_unpack simply uses malloc).
+ */
+ProtobufCMessage *lr_unpack(const ProtobufCMessageDescriptor *descriptor, size_t len, const uint8_t *data);
+
+/* protobuf_c_message_free_unpacked with the allocator lr_unpack used; releases the arena. */
+void lr_free_unpacked(ProtobufCMessage *message);
+
+/*
+ * The same per-thread buffer as scratch memory for encoding (the C structs and
+ * the packed bytes). Returns NULL with *capacity 0 when it is in use on this
+ * thread (the caller then allocates its own); otherwise release it with
+ * lr_scratch_release before the next lr_unpack or lr_scratch_acquire.
+ */
+void *lr_scratch_acquire(size_t *capacity);
+void lr_scratch_release(void *scratch);
+
 #ifdef __cplusplus
 }
 #endif
