@@ -29,8 +29,9 @@ struct Arena {
     private(set) var packedBound = 0
     /// The per-thread scratch buffer, when this arena holds it.
     private let scratch: UnsafeMutableRawPointer?
-    /// Heap chunks taken when the scratch ran out.
-    private var chunks: [UnsafeMutableRawPointer] = []
+    /// The newest heap chunk taken when the scratch ran out (or was in use); each
+    /// chunk's first 16 bytes hold the address of the previous one.
+    private var chunks: UnsafeMutableRawPointer? = nil
 
     private static let chunkBytes = 16 * 1024
 
@@ -46,16 +47,19 @@ struct Arena {
         if let p = lr_scratch_acquire(&capacity) {
             return Arena(base: p, capacity: capacity, scratch: p)
         }
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: chunkBytes, alignment: 16)
-        var arena = Arena(base: chunk, capacity: chunkBytes, scratch: nil)
-        arena.chunks.append(chunk)
+        var arena = Arena(base: UnsafeMutableRawPointer(bitPattern: 16)!, capacity: 0, scratch: nil)
+        arena.newChunk(chunkBytes)
         return arena
     }
 
     /// Frees the heap chunks and gives the scratch buffer back. Nothing built
     /// in the arena may be used afterwards.
     func release() {
-        for chunk in chunks { chunk.deallocate() }
+        var next = chunks
+        while let chunk = next {
+            next = chunk.load(as: UnsafeMutableRawPointer?.self)
+            chunk.deallocate()
+        }
         if let scratch { lr_scratch_release(scratch) }
     }
 
@@ -78,13 +82,18 @@ struct Arena {
 
     @inline(never)
     private mutating func grow(_ n: Int) -> UnsafeMutableRawPointer {
-        let size = Swift.max(n, Arena.chunkBytes)
-        let chunk = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
-        chunks.append(chunk)
-        base = chunk
+        newChunk(Swift.max(n, Arena.chunkBytes))
+        return take(n)
+    }
+
+    /// Continues in a new heap chunk with room for `size` bytes.
+    private mutating func newChunk(_ size: Int) {
+        let chunk = UnsafeMutableRawPointer.allocate(byteCount: 16 + size, alignment: 16)
+        chunk.storeBytes(of: chunks, as: UnsafeMutableRawPointer?.self)
+        chunks = chunk
+        base = chunk + 16
         capacity = size
-        used = n
-        return chunk
+        used = 0
     }
 
     /// Room for one C message struct; the caller runs its lr_*_init on it.

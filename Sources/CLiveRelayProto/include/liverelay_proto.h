@@ -307,8 +307,8 @@ void lr_message_init(ProtobufCMessage *message, const ProtobufCMessageDescriptor
 
 /*
  * protobuf_c_message_unpack with a bump allocator over a per-thread arena
- * (LR_UNPACK_ARENA_BYTES, allocated on the thread's first decode and freed at
- * thread exit). Allocations that do not fit fall back to malloc. Returns NULL
+ * (16 KiB, LR_UNPACK_ARENA_BYTES in liverelay_proto.c; allocated on the thread's
+ * first use and freed at thread exit). Allocations that do not fit fall back to malloc. Returns NULL
  * where protobuf_c_message_unpack does. Every non-NULL result must be passed
  * to lr_free_unpacked, on the same thread, before the next lr_unpack on that
  * thread can use the arena again (a nested lr_unpack simply uses malloc).
