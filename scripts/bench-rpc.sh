@@ -10,8 +10,10 @@
 #   SHAPES      "CxD ..." : C connections x D requests in flight per connection (default "1x1 4x32 16x64")
 #   WARMUP      seconds of warm-up per run, not measured (default 3)
 #   DURATION    measured seconds per run (default 10)
-#   PIN         1 (default): servers on CPU 0, load generators on CPU 1 (taskset), one
-#               event-loop thread per server; 0: no pinning, SERVER_THREADS threads each
+#   PIN         0 (default): no pinning, the kernel places servers and load generators on
+#               the 2 CPUs; 1: servers on CPU 0, load generators on CPU 1 (taskset). On a
+#               machine shared with other builds, pinning lets a busy CPU stall a server
+#               (ms-long tails at C=1, D=1), so it is off by default
 #   SERVER_THREADS  event-loop threads per server (default 1)
 #   LOAD_THREADS    event-loop threads per load generator (default 1)
 #   SKIP_BUILD  1 to reuse the last release build
@@ -26,7 +28,7 @@ PKG="$ROOT/Benchmarks/RPC"
 SHAPES=${SHAPES:-"1x1 4x32 16x64"}
 WARMUP=${WARMUP:-3}
 DURATION=${DURATION:-10}
-PIN=${PIN:-1}
+PIN=${PIN:-0}
 SERVER_THREADS=${SERVER_THREADS:-1}
 LOAD_THREADS=${LOAD_THREADS:-1}
 SKIP_BUILD=${SKIP_BUILD:-0}
@@ -62,11 +64,17 @@ fi
 
 # --- build -------------------------------------------------------------------
 if [ "$SKIP_BUILD" != 1 ]; then
-    log "building release (swift build -c release --package-path Benchmarks/RPC)"
-    swift build -c release --package-path "$PKG" >"$WORK/build.log" 2>&1 || {
-        tail -40 "$WORK/build.log" >&2
-        exit 1
-    }
+    # One product at a time: a plain `swift build` would also build every executable of the
+    # dependencies (swift-protobuf's protoc, from C++ sources). Touching the manifest makes
+    # SwiftPM re-plan, so source files added to the root package since the last build are seen.
+    touch "$PKG/Package.swift"
+    for exe in lr-null-server lr-load grpc-null-server grpc-load; do
+        log "building $exe (swift build -c release --package-path Benchmarks/RPC --product $exe)"
+        swift build -c release --package-path "$PKG" --product "$exe" >"$WORK/build-$exe.log" 2>&1 || {
+            tail -40 "$WORK/build-$exe.log" >&2
+            exit 1
+        }
+    done
 fi
 BIN=$(swift build -c release --package-path "$PKG" --show-bin-path)
 for exe in lr-null-server lr-load grpc-null-server grpc-load; do
@@ -163,7 +171,11 @@ for k in order:
 errors = sum(r["errors"] for r in rows)
 print()
 print(f"Errors while measuring: {errors}. {sys.argv[2]}. Request: {rows[0]['request_bytes']} bytes (fnv {rows[0]['request_fnv']}) for both.")
-print("Server CPU % of one core during the window: " + ", ".join(
-    f'{r["label"]} {"LR" if r["target"]=="liverelay" else "gRPC"} {r["server_cpu_pct"]}% (load gen {r["load_cpu_pct"]}%)' for r in rows))
+print()
+print("CPU during each measured window, % of one CPU (server / load generator / other processes on the machine):")
+print()
+for r in rows:
+    name = "LiveRelay" if r["target"] == "liverelay" else "gRPC"
+    print(f'- {r["label"]} {name}: {r["server_cpu_pct"]} / {r["load_cpu_pct"]} / {r.get("other_cpu_pct")}')
 PY
 log "raw results: $RESULTS"

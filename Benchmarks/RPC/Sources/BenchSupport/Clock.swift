@@ -32,4 +32,30 @@ public func processCPUSeconds(pid: Int32) -> Double? {
     #endif
 }
 
+/// Busy CPU seconds of the whole machine (every CPU, every process), from /proc/stat.
+public func machineBusyCPUSeconds() -> Double? {
+    #if os(Linux)
+    guard let file = fopen("/proc/stat", "r") else { return nil }
+    defer { fclose(file) }
+    var buffer = [CChar](repeating: 0, count: 1024)
+    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return nil }
+    let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+    let fields = line.split(separator: " ").dropFirst().compactMap { Double($0.trimmingCharacters()) }
+    guard fields.count >= 8 else { return nil }
+    let busy = fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7]
+    return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
+    #else
+    return nil
+    #endif
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters() -> Substring {
+        var s = self
+        while let last = s.last, last == "\n" || last == " " { s = s.dropLast() }
+        return s
+    }
+}
+
 public func currentProcessID() -> Int32 { getpid() }

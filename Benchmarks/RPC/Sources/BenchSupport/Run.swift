@@ -51,6 +51,15 @@ public struct MeasuredWindow: Sendable {
     public var seconds: Double
     public var loadCPUSeconds: Double?
     public var serverCPUSeconds: Double?
+    /// Busy CPU time of the whole machine (all processes, all CPUs) during the window.
+    public var machineCPUSeconds: Double?
+
+    /// CPU used during the window by processes other than this server and load generator
+    /// (other builds and benchmarks on a shared machine), as a percentage of one CPU.
+    public var otherCPUPercent: Double? {
+        guard let machine = machineCPUSeconds, let load = loadCPUSeconds else { return nil }
+        return Swift.max(0, machine - load - (serverCPUSeconds ?? 0)) / seconds * 100
+    }
 }
 
 /// Warm-up, then the measured window, then `stopping`. Returns when the window ends.
@@ -59,6 +68,7 @@ public func runWindow(options: LoadOptions, phase: PhaseFlag) async throws -> Me
     let selfPID = currentProcessID()
     let load0 = processCPUSeconds(pid: selfPID)
     let server0 = options.serverPID > 0 ? processCPUSeconds(pid: options.serverPID) : nil
+    let machine0 = machineBusyCPUSeconds()
     let t0 = monotonicNanos()
     phase.set(.measuring)
     try await Task.sleep(for: .milliseconds(Int(options.durationSeconds * 1000)))
@@ -66,6 +76,7 @@ public func runWindow(options: LoadOptions, phase: PhaseFlag) async throws -> Me
     let t1 = monotonicNanos()
     let load1 = processCPUSeconds(pid: selfPID)
     let server1 = options.serverPID > 0 ? processCPUSeconds(pid: options.serverPID) : nil
+    let machine1 = machineBusyCPUSeconds()
     func delta(_ a: Double?, _ b: Double?) -> Double? {
         guard let a, let b else { return nil }
         return b - a
@@ -73,7 +84,8 @@ public func runWindow(options: LoadOptions, phase: PhaseFlag) async throws -> Me
     return MeasuredWindow(
         seconds: Double(t1 - t0) / 1e9,
         loadCPUSeconds: delta(load0, load1),
-        serverCPUSeconds: delta(server0, server1)
+        serverCPUSeconds: delta(server0, server1),
+        machineCPUSeconds: delta(machine0, machine1)
     )
 }
 
@@ -125,7 +137,7 @@ public struct LoadReport {
             \(target) c=\(options.connections) d=\(options.depth): \(f(requestsPerSecond, 0)) req/s over \(f(window.seconds, 2)) s \
             (\(histogram.totalCount) ok, \(errors) errors)
               latency us: p50 \(f(p50)) p90 \(f(p90)) p99 \(f(p99)) p99.9 \(f(p999)) max \(f(maxv)) mean \(f(histogram.mean / 1000))
-              cpu: server \(opt(serverPct))% (\(opt(serverUsPerReq)) us/req), load generator \(opt(loadPct))%
+              cpu: server \(opt(serverPct))% (\(opt(serverUsPerReq)) us/req), load generator \(opt(loadPct))%, other processes \(opt(window.otherCPUPercent))%
             """)
         if let lastError { say("  first error: \(lastError)") }
         let label = options.label.isEmpty ? target : options.label
@@ -134,7 +146,7 @@ public struct LoadReport {
                 + "\"seconds\":\(f(window.seconds, 3)),\"requests\":\(histogram.totalCount),\"errors\":\(errors),"
                 + "\"rps\":\(f(requestsPerSecond, 0)),\"p50_us\":\(f(p50)),\"p90_us\":\(f(p90)),\"p99_us\":\(f(p99)),"
                 + "\"p999_us\":\(f(p999)),\"max_us\":\(f(maxv)),\"mean_us\":\(f(histogram.mean / 1000)),"
-                + "\"server_cpu_pct\":\(opt(serverPct)),\"server_cpu_us_per_req\":\(opt(serverUsPerReq)),\"load_cpu_pct\":\(opt(loadPct)),"
+                + "\"server_cpu_pct\":\(opt(serverPct)),\"server_cpu_us_per_req\":\(opt(serverUsPerReq)),\"load_cpu_pct\":\(opt(loadPct)),\"other_cpu_pct\":\(opt(window.otherCPUPercent)),"
                 + "\"request_bytes\":\(RequestFixture.bytes.count),\"request_fnv\":\"\(RequestFixture.fingerprint)\"}")
     }
 }
