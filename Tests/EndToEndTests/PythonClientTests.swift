@@ -274,11 +274,12 @@ final class ServerProcess {
         self.requestedPort = requestedPort
     }
 
-    static func start(binary: URL, dataDir: URL) throws -> ServerProcess {
+    /// - Parameter extraArguments: appended to `serve`'s arguments (for example `--store memory`).
+    static func start(binary: URL, dataDir: URL, extraArguments: [String] = []) throws -> ServerProcess {
         let port = try E2E.freePort()
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path]
+        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path] + extraArguments
         process.standardInput = FileHandle.nullDevice
         let server = ServerProcess(process: process, requestedPort: port)
         let out = Pipe()
