@@ -117,6 +117,7 @@ let package = Package(
             name: "LiveRelayStore",
             dependencies: [
                 "LiveRelayDomain",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
@@ -125,6 +126,7 @@ let package = Package(
         .target(
             name: "LiveRelayActivities",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "LiveRelayService",
                 "LiveRelayDomain",
                 "LiveRelayStore",

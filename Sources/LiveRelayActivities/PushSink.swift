@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LiveRelayDomain
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Where the service hands the pushes of an accepted call: APNs dispatch
@@ -42,7 +43,7 @@ public struct EnqueueResult: Hashable, Sendable {
 /// behind it. Only the newest `capacity` batches are kept, so a long-running
 /// server does not grow without bound; counters cover everything.
 public final class RecordingPushSink: PushSink, @unchecked Sendable {
-    private let lock = SinkLock()
+    private let lock = NIOLock()
     private let capacity: Int
     private var recorded: [PushBatch] = []
     private var newest: [ActivityKey: Int64] = [:]
@@ -72,26 +73,5 @@ public final class RecordingPushSink: PushSink, @unchecked Sendable {
             return EnqueueResult(queued: batch.targets.count)
         }
         return eventLoop.makeSucceededFuture(result)
-    }
-}
-
-final class SinkLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

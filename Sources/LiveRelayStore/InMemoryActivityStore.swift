@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import LiveRelayDomain
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The store `liverelay serve` uses until SQLite lands, and the store of tests.
@@ -14,7 +15,7 @@ import NIOCore
 /// the protocol's sense means applied, and a restart forgets everything.
 /// Futures complete at once on the caller's loop (no thread hop).
 public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
-    private let lock = StoreLock()
+    private let lock = NIOLock()
     private var state: InMemoryState
     private var isClosed = false
 
@@ -73,27 +74,5 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
 
     public func close() async throws {
         lock.withLock { isClosed = true }
-    }
-}
-
-/// A pthread mutex (NIOConcurrencyHelpers is not among this target's dependencies).
-final class StoreLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

@@ -1,5 +1,6 @@
 import CSQLite
 import LiveRelayDomain
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The embedded default store: one SQLite file (e.g. `<data dir>/liverelay.sqlite3`).
@@ -159,7 +160,7 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
 
     /// The writer's counters, shared with its thread (which must not hold the store).
     private final class Counters: @unchecked Sendable {
-        private let lock = StoreLock()
+        private let lock = NIOLock()
         private var value = Statistics(commits: 0, batches: 0, mutations: 0, largestBatch: 0)
 
         func count(_ stats: SQLiteWriteSession.BatchStats, batch: Int) {

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// A FIFO of jobs for dedicated threads, with a condition variable to wait on.
@@ -71,7 +72,7 @@ final class SQLiteJobQueue<Job>: @unchecked Sendable {
 
 /// Counts running store threads down to zero and then resumes whoever waits in `close()`.
 final class SQLiteExitLatch: @unchecked Sendable {
-    private let lock = StoreLock()
+    private let lock = NIOLock()
     private var running: Int
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
