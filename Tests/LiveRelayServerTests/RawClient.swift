@@ -25,21 +25,30 @@ final class RawClient: Sendable {
         tls: TLSContext?,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> RawClient {
-        let channel = try await ClientBootstrap(group: group)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let tls {
-                        try sync.addHandler(OpenSSLHandler(context: tls, role: .client))
+        // The inbox is captured when it is added: a server may answer and close
+        // (a HELLO timeout) before a later pipeline lookup could find it.
+        let inboxPromise = group.any().makePromise(of: NIOLoopBound<FrameInbox>.self)
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let sync = channel.pipeline.syncOperations
+                        if let tls {
+                            try sync.addHandler(OpenSSLHandler(context: tls, role: .client))
+                        }
+                        let inbox = FrameInbox()
+                        try sync.addHandler(inbox)
+                        inboxPromise.succeed(NIOLoopBound(inbox, eventLoop: channel.eventLoop))
                     }
-                    try sync.addHandler(FrameInbox())
                 }
-            }
-            .connect(to: address).get()
-        let inbox = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: FrameInbox.self), eventLoop: channel.eventLoop)
-        }.get()
+                .connect(to: address).get()
+        } catch {
+            inboxPromise.fail(error)
+            throw error
+        }
+        let inbox = try await inboxPromise.futureResult.get()
         return RawClient(channel: channel, inbox: inbox)
     }
 
