@@ -61,43 +61,37 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
-        let app: App
-        switch admit(appID: request.appID ?? "", context: context) {
-        case let .success(a): app = a
-        case let .failure(error): return context.fail(error)
-        }
         let activityID = request.activityID ?? ""
-        return store.apply(StartActivity(request, app: app), now: clock.now(), on: context.eventLoop)
-            .flatMap { outcome in self.finish(outcome, context: context) }
+        return activityCall("StartActivity", appID: request.appID, context: context) { StartActivity(request, app: $0) }
             .map { StartActivityReply(activityID: activityID, timestamp: $0.timestamp, summary: $0.summary,
                                       replayed: $0.replayed, state: $0.state.proto) }
-            .flatMapErrorThrowing { throw self.rpcError($0, call: "StartActivity") }
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
-        let app: App
-        switch admit(appID: request.appID ?? "", context: context) {
-        case let .success(a): app = a
-        case let .failure(error): return context.fail(error)
-        }
-        return store.apply(ChangeActivity(request, app: app), now: clock.now(), on: context.eventLoop)
-            .flatMap { outcome in self.finish(outcome, context: context) }
+        activityCall("UpdateActivity", appID: request.appID, context: context) { ChangeActivity(request, app: $0) }
             .map { UpdateActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
                                        state: $0.state.proto) }
-            .flatMapErrorThrowing { throw self.rpcError($0, call: "UpdateActivity") }
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        let app: App
-        switch admit(appID: request.appID ?? "", context: context) {
-        case let .success(a): app = a
-        case let .failure(error): return context.fail(error)
-        }
-        return store.apply(ChangeActivity(request, app: app), now: clock.now(), on: context.eventLoop)
-            .flatMap { outcome in self.finish(outcome, context: context) }
+        activityCall("EndActivity", appID: request.appID, context: context) { ChangeActivity(request, app: $0) }
             .map { EndActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
                                     state: $0.state.proto) }
-            .flatMapErrorThrowing { throw self.rpcError($0, call: "EndActivity") }
+    }
+
+    /// The one path of Start, Update and End: admit the caller, apply the
+    /// rule in the store, hand the pushes to the sink, map refusals to statuses.
+    private func activityCall<M: StoreMutation>(
+        _ call: String, appID: String?, context: CallContext, mutation: (App) -> M
+    ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
+        switch admit(appID: appID ?? "", context: context) {
+        case let .failure(error):
+            return context.fail(error)
+        case let .success(app):
+            return store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
+                .flatMap { outcome in self.finish(outcome, context: context) }
+                .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
+        }
     }
 
     public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {
