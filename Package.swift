@@ -3,7 +3,10 @@
 //
 // The module layout follows the path of one call: the wire (framing and the
 // connection state machines) -> the protobuf messages (hand-written protobuf-c
-// bindings) -> ... (server, domain, store and APNs dispatch arrive with their issues).
+// bindings) -> TLS -> the RPC server and its service seam -> the domain rules
+// -> the stores (SQLite, PostgreSQL) -> APNs values and provider tokens -> the
+// dispatcher (per-app queues) -> the HTTP/2 client to APNs. The mock APNs and
+// the load harness are users of the same modules.
 import PackageDescription
 
 let package = Package(
@@ -20,6 +23,12 @@ let package = Package(
         .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
         .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
         .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
+        .library(name: "LiveRelayStorePostgres", targets: ["LiveRelayStorePostgres"]),
+        .library(name: "LiveRelayAPNs", targets: ["LiveRelayAPNs"]),
+        .library(name: "LiveRelayAPNsClient", targets: ["LiveRelayAPNsClient"]),
+        .library(name: "LiveRelayDispatch", targets: ["LiveRelayDispatch"]),
+        .library(name: "LiveRelayMockAPNs", targets: ["LiveRelayMockAPNs"]),
+        .library(name: "LiveRelayBench", targets: ["LiveRelayBench"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
@@ -28,6 +37,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // Hand-written protobuf-c descriptors for Protos/liverelay/v1/*.proto.
@@ -135,6 +147,86 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // PostgreSQL store for deployments where several nodes share state (postgres-nio).
+        .target(
+            name: "LiveRelayStorePostgres",
+            dependencies: [
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // APNs as values and crypto, no I/O: requests, responses and the reason table,
+        // .p8 signing keys, ES256 provider tokens (sign and verify) and their refresh rules.
+        .target(
+            name: "LiveRelayAPNs",
+            dependencies: [
+                "COpenSSL",
+                "LiveRelayDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]
+        ),
+        // The HTTP/2 client to APNs: swift-nio-http2 over the project's OpenSSL handler, pooled per endpoint and key.
+        .target(
+            name: "LiveRelayAPNsClient",
+            dependencies: [
+                "LiveRelayAPNs",
+                "LiveRelayTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // The dispatcher pool: per-app bounded queues, fair scheduling, ordering, coalescing, retries, accounting.
+        .target(
+            name: "LiveRelayDispatch",
+            dependencies: [
+                "LiveRelayAPNs",
+                "LiveRelayActivities",
+                "LiveRelayDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // `liverelay mock-apns`: an HTTP/2 TLS server that validates pushes like APNs and records them.
+        .target(
+            name: "LiveRelayMockAPNs",
+            dependencies: [
+                "LiveRelayAPNs",
+                "LiveRelayTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `liverelay bench`: open- and closed-loop load generation over LiveRelayClient with HdrHistogram latencies.
+        .target(
+            name: "LiveRelayBench",
+            dependencies: [
+                "LiveRelayClient",
+                "LiveRelayMessages",
+                "LiveRelayWire",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The `liverelay` command: serve, and one subcommand per RPC.
         .executableTarget(
             name: "liverelay",
@@ -146,6 +238,12 @@ let package = Package(
                 "LiveRelayService",
                 "LiveRelayTLS",
                 "LiveRelayWire",
+                "LiveRelayStorePostgres",
+                "LiveRelayAPNs",
+                "LiveRelayAPNsClient",
+                "LiveRelayDispatch",
+                "LiveRelayMockAPNs",
+                "LiveRelayBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -182,7 +280,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            dependencies: ["LiveRelayStore", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .target(name: "sqlite-crash-helper")]
         ),
         // Test support: opens a SQLite store and registers tokens until killed (the SIGKILL durability test).
@@ -229,6 +327,56 @@ let package = Package(
             name: "LiveRelayMessagesTests",
             dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet"],
             resources: [.copy("Vectors")]
+        ),
+        .testTarget(
+            name: "LiveRelayAPNsTests",
+            dependencies: ["LiveRelayAPNs", "LiveRelayDomain", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
+        ),
+        .testTarget(
+            name: "LiveRelayAPNsClientTests",
+            dependencies: [
+                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayMockAPNs", "LiveRelayTLS", "LiveRelayDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayMockAPNsTests",
+            dependencies: [
+                "LiveRelayMockAPNs", "LiveRelayAPNs", "LiveRelayTLS", "LiveRelayDomain",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayDispatchTests",
+            dependencies: [
+                "LiveRelayDispatch", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayStore",
+                "LiveRelayMessages", "LiveRelayService", "LiveRelayAPNsClient", "LiveRelayMockAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayBenchTests",
+            dependencies: [
+                "LiveRelayBench", "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayMessages",
+                "LiveRelayTLS", "LiveRelayWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         .testTarget(
             name: "LiveRelayWireTests",

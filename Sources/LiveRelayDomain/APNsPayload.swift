@@ -17,7 +17,8 @@ public struct APNsPayload: Hashable, Sendable {
     public let bytes: [UInt8]
     public var count: Int { bytes.count }
 
-    init(bytes: [UInt8]) { self.bytes = bytes }
+    /// Bytes as they are: for peers (the mock APNs, tests) that received a payload, not built one.
+    public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// The JSON as text, for logs and tests.
     public var text: String { String(decoding: bytes, as: UTF8.self) }

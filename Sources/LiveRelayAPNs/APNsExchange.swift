@@ -1,0 +1,110 @@
+import LiveRelayDomain
+import NIOCore
+
+/// Where an app's pushes go. Apple's two environments, or any host and port:
+/// `liverelay mock-apns`, a staging relay, a test.
+public enum APNsEndpoint: Hashable, Sendable, CustomStringConvertible {
+    case production
+    case sandbox
+    case custom(host: String, port: Int)
+
+    public var host: String {
+        switch self {
+        case .production: "api.push.apple.com"
+        case .sandbox: "api.sandbox.push.apple.com"
+        case let .custom(host, _): host
+        }
+    }
+
+    public var port: Int {
+        switch self {
+        case .production, .sandbox: 443
+        case let .custom(_, port): port
+        }
+    }
+
+    public var description: String { "\(host):\(port)" }
+}
+
+/// One push as it goes on the wire: `POST /3/device/<token>` with these
+/// headers and body. The `authorization` header is not here: the transport
+/// adds the provider token current when the stream opens, so a retried
+/// request never carries a stale one.
+public struct APNsRequest: Sendable {
+    /// Lowercase hex.
+    public var deviceToken: String
+    public var headers: APNsHeaders
+    /// Shared by every token of a fan-out (copy-on-write).
+    public var payload: APNsPayload
+    /// Lowercase UUID sent as `apns-id`, so logs on both sides can be joined; APNs echoes it.
+    public var apnsID: String?
+
+    public init(deviceToken: String, headers: APNsHeaders, payload: APNsPayload, apnsID: String? = nil) {
+        self.deviceToken = deviceToken
+        self.headers = headers
+        self.payload = payload
+        self.apnsID = apnsID
+    }
+
+    /// `/3/device/<token>`.
+    public var path: String { "/3/device/" + deviceToken }
+}
+
+/// What APNs answered for one stream.
+public struct APNsResponse: Hashable, Sendable {
+    /// The HTTP status (200, 400, 403, 410, 413, 429, 500, 503...).
+    public var status: Int
+    /// The `reason` of the JSON error body; nil on 200.
+    public var reason: String?
+    /// For 410: when APNs learnt the token was invalid, in milliseconds since 1970.
+    public var timestampMilliseconds: Int64?
+    /// The `apns-id` response header.
+    public var apnsID: String?
+
+    public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestampMilliseconds = timestampMilliseconds
+        self.apnsID = apnsID
+    }
+
+    /// What the dispatcher should do about it (``APNsDisposition``).
+    public var disposition: APNsDisposition { APNsDisposition(status: status, reason: reason) }
+}
+
+/// Why a request got no APNs answer. Each case says whether APNs can have
+/// seen the push, because that decides whether a retry could duplicate it.
+public enum APNsTransportError: Error, Hashable, Sendable {
+    /// No connection could be made (DNS, TCP, TLS, ALPN not `h2`). Not sent.
+    case connectFailed(String)
+    /// The server's GOAWAY named a last stream id below this stream: not processed, safe to retry elsewhere.
+    case refusedByGoAway
+    /// The connection dropped after the request was written; APNs may or may not have it.
+    case connectionLost
+    /// No answer within the transport's response timeout.
+    case timedOut
+    /// The transport is shutting down.
+    case shutDown
+    /// The answer was not a valid APNs response (a protocol error on the server's side).
+    case malformedResponse(String)
+
+    /// True when the request may be sent again; pushes carry an increasing
+    /// aps timestamp, so a duplicate delivery is harmless to the device.
+    public var isRetryable: Bool {
+        switch self {
+        case .connectFailed, .refusedByGoAway, .connectionLost, .timedOut: true
+        case .shutDown, .malformedResponse: false
+        }
+    }
+}
+
+/// Sends requests to one APNs endpoint with one signing key: a pool of HTTP/2
+/// connections in production, a fake in dispatcher tests.
+public protocol APNsTransport: Sendable {
+    /// Sends one push. The future fails only with ``APNsTransportError``;
+    /// every APNs answer, errors included, is a successful ``APNsResponse``.
+    func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse>
+
+    /// Finishes the streams in flight, then closes every connection.
+    func shutdown() -> EventLoopFuture<Void>
+}

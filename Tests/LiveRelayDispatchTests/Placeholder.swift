@@ -1,0 +1,2 @@
+// Replaced by the real tests of this module.
+import Testing
