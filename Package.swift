@@ -153,6 +153,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayStore",
                 "LiveRelayDomain",
+                "LiveRelayMessages",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -180,6 +181,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -208,6 +210,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -281,6 +284,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayStoreTests",
             dependencies: ["LiveRelayStore", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                            .target(name: "sqlite-crash-helper")]
         ),
         // Test support: opens a SQLite store and registers tokens until killed (the SIGKILL durability test).
@@ -294,6 +298,12 @@ let package = Package(
             name: "sqlite-store-benchmark",
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
+        ),
+        // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.
+        .executableTarget(
+            name: "postgres-store-benchmark",
+            dependencies: ["LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Tests/Support/PostgresStoreBenchmark"
         ),
         .testTarget(
             name: "LiveRelayActivitiesTests",
@@ -352,6 +362,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

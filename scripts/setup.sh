@@ -3,7 +3,8 @@
 # Needs root for apt-get; skips what is already present.
 set -euo pipefail
 
-debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl)
+# nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
+debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl postgresql nghttp2-client)
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -27,6 +28,14 @@ if ! python3 -c 'import google.protobuf' >/dev/null 2>&1; then
     || python3 -m pip install -q --break-system-packages 'protobuf>=4.21,<8' 2>/dev/null \
     || { apt-get install -y -qq python3-protobuf >/dev/null; }
   python3 -c 'import google.protobuf' || { echo "setup: could not install the Python protobuf package" >&2; exit 1; }
+fi
+
+# aioapns (with its own HTTP/2 stack, h2) is the independent APNs client the mock APNs is checked against.
+if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
+  echo "setup: installing the Python aioapns package"
+  python3 -m pip install -q 'aioapns==4.0' 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages 'aioapns==4.0' 2>/dev/null \
+    || { echo "setup: could not install aioapns==4.0 from PyPI" >&2; exit 1; }
 fi
 
 command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.x expected at /opt/swift)" >&2; exit 1; }

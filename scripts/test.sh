@@ -7,6 +7,15 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 
+# A throwaway PostgreSQL server for the PostgreSQL store's tests, stopped on exit
+# (unless the caller already points LIVERELAY_POSTGRES_URL at one).
+if [ -z "${LIVERELAY_POSTGRES_URL:-}" ]; then
+  postgres_env="$(bash scripts/postgres.sh start)"
+  eval "$postgres_env"
+  trap 'bash scripts/postgres.sh stop "$LIVERELAY_POSTGRES_DIR"' EXIT
+fi
+export LIVERELAY_POSTGRES_URL
+
 swift build --build-tests
 swift test --skip-build
 

@@ -2,7 +2,11 @@
 # Store through the RPC (issue 4, item 5): durable RegisterToken calls/s through `liverelay serve`
 # (TLS, SQLite store in a fresh data directory; then the in-memory store for comparison).
 #
-#   Benchmarks/StoreRPC/run.sh [--no-build] [--duration 10] [--warmup 3] [--shapes "4x64 16x64"] [--stores "sqlite memory"]
+#   Benchmarks/StoreRPC/run.sh [--no-build] [--duration 10] [--warmup 3] [--shapes "4x64 16x64"] [--stores "sqlite memory postgres"]
+#
+# --stores postgres: `serve --store postgres` against $LIVERELAY_POSTGRES_URL (given to serve through the
+# environment, not argv), a fresh schema per run, dropped afterwards; without the variable, a throwaway
+# server from scripts/postgres.sh, stopped at the end.
 #
 # Builds `liverelay` and `lr-store-load` in release (scratch path .build-store-rpc, or
 # $SCRATCH), then for every store and shape: a fresh data directory, `serve --store S` on a free
@@ -42,8 +46,23 @@ cleanup() {
   SERVER_PID=""
   [ -n "$WORK" ] && rm -rf "$WORK"
   WORK=""
+  if [ -n "$PG_SCHEMA" ]; then
+    psql -q "${LIVERELAY_POSTGRES_URL%%\?*}" -c "DROP SCHEMA IF EXISTS $PG_SCHEMA CASCADE" >/dev/null 2>&1 || true
+    PG_SCHEMA=""
+  fi
 }
-trap cleanup EXIT INT TERM
+PG_SCHEMA="" PG_OWN=""
+finish() {
+  cleanup
+  [ -n "$PG_OWN" ] && bash "$ROOT/scripts/postgres.sh" stop "$PG_OWN"
+  PG_OWN=""
+}
+trap finish EXIT INT TERM
+if [[ " $STORES " == *" postgres "* ]] && [ -z "${LIVERELAY_POSTGRES_URL:-}" ]; then
+  pg_env="$(bash "$ROOT/scripts/postgres.sh" start)"
+  eval "$pg_env"
+  PG_OWN="$LIVERELAY_POSTGRES_DIR"
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -53,8 +72,16 @@ for store in $STORES; do
     c="${shape%x*}" d="${shape#*x}"
     WORK="$(mktemp -d /tmp/liverelay-store-rpc-XXXXXX)"
     port="$(free_port)"
-    "$BIN/liverelay" serve --host 127.0.0.1 --port "$port" --data-dir "$WORK/data" --store "$store" \
-      --log-level warning >"$WORK/serve.out" 2>&1 &
+    if [ "$store" = postgres ]; then
+      PG_SCHEMA="rpcbench_$$_${c}x${d}"
+      case "$LIVERELAY_POSTGRES_URL" in *\?*) sep='&' ;; *) sep='?' ;; esac
+      LIVERELAY_POSTGRES_URL="$LIVERELAY_POSTGRES_URL${sep}schema=$PG_SCHEMA" \
+        "$BIN/liverelay" serve --host 127.0.0.1 --port "$port" --data-dir "$WORK/data" --store postgres \
+        --log-level warning >"$WORK/serve.out" 2>&1 &
+    else
+      "$BIN/liverelay" serve --host 127.0.0.1 --port "$port" --data-dir "$WORK/data" --store "$store" \
+        --log-level warning >"$WORK/serve.out" 2>&1 &
+    fi
     SERVER_PID=$!
     for _ in $(seq 600); do grep -qs "listening on" "$WORK/serve.out" && break; kill -0 "$SERVER_PID" || break; sleep 0.1; done
     grep -q "listening on" "$WORK/serve.out" || { cat "$WORK/serve.out"; echo "serve did not start" >&2; exit 1; }

@@ -38,12 +38,20 @@ public struct APNsRequest: Sendable {
     public var payload: APNsPayload
     /// Lowercase UUID sent as `apns-id`, so logs on both sides can be joined; APNs echoes it.
     public var apnsID: String?
+    /// The environment the token was registered for: a sandbox token sent to
+    /// production answers BadDeviceToken (and would be pruned), so a transport
+    /// that serves both (``APNsEnvironmentRouter``) picks its endpoint by it.
+    public var environment: APNsEnvironment
 
-    public init(deviceToken: String, headers: APNsHeaders, payload: APNsPayload, apnsID: String? = nil) {
+    public init(
+        deviceToken: String, headers: APNsHeaders, payload: APNsPayload, apnsID: String? = nil,
+        environment: APNsEnvironment = .production
+    ) {
         self.deviceToken = deviceToken
         self.headers = headers
         self.payload = payload
         self.apnsID = apnsID
+        self.environment = environment
     }
 
     /// `/3/device/<token>`.
@@ -107,4 +115,27 @@ public protocol APNsTransport: Sendable {
 
     /// Finishes the streams in flight, then closes every connection.
     func shutdown() -> EventLoopFuture<Void>
+}
+
+/// One app's transport when its production and sandbox tokens go to
+/// different endpoints (Apple's two): each request goes to the transport of
+/// its token's environment.
+public struct APNsEnvironmentRouter: APNsTransport {
+    public let production: any APNsTransport
+    public let sandbox: any APNsTransport
+
+    public init(production: any APNsTransport, sandbox: any APNsTransport) {
+        self.production = production
+        self.sandbox = sandbox
+    }
+
+    public func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse> {
+        request.environment == .sandbox ? sandbox.send(request) : production.send(request)
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        let first = production.shutdown()
+        let second = sandbox.shutdown()
+        return first.and(second).map { _ in }
+    }
 }

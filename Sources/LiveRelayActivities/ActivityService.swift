@@ -8,17 +8,18 @@ import NIOCore
 /// The service behind the four activity RPCs and Ping: the domain's rules,
 /// applied atomically by a store, with the resulting pushes handed to a sink.
 ///
-/// Order of a mutating call: permission and app check; the rule runs inside
-/// the store (so a payload above 4,096 bytes, a finished activity or a reused
-/// key is refused before anything is stored or queued); the store's future
-/// succeeds once the new state is durable; only then are the pushes handed to
-/// the sink, and the reply reports what the sink took.
+/// Order of a mutating call: permission and app check; the sink's admission
+/// (a full app queue is RESOURCE_EXHAUSTED here, before anything is stored, so
+/// a refused call has no effect at all); the rule runs inside the store (so a
+/// payload above 4,096 bytes, a finished activity or a reused key is refused
+/// before anything is stored or queued); the store's future succeeds once the
+/// new state is durable; only then are the pushes handed to the sink, and the
+/// reply reports the sink's account of them.
 ///
-/// `wait_for_delivery` is not honoured yet: until APNs dispatch exists
-/// (issue 5) nothing can become final, so every reply comes once the pushes
-/// are queued, with `complete = false` whenever any push is queued. Delivered,
-/// failed-by-APNs and pruned counts are therefore always 0: they are never
-/// made up.
+/// `wait_for_delivery` is passed to the sink with the call's deadline: the
+/// dispatcher answers once every push is final (`complete = true`), the
+/// recorder at once (it delivers nothing, so its pushes stay `queued`).
+/// Counts are never made up: each comes from the sink's ``EnqueueResult``.
 public struct ActivityService: LiveRelayService {
     /// The version Ping reports.
     public static let version = "1.0"
@@ -62,34 +63,43 @@ public struct ActivityService: LiveRelayService {
 
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
         let activityID = request.activityID ?? ""
-        return activityCall("StartActivity", appID: request.appID, context: context) { StartActivity(request, app: $0) }
+        return activityCall("StartActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
+            StartActivity(request, app: $0)
+        }
             .map { StartActivityReply(activityID: activityID, timestamp: $0.timestamp, summary: $0.summary,
                                       replayed: $0.replayed, state: $0.state.proto) }
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
-        activityCall("UpdateActivity", appID: request.appID, context: context) { ChangeActivity(request, app: $0) }
+        activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
+            ChangeActivity(request, app: $0)
+        }
             .map { UpdateActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
                                        state: $0.state.proto) }
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        activityCall("EndActivity", appID: request.appID, context: context) { ChangeActivity(request, app: $0) }
+        activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
+            ChangeActivity(request, app: $0)
+        }
             .map { EndActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
                                     state: $0.state.proto) }
     }
 
-    /// The one path of Start, Update and End: admit the caller, apply the
-    /// rule in the store, hand the pushes to the sink, map refusals to statuses.
+    /// The one path of Start, Update and End: admit the caller, ask the sink
+    /// for room, apply the rule in the store, hand the pushes to the sink, map
+    /// refusals to statuses.
     private func activityCall<M: StoreMutation>(
-        _ call: String, appID: String?, context: CallContext, mutation: (App) -> M
+        _ call: String, appID: String?, wait: Bool?, context: CallContext, mutation: (App) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         switch admit(appID: appID ?? "", context: context) {
         case let .failure(error):
             return context.fail(error)
         case let .success(app):
+            if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
+            let options = EnqueueOptions(waitForDelivery: wait ?? false, deadline: context.deadline)
             return store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
-                .flatMap { outcome in self.finish(outcome, context: context) }
+                .flatMap { outcome in self.finish(outcome, options: options, context: context) }
                 .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
         }
     }
@@ -106,8 +116,8 @@ public struct ActivityService: LiveRelayService {
     public func prune(
         _ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
     ) -> EventLoopFuture<TokenPruning.Outcome> {
-        store.apply(PruneToken(token, status: status, reason: reason, invalidSince: invalidSince),
-                    now: clock.now(), on: eventLoop)
+        StoreTokenPruner(store: store, clock: clock)
+            .prune(token, status: status, reason: reason, invalidSince: invalidSince, on: eventLoop)
     }
 
     /// One expiry sweep (at most `limit` activities and tokens).
@@ -159,8 +169,25 @@ public struct ActivityService: LiveRelayService {
         return .success(app)
     }
 
-    /// Hands an accepted call's pushes to the sink and builds the summary from what it took.
-    private func finish(_ outcome: ActivityCallOutcome, context: CallContext) -> EventLoopFuture<CallReply> {
+    /// RESOURCE_EXHAUSTED for a full app queue (reason `QueueFull`, with the
+    /// sink's retry hint), UNAVAILABLE while the sink drains; nil when admitted.
+    static func refusal(_ admission: PushAdmission, appID: String) -> RPCError? {
+        switch admission {
+        case .admitted:
+            return nil
+        case let .queueFull(unfinished, capacity, retryAfterMS):
+            return RPCError(.resourceExhausted,
+                            "the push queue of app \"\(appID)\" is full (\(unfinished) pushes, capacity \(capacity))",
+                            details: ErrorDetails(retryAfterMS: retryAfterMS, reason: "QueueFull"))
+        case .shuttingDown:
+            return RPCError(.unavailable, "push dispatch is shutting down", details: ErrorDetails(reason: "ShuttingDown"))
+        }
+    }
+
+    /// Hands an accepted call's pushes to the sink and builds the summary from its account.
+    private func finish(
+        _ outcome: ActivityCallOutcome, options: EnqueueOptions, context: CallContext
+    ) -> EventLoopFuture<CallReply> {
         switch outcome {
         case let .replayed(stored):
             return context.eventLoop.makeSucceededFuture(
@@ -177,15 +204,18 @@ public struct ActivityService: LiveRelayService {
                 "event": "\(call.batch.event.rawValue)", "timestamp": "\(call.batch.timestamp)",
                 "targets": "\(call.batch.targets.count)", "bytes": "\(call.batch.payload.count)",
             ])
-            return sink.enqueue(call.batch, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
+            return sink.enqueue(call.batch, options: options, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
         }
     }
 
-    /// `targeted` and `unresolved` come from the rule; the rest is what the sink did.
+    /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.
     static func summary(_ planned: DeliverySummary, after result: EnqueueResult) -> DeliverySummary {
         var summary = planned
         summary.queued = UInt32(clamping: result.queued)
+        summary.delivered = UInt32(clamping: result.delivered)
+        summary.pruned = UInt32(clamping: result.pruned)
         summary.superseded = UInt32(clamping: result.superseded)
+        summary.expired = UInt32(clamping: result.expired)
         summary.failures = result.failures.sorted { $0.key < $1.key }
             .map { FailureCount(reason: $0.key, count: UInt32(clamping: $0.value)) }
         summary.failed = summary.failures.reduce(0) { $0 &+ $1.count }

@@ -7,31 +7,97 @@ import LiveRelayDomain
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Where the service hands the pushes of an accepted call: APNs dispatch
-/// (issue 5) once it exists, ``RecordingPushSink`` until then.
+/// Where the service hands the pushes of an accepted call: the APNs
+/// dispatcher (LiveRelayDispatch) in a deployment, ``RecordingPushSink`` for
+/// tests and `--null` runs.
 ///
-/// The service calls `enqueue` only after the state that produced the batch
-/// is durable, and reports what the result says in the reply's
-/// DeliverySummary (queued, superseded, failed by reason). Batches of one
-/// activity may arrive out of order when calls race; see ``PushBatch``.
+/// A mutating call talks to its sink twice:
+/// 1. ``admit(appID:)`` before the store write. A refusal there is the only
+///    moment a call can be turned away for lack of room (RESOURCE_EXHAUSTED,
+///    only for that app): once the state is durable, its pushes must be
+///    accounted for, not dropped.
+/// 2. ``enqueue(_:options:on:)`` after the state that produced the batch is
+///    durable. The result is what the reply's DeliverySummary reports.
+///
+/// Batches of one activity may arrive out of order when calls race; see ``PushBatch``.
 public protocol PushSink: Sendable {
+    /// Whether the app's queue may take a new call's pushes. Cheap and
+    /// synchronous: it runs before every Start, Update and End.
+    func admit(appID: String) -> PushAdmission
+
+    /// Takes a batch; the future succeeds once the pushes are queued (or, with
+    /// `options.waitForDelivery`, once every push is final or the deadline is near).
+    func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult>
+
+    /// The batch with default options: reply once queued, no deadline.
     func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult>
 }
 
-/// What a sink did with a batch: every target is counted exactly once.
+extension PushSink {
+    /// Sinks without queues (the recorder, test doubles) always have room.
+    public func admit(appID: String) -> PushAdmission { .admitted }
+
+    /// Sinks that cannot deliver ignore the options: their reply is "queued".
+    public func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+        enqueue(batch, on: eventLoop)
+    }
+}
+
+/// How the caller of a batch wants its answer.
+public struct EnqueueOptions: Hashable, Sendable {
+    /// Reply only when every push is final (`wait_for_delivery`).
+    public var waitForDelivery: Bool
+    /// The call's deadline: a push not sent by then is counted as expired.
+    public var deadline: NIODeadline?
+
+    public init(waitForDelivery: Bool = false, deadline: NIODeadline? = nil) {
+        self.waitForDelivery = waitForDelivery
+        self.deadline = deadline
+    }
+}
+
+/// A sink's answer to ``PushSink/admit(appID:)``.
+public enum PushAdmission: Hashable, Sendable {
+    case admitted
+    /// The app has `unfinished` pushes against a capacity of `capacity`: RESOURCE_EXHAUSTED, with a retry hint.
+    case queueFull(unfinished: Int, capacity: Int, retryAfterMS: UInt32)
+    /// The sink is draining for shutdown: UNAVAILABLE.
+    case shuttingDown
+}
+
+/// What a sink did with a batch: every target is counted exactly once, so
+/// `queued + delivered + pruned + superseded + expired + failed == targets`.
 public struct EnqueueResult: Hashable, Sendable {
     /// Accepted and not yet final.
     public var queued: Int
-    /// Dropped because a newer push of the same activity already went to the token.
+    /// APNs answered 200.
+    public var delivered: Int
+    /// APNs declared the token dead (410, BadDeviceToken, DeviceTokenNotForTopic).
+    public var pruned: Int
+    /// Dropped because a newer push of the same activity went (or goes) to the token.
     public var superseded: Int
-    /// Refused for good, by reason ("QueueFull"...).
+    /// Not sent before the call's deadline or the push's apns-expiration.
+    public var expired: Int
+    /// Refused or failed for good, by reason ("QueueFull", "InvalidProviderToken"...).
     public var failures: [String: Int]
 
-    public init(queued: Int = 0, superseded: Int = 0, failures: [String: Int] = [:]) {
+    public init(
+        queued: Int = 0, delivered: Int = 0, pruned: Int = 0, superseded: Int = 0, expired: Int = 0,
+        failures: [String: Int] = [:]
+    ) {
         self.queued = queued
+        self.delivered = delivered
+        self.pruned = pruned
         self.superseded = superseded
+        self.expired = expired
         self.failures = failures
     }
+
+    /// Every push failed for good, whatever the reason.
+    public var failed: Int { failures.values.reduce(0, +) }
+
+    /// Every push the result accounts for.
+    public var total: Int { queued + delivered + pruned + superseded + expired + failed }
 }
 
 /// Records the batches it is given, so `liverelay serve` and tests work end to

@@ -75,7 +75,7 @@ enum DevSetup {
     }
 
     /// Written to a temporary file and renamed, so a crash leaves the old file or the new one, never half of one.
-    private static func writeFile(_ path: String, _ contents: String, mode: Int) throws {
+    static func writeFile(_ path: String, _ contents: String, mode: Int) throws {
         let temporary = path + ".tmp-\(getpid())"
         guard FileManager.default.createFile(atPath: temporary, contents: Data(contents.utf8), attributes: [.posixPermissions: mode]) else {
             throw CLIError("cannot write \(temporary)")

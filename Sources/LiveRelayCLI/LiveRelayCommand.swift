@@ -18,6 +18,8 @@ struct LiveRelayCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Serve.self, RegisterToken.self, StartActivity.self, UpdateActivity.self, EndActivity.self, Ping.self,
+            MockAPNsCommand.self,
+            Bench.self,
         ]
     )
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LiveRelayActivities
+import LiveRelayDomain
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayStore
@@ -38,8 +39,14 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Answer every call with an empty OK reply: measures the protocol's ceiling.")
     var nullService = false
 
-    @Option(help: "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default) or memory (forgotten on exit).")
-    var store: StoreKind = .sqlite
+    @Option(help: "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default), memory (forgotten on exit) or postgres (shared by several nodes; see --postgres-url).")
+    var store: StoreKind?
+
+    @Option(help: "For --store postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=require&schema=liverelay (default: $LIVERELAY_POSTGRES_URL, which keeps the password out of ps).")
+    var postgresURL: String?
+
+    @Option(help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
+    var mockAPNsPort: Int = 0
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
@@ -78,29 +85,21 @@ struct Serve: AsyncParsableCommand {
             throw CLIError("\(setup.keyFilePath): \(error)")
         }
 
-        let store: any ActivityStore
-        let storeDescription: String
-        if setup.nullService || self.store == .memory {
-            store = InMemoryActivityStore()
-            storeDescription = "in-memory store"
-        } else {
-            guard let directory = setup.dataDirectory else {
-                throw CLIError("the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
-            }
-            let path = directory + "/liverelay.sqlite3"
-            do {
-                store = try SQLiteActivityStore(path: path)
-            } catch {
-                throw CLIError("cannot open the store \(path): \(error)")
-            }
-            storeDescription = "SQLite store \(path)"
-        }
+        let (store, storeDescription) = try await StoreSelection(
+            kind: self.store ?? setup.storeKind ?? .sqlite, postgresURL: self.postgresURL ?? setup.postgresURL,
+            nullService: setup.nullService, dataDirectory: setup.dataDirectory
+        ).open(logger: logger)
         let service: any LiveRelayService
         var sweeps: RepeatedTask? = nil
+        var apns: APNsRuntime? = nil
         if setup.nullService {
             service = NullLiveRelayService()
         } else {
-            let activities = ActivityService(store: store, logger: logger)
+            let clock = SystemClock()
+            let runtime = try await self.startAPNs(setup: setup, store: store, clock: clock, logger: logger)
+            apns = runtime
+            let activities = ActivityService(store: store, clock: clock, logger: logger, sink: runtime.dispatcher,
+                                             apps: runtime.directory)
             sweeps = activities.scheduleSweeps(on: MultiThreadedEventLoopGroup.singleton.next())
             service = activities
         }
@@ -129,7 +128,30 @@ struct Serve: AsyncParsableCommand {
             }
         }
         sweeps?.cancel()
+        // The RPC server has drained: no call can add pushes any more.
+        await apns?.shutdown()
         try? await store.close()
+    }
+
+    /// The dispatcher and its transports: the config file's apps, or in the
+    /// development setup dev.app pushing to an in-process mock APNs.
+    private func startAPNs(setup: Setup, store: any ActivityStore, clock: any DomainClock, logger: Logger) async throws -> APNsRuntime {
+        let group = MultiThreadedEventLoopGroup.singleton
+        do {
+            if setup.isDevelopment, let directory = setup.dataDirectory {
+                let dev = try await DevSetup.startMockAPNs(dataDirectory: directory, port: self.mockAPNsPort, group: group, logger: logger)
+                writeStandardOutput(dev.announcement)
+                return try APNsRuntime(apps: [dev.app], mock: dev.mock, store: store, clock: clock, group: group, logger: logger)
+            }
+            if setup.apps.isEmpty {
+                logger.warning("no apps configured: every push fails with AppNotConfigured (add \"apps\" to the config file)")
+            }
+            return try APNsRuntime(apps: setup.apps, mock: nil, store: store, clock: clock, group: group, logger: logger)
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("cannot set up APNs: \(error)")
+        }
     }
 
     /// Everything `serve` needs, from the config file or the development setup, with flags on top.
@@ -145,6 +167,13 @@ struct Serve: AsyncParsableCommand {
         var announcement: String?
         /// Where the SQLite store lives; nil for a config file without "data_dir".
         var dataDirectory: String?
+        /// The config file's "store" section.
+        var storeKind: StoreKind? = nil
+        var postgresURL: String? = nil
+        /// The config file's apps, keys read; empty in the development setup.
+        var apps: [PushingApp] = []
+        /// No config file: dev.app pushes to an in-process mock APNs.
+        var isDevelopment = false
     }
 
     private func resolve() throws -> Setup {
@@ -155,7 +184,7 @@ struct Serve: AsyncParsableCommand {
                 host: host, port: self.port ?? 7443,
                 tls: TLSConfiguration.makeServerConfiguration(certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
                 keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
-                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory
+                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true
             )
         }
         let path = DevSetup.absolute(config)
@@ -187,12 +216,14 @@ struct Serve: AsyncParsableCommand {
             connection: try file.connectionConfiguration(),
             drainTime: try file.drainTime,
             nullService: self.nullService || file.nullService == true,
-            dataDirectory: dataDirectory
+            dataDirectory: dataDirectory,
+            storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,
+            apps: try (file.apps ?? []).map { try PushingApp($0, base: base) }
         )
     }
 }
 
-/// `serve --store`: the embedded SQLite file (default) or memory.
+/// `serve --store`: the embedded SQLite file (default), memory, or PostgreSQL (several nodes).
 enum StoreKind: String, ExpressibleByArgument, CaseIterable {
-    case sqlite, memory
+    case sqlite, memory, postgres
 }

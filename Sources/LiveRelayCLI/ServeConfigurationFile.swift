@@ -13,6 +13,7 @@ import NIOCore
 ///            "client_ca": "tls/clients-ca.pem", "client_auth": "require" },
 ///   "data_dir": "/var/lib/liverelay",
 ///   "api_key_file": "/etc/liverelay/api-keys.json",
+///   "store": { "kind": "postgres", "postgres_url": "postgres://liverelay@db:5432/liverelay?sslmode=require" },
 ///   "limits": { "max_frame_size": 1048576, "max_requests_in_flight": 100,
 ///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000 }
 /// }
@@ -62,10 +63,34 @@ struct ServeConfigurationFile: Decodable {
     var apiKeyFile: String?
     var limits: Limits?
     var nullService: Bool?
+    /// The apps LiveRelay pushes for, with their APNs keys and endpoints (``AppConfiguration``).
+    var apps: [AppConfiguration]?
+    var store: Store?
+
+    /// "kind": "sqlite" (default), "memory" or "postgres"; "postgres_url" for postgres
+    /// (or `LIVERELAY_POSTGRES_URL`, to keep the password out of the file).
+    struct Store: Decodable {
+        var kind: String?
+        var postgresURL: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case kind, postgresURL = "postgres_url"
+        }
+    }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service"
+        case limits, nullService = "null_service", store, apps
+    }
+
+    var storeKind: StoreKind? {
+        get throws {
+            guard let kind = store?.kind else { return nil }
+            guard let value = StoreKind(rawValue: kind) else {
+                throw CLIError("store.kind must be \(StoreKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(kind)\"")
+            }
+            return value
+        }
     }
 
     static func load(path: String) throws -> ServeConfigurationFile {
@@ -147,6 +172,13 @@ struct ServeConfigurationFile: Decodable {
         if let listen = object["listen"] as? [String: Any] { try check(listen, ["host", "port"], "listen.") }
         if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
+        if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }
+        for (i, app) in (object["apps"] as? [[String: Any]] ?? []).enumerated() {
+            try check(app, AppConfiguration.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].")
+            if let apns = app["apns"] as? [String: Any] {
+                try check(apns, AppConfiguration.Credentials.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].apns.")
+            }
+        }
     }
 
     private static func describe(_ error: DecodingError) -> String {

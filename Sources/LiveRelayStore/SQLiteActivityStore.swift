@@ -19,53 +19,29 @@ import NIOCore
 ///   against a ``StateReader`` of prepared SELECTs inside that transaction (so
 ///   each plan sees the earlier plans' writes), writes each plan inside its own
 ///   SAVEPOINT (a plan that fails writes nothing and fails only its future; a
-///   one-statement plan needs none), `COMMIT`s once, and only then completes
-///   the futures, with one `execute` per caller event loop and batch.
-///   Concurrent RegisterToken calls thus share one fsync. (An I/O error that
-///   makes SQLite roll back the whole transaction fails the whole batch.)
-/// - `journal_mode=WAL` with `synchronous=FULL`: in WAL mode FULL fsyncs the
-///   WAL at every commit, so a commit is durable (process crash *and* power
-///   loss) when `COMMIT` returns, and an acknowledged write survives a crash.
-///   (NORMAL would only fsync at checkpoints: safe from a process crash, not
-///   from power loss.) Batches with no writes (replays, unchanged
+///   one-statement plan needs none) and `COMMIT`s once. Concurrent
+///   RegisterToken calls thus share one fsync. (An I/O error that makes SQLite
+///   roll back the whole transaction fails the whole batch.)
+/// - `journal_mode=WAL`. Futures are completed only by the durability thread
+///   (``SQLiteDurability``), in commit order, once the commit is on stable
+///   storage, with one `execute` per caller event loop and batch. By default
+///   (``Durability/pipelined``) the writer commits with `synchronous=NORMAL` and
+///   that thread `fdatasync`s the WAL, while the writer already plans the next
+///   batch and keeps adding the calls that arrive until the sync is done; reads
+///   are held back until what they saw is durable too. ``SQLiteDurability``
+///   argues why that is exactly as durable as `synchronous=FULL` (which
+///   ``Durability/fullSync`` still offers): an acknowledged write survives a
+///   process crash *and* power loss. Batches with no writes (replays, unchanged
 ///   registrations) commit an empty transaction: no I/O, no fsync.
+/// - Checkpoints run on their own thread and connection, with a bound on the
+///   WAL (``SQLiteCheckpointer``), not inside the writer's commits.
 /// - Reads outside mutations (``token(_:on:)`` and the lookups) run on
 ///   ``Configuration/readers`` reader threads, each with its own `query_only`
 ///   connection; WAL lets them read a committed snapshot while the writer writes.
-/// - ``close()`` refuses new calls, lets the writer commit everything queued
-///   before it, closes the connections (SQLite checkpoints the WAL into the
-///   main file) and returns when every thread has exited.
+/// - ``close()`` refuses new calls, lets the writer commit (and sync) everything
+///   queued before it, closes the connections (SQLite checkpoints the WAL into
+///   the main file) and returns when every thread has exited.
 public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
-    public struct Configuration: Sendable {
-        /// Reader threads (and read connections) for the lookups outside mutations.
-        public var readers: Int
-        /// The most mutations committed in one transaction.
-        public var maxBatch: Int
-        /// How long a connection waits for a lock held by another process before SQLITE_BUSY.
-        public var busyTimeoutMilliseconds: Int32
-        /// SQLite's page cache per connection, in KiB.
-        public var cacheKiB: Int
-
-        public init(readers: Int = 2, maxBatch: Int = 4096, busyTimeoutMilliseconds: Int32 = 5000, cacheKiB: Int = 16 * 1024) {
-            self.readers = max(1, readers)
-            self.maxBatch = max(1, maxBatch)
-            self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
-            self.cacheKiB = cacheKiB
-        }
-    }
-
-    /// Counters for tests and diagnostics.
-    public struct Statistics: Hashable, Sendable {
-        /// Transactions the writer committed that wrote something (one fsync each).
-        public var commits: Int
-        /// Transactions (batches) the writer ran, with or without writes.
-        public var batches: Int
-        /// Mutations planned (successful or refused).
-        public var mutations: Int
-        /// The largest batch so far.
-        public var largestBatch: Int
-    }
-
     /// The schema version this build writes.
     public static var schemaVersion: Int { SQLiteSchema.current }
 
@@ -81,7 +57,10 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     private let writes = SQLiteJobQueue<WriteJob>()
     private let reads = SQLiteJobQueue<ReadJob>()
     private let latch: SQLiteExitLatch
-    private let counters = Counters()
+    private let counters = SQLiteCounters()
+    /// Internal for tests (its sync hook).
+    let durability: SQLiteDurability
+    private let checkpointer: SQLiteCheckpointer?
 
     /// Opens (creating if needed) the store at `path` and migrates it to ``schemaVersion``.
     ///
@@ -92,36 +71,57 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         self.configuration = configuration
         _ = Self.libraryConfigured
         let writer = try SQLiteConnection(path: path, create: true)
-        try Self.configure(writer, configuration, reader: false)
+        try Self.configure(writer, configuration, role: .writer)
         openedSchemaVersion = try SQLiteSchema.migrate(writer, now: SystemClock().now().milliseconds)
         var readers: [SQLiteConnection] = []
         for _ in 0..<configuration.readers {
             let reader = try SQLiteConnection(path: path, create: false)
-            try Self.configure(reader, configuration, reader: true)
+            try Self.configure(reader, configuration, role: .reader)
             readers.append(reader)
         }
-        latch = SQLiteExitLatch(count: 1 + readers.count)
+        if configuration.checkpointFrames > 0 {
+            let connection = try SQLiteConnection(path: path, create: false)
+            try Self.configure(connection, configuration, role: .checkpointer)
+            checkpointer = SQLiteCheckpointer(db: connection, softFrames: configuration.checkpointFrames,
+                                              hardFrames: configuration.walLimitFrames)
+        } else {
+            checkpointer = nil
+        }
+        durability = SQLiteDurability(databasePath: path)
+        if configuration.durability == .pipelined { try durability.openWAL() }
+        latch = SQLiteExitLatch(count: 2 + readers.count + (checkpointer == nil ? 0 : 1))
 
         let writeSession = Unchecked(SQLiteWriteSession(db: writer))
-        let maxBatch = configuration.maxBatch
         do {
-            try startThreads(writeSession: writeSession, readers: readers, maxBatch: maxBatch)
+            try startThreads(writeSession: writeSession, readers: readers)
         } catch {
             // Threads already started drain their (empty) queues, close their connections and exit.
             writes.close()
             reads.close()
+            durability.close()
+            checkpointer?.close()
             throw error
         }
     }
 
-    private func startThreads(writeSession: Unchecked<SQLiteWriteSession>, readers: [SQLiteConnection], maxBatch: Int) throws {
-        try startSQLiteThread(name: "sqlite-writer") { [writes, latch, counters] in
-            let session = writeSession.value
-            while let batch = writes.take(max: maxBatch) {
-                let stats = session.run(batch)
-                counters.count(stats, batch: batch.count)
+    private func startThreads(writeSession: Unchecked<SQLiteWriteSession>, readers: [SQLiteConnection]) throws {
+        let writer = SQLiteWriter(
+            session: writeSession.value, writes: writes, durability: durability, checkpointer: checkpointer,
+            counters: counters, maxBatch: configuration.maxBatch, pipelined: configuration.durability == .pipelined)
+        let writerBox = Unchecked(writer)
+        durability.onTaken = { [writes] in writes.poke() }
+        try startSQLiteThread(name: "sqlite-durability") { [durability, latch] in
+            durability.run()
+            latch.threadExited()
+        }
+        if let checkpointer {
+            try startSQLiteThread(name: "sqlite-checkpointer") { [latch] in
+                checkpointer.run()
+                latch.threadExited()
             }
-            session.db.close()
+        }
+        try startSQLiteThread(name: "sqlite-writer") { [latch] in
+            writerBox.value.run()
             latch.threadExited()
         }
         for (i, reader) in readers.enumerated() {
@@ -142,41 +142,34 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         lr_sqlite3_config_memstatus(0) == SQLITE_OK
     }()
 
-    private static func configure(_ db: SQLiteConnection, _ configuration: Configuration, reader: Bool) throws(SQLiteError) {
+    private enum Role { case writer, reader, checkpointer }
+
+    private static func configure(_ db: SQLiteConnection, _ configuration: Configuration, role: Role) throws(SQLiteError) {
         sqlite3_busy_timeout(db.handle, configuration.busyTimeoutMilliseconds)
-        if !reader {
+        if role == .writer {
+            // Only takes effect on a new, empty file; before WAL mode, which fixes it.
+            try db.execute("PRAGMA page_size = \(configuration.pageSize)")
             let mode = try db.pragma("PRAGMA journal_mode = WAL")
             guard mode?.lowercased() == "wal" else {
                 throw SQLiteError(code: 1, message: "cannot switch to WAL (journal_mode is \(mode ?? "unknown"))", context: db.path)
             }
         }
+        // The writer in pipelined mode leaves the WAL's fsync to the durability
+        // thread; everything else (and every checkpoint) syncs as FULL.
+        let synchronous = role == .writer && configuration.durability == .pipelined ? "NORMAL" : "FULL"
         try db.execute("""
-            PRAGMA synchronous = FULL;
+            PRAGMA synchronous = \(synchronous);
             PRAGMA foreign_keys = OFF;
             PRAGMA temp_store = MEMORY;
-            PRAGMA cache_size = -\(configuration.cacheKiB);
-            """ + (reader ? "PRAGMA query_only = ON;" : ""))
-    }
-
-    /// The writer's counters, shared with its thread (which must not hold the store).
-    private final class Counters: @unchecked Sendable {
-        private let lock = NIOLock()
-        private var value = Statistics(commits: 0, batches: 0, mutations: 0, largestBatch: 0)
-
-        func count(_ stats: SQLiteWriteSession.BatchStats, batch: Int) {
-            lock.withLock {
-                value.batches += 1
-                value.mutations += batch
-                if stats.committedWrites { value.commits += 1 }
-                value.largestBatch = max(value.largestBatch, batch)
-            }
+            PRAGMA cache_size = -\(role == .checkpointer ? 2048 : configuration.cacheKiB);
+            """ + (role == .reader ? "PRAGMA query_only = ON; PRAGMA mmap_size = \(configuration.readerMmapBytes);" : ""))
+        if role == .writer && configuration.checkpointFrames > 0 {
+            try db.execute("PRAGMA wal_autocheckpoint = 0")
         }
-
-        var snapshot: Statistics { lock.withLock { value } }
     }
 
     /// The counters so far.
-    public var statistics: Statistics { counters.snapshot }
+    public var statistics: Statistics { counters.snapshot(durability: durability, checkpointer: checkpointer) }
 
     // MARK: ActivityStore
 
@@ -203,9 +196,13 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         on eventLoop: any EventLoop, _ body: @escaping @Sendable (SQLiteTables) throws(SQLiteError) -> T
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        let queued = reads.push { tables in
+        let queued = reads.push { [durability] tables in
             do throws(SQLiteError) {
-                promise.succeed(try body(tables))
+                let value = try body(tables)
+                // The snapshot may hold commits that are not synced yet: answer once they are.
+                durability.deliverRead { failure in
+                    if let failure { promise.fail(failure) } else { promise.succeed(value) }
+                }
             } catch {
                 promise.fail(error)
             }
@@ -284,120 +281,4 @@ typealias ReadJob = @Sendable (SQLiteTables) -> Void
 struct Unchecked<T>: @unchecked Sendable {
     var value: T
     init(_ value: T) { self.value = value }
-}
-
-/// The writer thread's connection and the batch loop.
-final class SQLiteWriteSession {
-    let db: SQLiteConnection
-    let tables: SQLiteTables
-    let reader: SQLiteStateReader
-    /// Whether the current transaction has written anything.
-    private var wrote = false
-    /// Set when an error (I/O, disk full, out of memory) made SQLite roll back
-    /// the whole transaction: the batch's earlier writes are gone, so every
-    /// future of the batch fails with it and the rest of the batch does not run.
-    private var aborted: SQLiteError?
-
-    struct BatchStats {
-        var committedWrites: Bool
-    }
-
-    init(db: SQLiteConnection) {
-        self.db = db
-        self.tables = SQLiteTables(db: db)
-        self.reader = SQLiteStateReader(tables: tables)
-    }
-
-    /// One transaction for the whole batch, one commit, then every completion.
-    func run(_ batch: [WriteJob]) -> BatchStats {
-        do throws(SQLiteError) {
-            try db.run(SQLiteTables.SQL.begin)
-        } catch {
-            for job in batch { job.fail(error) }
-            return BatchStats(committedWrites: false)
-        }
-        wrote = false
-        aborted = nil
-        // Completions grouped by event loop: one cross-thread `execute` per loop
-        // and batch, not one per future.
-        var completions: [ObjectIdentifier: (loop: any EventLoop, complete: [@Sendable (Result<Void, SQLiteError>) -> Void])] = [:]
-        for job in batch {
-            let complete = job.run(self)
-            completions[ObjectIdentifier(job.eventLoop), default: (job.eventLoop, [])].complete.append(complete)
-        }
-        let commit: Result<Void, SQLiteError>
-        if let aborted {
-            commit = .failure(aborted)
-        } else {
-            do throws(SQLiteError) {
-                try db.run(SQLiteTables.SQL.commit)
-                commit = .success(())
-            } catch {
-                commit = .failure(error)
-                // A failed COMMIT may leave the transaction open (e.g. SQLITE_BUSY); end it.
-                if sqlite3_get_autocommit(db.handle) == 0 { try? db.run(SQLiteTables.SQL.rollback) }
-            }
-        }
-        for (loop, group) in completions.values {
-            loop.execute { for complete in group { complete(commit) } }
-        }
-        return BatchStats(committedWrites: wrote && commit.isSuccess)
-    }
-
-    /// Plans `mutation` against the transaction so far and writes the plan in
-    /// a savepoint: on any failure nothing of it stays.
-    func plan<M: StoreMutation>(_ mutation: M, now: UnixTime) -> Result<M.Outcome, any Error> {
-        if let aborted { return .failure(aborted) }
-        reader.reset()
-        let plan: MutationPlan<M.Outcome>
-        do throws(DomainError) {
-            plan = try mutation.plan(reader, now: now)
-        } catch {
-            if let failure = reader.failure { return .failure(checkAborted(failure)) }
-            return .failure(error)
-        }
-        if let failure = reader.failure { return .failure(checkAborted(failure)) }
-        guard !plan.writes.isEmpty else { return .success(plan.outcome) }
-        if plan.writes.count == 1, SQLiteTables.isOneStatement(plan.writes[0]) {
-            // One statement is atomic by itself (SQLite undoes a failed statement).
-            do throws(SQLiteError) {
-                try tables.write(plan.writes[0])
-                wrote = true
-                return .success(plan.outcome)
-            } catch {
-                return .failure(checkAborted(error))
-            }
-        }
-        do throws(SQLiteError) {
-            try db.run(SQLiteTables.SQL.savepoint)
-        } catch {
-            return .failure(checkAborted(error))
-        }
-        do throws(SQLiteError) {
-            for write in plan.writes { try tables.write(write) }
-            try db.run(SQLiteTables.SQL.release)
-            wrote = true
-            return .success(plan.outcome)
-        } catch {
-            _ = checkAborted(error)
-            if aborted == nil {
-                try? db.run(SQLiteTables.SQL.rollbackToSavepoint)
-                try? db.run(SQLiteTables.SQL.release)
-            }
-            return .failure(error)
-        }
-    }
-
-    /// Notes whether `error` ended the transaction (SQLite is back in autocommit).
-    private func checkAborted(_ error: SQLiteError) -> SQLiteError {
-        if aborted == nil, sqlite3_get_autocommit(db.handle) != 0 { aborted = error }
-        return error
-    }
-}
-
-extension Result {
-    fileprivate var isSuccess: Bool {
-        if case .success = self { return true }
-        return false
-    }
 }

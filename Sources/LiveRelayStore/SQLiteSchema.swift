@@ -10,6 +10,13 @@
 /// rather than guessed at.
 ///
 /// Never edit a migration that has shipped: append a new one.
+///
+/// The page size is not part of a migration: `Configuration.pageSize` is set
+/// on a new, empty file before it switches to WAL, and SQLite cannot change the
+/// page size of a file in WAL mode, so an existing file keeps the one it was
+/// created with (changing it means `PRAGMA journal_mode=DELETE; PRAGMA
+/// page_size=N; VACUUM;` with the server stopped, then reopening, which
+/// returns to WAL).
 enum SQLiteSchema {
     /// `migrations[i]` brings a file from version `i` to `i + 1`.
     static let migrations: [String] = [

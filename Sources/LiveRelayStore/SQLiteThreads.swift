@@ -16,6 +16,8 @@ final class SQLiteJobQueue<Job>: @unchecked Sendable {
     private let condition: UnsafeMutablePointer<pthread_cond_t>
     private var jobs = CircularBuffer<Job>(initialCapacity: 64)
     private var isClosed = false
+    /// Set by ``poke()``; makes a `take(max:orWhenPoked: true)` return early.
+    private var poked = false
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -44,12 +46,19 @@ final class SQLiteJobQueue<Job>: @unchecked Sendable {
     }
 
     /// Waits for at least one job and takes up to `max`; nil once the queue is
-    /// closed and drained (jobs queued before `close()` still run).
-    func take(max: Int) -> [Job]? {
+    /// closed and drained (jobs queued before `close()` still run). With
+    /// `orWhenPoked`, returns an empty array if ``poke()`` was called since the
+    /// last such take (the writer waits for jobs *or* for the durability
+    /// thread, whichever comes first, without a second condition variable).
+    func take(max: Int, orWhenPoked: Bool = false) -> [Job]? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while jobs.isEmpty {
             if isClosed { return nil }
+            if orWhenPoked && poked {
+                poked = false
+                return []
+            }
             pthread_cond_wait(condition, mutex)
         }
         let count = Swift.min(max, jobs.count)
@@ -59,6 +68,14 @@ final class SQLiteJobQueue<Job>: @unchecked Sendable {
         // More left (a reader pool, or a writer capped by `max`): wake another taker.
         if !jobs.isEmpty { pthread_cond_signal(condition) }
         return taken
+    }
+
+    /// Wakes a `take(max:orWhenPoked: true)` (or makes the next one return at once).
+    func poke() {
+        pthread_mutex_lock(mutex)
+        poked = true
+        pthread_cond_broadcast(condition)
+        pthread_mutex_unlock(mutex)
     }
 
     /// Refuses new jobs and wakes every waiting thread so that each can drain and exit.
@@ -134,4 +151,11 @@ func startSQLiteThread(name: String, _ body: @escaping @Sendable () -> Void) thr
     #else
     pthread_detach(thread!)
     #endif
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, for the store's time counters.
+func sqliteMonotonicNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }

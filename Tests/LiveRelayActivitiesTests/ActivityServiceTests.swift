@@ -118,7 +118,7 @@ import Testing
         #expect(h.store.snapshot.activityCount == 0)
     }
 
-    @Test func waitingForDeliveryIsNotYetPossibleSoTheSummaryIsIncomplete() async throws {
+    @Test func theRecorderDeliversNothingSoAWaitingCallStaysIncomplete() async throws {
         let h = Harness()
         let none = try await h.start(startRequest("a", wait: true))
         #expect(none.summary?.complete == true)  // nothing to deliver: the account is final
@@ -265,4 +265,55 @@ import Testing
         #expect(summary.failed == 3)
         #expect(summary.failures == [FailureCount(reason: "Another", count: 1), FailureCount(reason: "QueueFull", count: 2)])
     }
+
+    /// A sink with a full queue for one app that records the options it is given.
+    final class AdmittingSink: PushSink, @unchecked Sendable {
+        let full: String
+        var options: [EnqueueOptions] = []
+        init(full: String) { self.full = full }
+
+        func admit(appID: String) -> PushAdmission {
+            appID == full ? .queueFull(unfinished: 12, capacity: 10, retryAfterMS: 500) : .admitted
+        }
+
+        func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+            enqueue(batch, options: EnqueueOptions(), on: eventLoop)
+        }
+
+        func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+            self.options.append(options)
+            return eventLoop.makeSucceededFuture(EnqueueResult(delivered: 1, pruned: 1, expired: 1,
+                                                               failures: ["BadTopic": 1]))
+        }
+    }
+
+    @Test func aFullQueueRefusesTheCallBeforeTheStoreWriteAndOnlyForThatApp() async throws {
+        let sink = AdmittingSink(full: appID)
+        let h = Harness(sink: sink)
+        let error = await rpcError(h.service.startActivity(startRequest(), context: h.context()))
+        #expect(error?.status == .resourceExhausted)
+        #expect(error?.details.reason == "QueueFull")
+        #expect(error?.details.retryAfterMS == 500)
+        #expect(h.store.snapshot.activityCount == 0, "nothing stored for a refused call")
+        #expect(sink.options.isEmpty)
+        let other = try await h.service.startActivity(startRequest(app: "other.app"), context: h.context(apps: [])).get()
+        #expect(other.summary?.complete == true)
+    }
+
+    @Test func waitForDeliveryAndTheDeadlineReachTheSinkAndTheAccountIsReported() async throws {
+        let sink = AdmittingSink(full: "nobody")
+        let h = Harness(sink: sink)
+        for i in 0..<4 { try await h.register(pushToStart(hex(i), device: "d\(i)")) }
+        let deadline = NIODeadline.now() + .seconds(30)
+        let reply = try await h.service.startActivity(startRequest(wait: true), context: h.context(deadline: deadline)).get()
+        #expect(sink.options == [EnqueueOptions(waitForDelivery: true, deadline: deadline)])
+        let summary = try #require(reply.summary)
+        #expect(summary.delivered == 1)
+        #expect(summary.pruned == 1)
+        #expect(summary.expired == 1)
+        #expect(summary.failed == 1)
+        #expect(summary.queued == 0)
+        #expect(summary.complete)
+    }
 }
+

@@ -1,4 +1,4 @@
-// sqlite-crash-helper <database> [in-flight=64] [first=0]
+// sqlite-crash-helper <database> [in-flight=64] [first=0] [mode=default]
 //
 // For the SIGKILL durability test (Tests/LiveRelayStoreTests/SQLiteDurabilityTests.swift):
 // opens a SQLiteActivityStore at <database>, prints "ready", then registers
@@ -6,6 +6,12 @@
 // outstanding, and prints each token's hex on stdout (one write(2) per line,
 // no buffering) only after its future succeeded, i.e. once it is acknowledged.
 // It never exits by itself: the test kills it with SIGKILL.
+//
+// mode: `default` (the store's default configuration), `full` (synchronous=FULL
+// instead of the pipelined fsync), `no-checkpoint` (nothing is ever
+// checkpointed: every acknowledged token exists only in the WAL when the kill
+// comes), `busy-checkpoint` (tiny WAL limits: PASSIVE and RESTART checkpoints
+// run all the time, so the kill lands in or between them).
 
 #if canImport(Glibc)
 import Glibc
@@ -44,10 +50,26 @@ guard arguments.count >= 2 else {
 }
 let inFlight = arguments.count > 2 ? Int(arguments[2]) ?? 64 : 64
 let first = arguments.count > 3 ? Int(arguments[3]) ?? 0 : 0
+let mode = arguments.count > 4 ? arguments[4] : "default"
+
+var configuration = SQLiteActivityStore.Configuration()
+switch mode {
+case "default": break
+case "full": configuration.durability = .fullSync
+case "no-checkpoint":
+    configuration.checkpointFrames = 1 << 30
+    configuration.walLimitFrames = 1 << 30
+case "busy-checkpoint":
+    configuration.checkpointFrames = 16
+    configuration.walLimitFrames = 64
+default:
+    line("unknown mode \(mode)", fd: 2)
+    exit(2)
+}
 
 let store: SQLiteActivityStore
 do {
-    store = try SQLiteActivityStore(path: arguments[1])
+    store = try SQLiteActivityStore(path: arguments[1], configuration: configuration)
 } catch {
     line("cannot open \(arguments[1]): \(error)", fd: 2)
     exit(1)

@@ -1,4 +1,5 @@
-// sqlite-store-benchmark [--dir DIR] [--callers 64] [--seconds 10] [--tokens 100000] [--keep]
+// sqlite-store-benchmark [--dir DIR] [--callers 64] [--seconds 10] [--tokens 100000] [--shape push-to-start|update]
+//                        [--throughput-only] [--keep]
 //
 // The SQLite store alone (no RPC), release build, for docs/BENCHMARKS.md ("Store (issue 4)"):
 //   1. durable RegisterToken applies per second with --callers concurrent callers, each
@@ -33,6 +34,8 @@ let baseDirectory = option("--dir", "/var/tmp")
 let callers = Int(option("--callers", "64"))!
 let seconds = Double(option("--seconds", "10"))!
 let tokenCount = Int(option("--tokens", "100000"))!
+let shape = option("--shape", "push-to-start")
+let throughputOnly = CommandLine.arguments.contains("--throughput-only")
 
 func monotonic() -> Double {
     var ts = timespec()
@@ -43,6 +46,67 @@ func monotonic() -> Double {
 func hexToken(_ prefix: String, _ n: Int) -> String {
     let digits = String(n, radix: 16)
     return prefix + String(repeating: "0", count: 64 - prefix.count - digits.count) + digits
+}
+
+/// Bytes this process caused to be written to storage so far (Linux; 0 elsewhere).
+func writtenBytes() -> Int {
+    let fd = open("/proc/self/io", O_RDONLY)
+    guard fd >= 0 else { return 0 }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 1024)
+    let count = read(fd, &buffer, buffer.count)
+    guard count > 0 else { return 0 }
+    let text = String(decoding: buffer[..<count], as: UTF8.self)
+    for line in text.split(separator: "\n") where line.hasPrefix("write_bytes:") {
+        return Int(line.dropFirst(12).filter { $0 != " " }) ?? 0
+    }
+    return 0
+}
+
+/// The store's configuration from the command line (defaults: the store's own).
+func storeConfiguration() -> SQLiteActivityStore.Configuration {
+    var configuration = SQLiteActivityStore.Configuration()
+    switch option("--durability", "pipelined") {
+    case "full": configuration.durability = .fullSync
+    case "pipelined": configuration.durability = .pipelined
+    case let other: fatalError("--durability full|pipelined, not \(other)")
+    }
+    configuration.checkpointFrames = Int(option("--checkpoint-frames", String(configuration.checkpointFrames)))!
+    configuration.walLimitFrames = max(configuration.checkpointFrames,
+                                       Int(option("--wal-limit-frames", String(configuration.walLimitFrames)))!)
+    configuration.pageSize = Int(option("--page-size", String(configuration.pageSize)))!
+    configuration.maxBatch = Int(option("--max-batch", String(configuration.maxBatch)))!
+    configuration.cacheKiB = Int(option("--cache-kib", String(configuration.cacheKiB)))!
+    configuration.readerMmapBytes = Int(option("--reader-mmap", String(configuration.readerMmapBytes)))!
+    return configuration
+}
+
+/// Where the writer's time went between two snapshots.
+func statisticsLine(_ a: SQLiteActivityStore.Statistics, _ b: SQLiteActivityStore.Statistics, seconds: Double) -> String {
+    func share(_ x: Double) -> String { format(x / seconds * 100, 0) + "%" }
+    return """
+        writer: execute \(share(b.executeSeconds - a.executeSeconds)), wait for sync \(share(b.waitSeconds - a.waitSeconds)), \
+        commit \(share(b.commitSeconds - a.commitSeconds)), wait for checkpoint \(share(b.restartWaitSeconds - a.restartWaitSeconds)); \
+        durability thread: \(b.syncs - a.syncs) fdatasyncs, \(share(b.syncSeconds - a.syncSeconds)) busy; \
+        checkpoints: \(b.checkpoints - a.checkpoints) (\(b.walRestarts - a.walRestarts) RESTART), \
+        \(share(b.checkpointSeconds - a.checkpointSeconds)) busy; largest WAL \(b.largestWALFrames) frames
+        """
+}
+
+/// A fixed pseudo-random 64-hex-digit token for `n` (SplitMix64): spread over the key space like APNs tokens.
+func randomHex(_ n: Int, salt: UInt64) -> String {
+    var x = UInt64(truncatingIfNeeded: n) &+ salt &* 0x9E37_79B9_7F4A_7C15
+    var out = ""
+    for _ in 0..<4 {
+        x &+= 0x9E37_79B9_7F4A_7C15
+        var z = x
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        let digits = String(z, radix: 16)
+        out += String(repeating: "0", count: 16 - digits.count) + digits
+    }
+    return out
 }
 
 func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -99,25 +163,40 @@ defer {
 }
 
 print("# SQLite store benchmark: \(path), SQLite \(SQLiteActivityStore.sqliteVersion)")
-var store = try SQLiteActivityStore(path: path)
+let configuration = storeConfiguration()
+print("# configuration: \(configuration)")
+var store = try SQLiteActivityStore(path: path, configuration: configuration)
 
 // 1. Throughput.
 let pushToStart: @Sendable (String, Int) -> RegisterTokenRequest = { hex, n in
     RegisterTokenRequest(appID: appID, kind: .pushToStart, token: hex, environment: .production,
                          attributesType: "BenchAttributes", externalUserID: "user-\(n % 50_000)", deviceID: "device-\(n)")
 }
-_ = try await registrations(store, callers: callers, duration: 1, prefix: "aa", make: pushToStart) // warm-up
+/// Benchmarks/StoreRPC's request: a new update token (random-looking hex) for a new device, 1,000 activities.
+let updateShape: @Sendable (String, Int) -> RegisterTokenRequest = { hex, n in
+    RegisterTokenRequest(appID: appID, kind: .update, token: randomHex(n, salt: UInt64(hex.utf8.first ?? 0) << 8 | UInt64(hex.utf8.dropFirst().first ?? 0)),
+                         environment: .production, activityID: "bench-act-\(n % 1000)", deviceID: "bench-\(hex.prefix(2))-\(n)")
+}
+let make = shape == "update" ? updateShape : pushToStart
+_ = try await registrations(store, callers: callers, duration: 1, prefix: "aa", make: make) // warm-up
 let before = store.statistics
-let run = try await registrations(store, callers: callers, duration: seconds, prefix: "ab", make: pushToStart)
+let writtenBefore = writtenBytes()
+let run = try await registrations(store, callers: callers, duration: seconds, prefix: "ab", make: make)
 let after = store.statistics
+let written = writtenBytes() - writtenBefore
 let commits = after.commits - before.commits
 print("""
-    register, \(callers) callers: \(run.count) applies in \(format(run.seconds, 2)) s = \(Int(Double(run.count) / run.seconds)) applies/s; \
+    register (\(shape)), \(callers) callers: \(run.count) applies in \(format(run.seconds, 2)) s = \(Int(Double(run.count) / run.seconds)) applies/s; \
     \(commits) commits (\(format(Double(run.count) / Double(max(commits, 1)))) applies/commit, \
-    \(Int(Double(commits) / run.seconds)) fsync'd commits/s); latency p50 \(format(percentile(run.latencies, 0.5) * 1000, 2)) ms, \
-    p99 \(format(percentile(run.latencies, 0.99) * 1000, 2)) ms
+    \(Int(Double(commits) / run.seconds)) commits/s); latency p50 \(format(percentile(run.latencies, 0.5) * 1000, 2)) ms, \
+    p99 \(format(percentile(run.latencies, 0.99) * 1000, 2)) ms; written \(format(Double(written) / Double(max(run.count, 1)) / 1024)) KiB/apply
     """)
-let single = try await registrations(store, callers: 1, duration: min(seconds, 3), prefix: "ac", make: pushToStart)
+print(statisticsLine(before, after, seconds: run.seconds))
+if throughputOnly {
+    try await store.close()
+    exit(0)
+}
+let single = try await registrations(store, callers: 1, duration: min(seconds, 3), prefix: "ac", make: make)
 print("""
     register, 1 caller: \(Int(Double(single.count) / single.seconds)) applies/s; latency p50 \
     \(format(percentile(single.latencies, 0.5) * 1000, 2)) ms, p99 \(format(percentile(single.latencies, 0.99) * 1000, 2)) ms
@@ -150,7 +229,7 @@ func fileSize(_ path: String) -> Int {
 }
 print("file: \(fileSize(path) / 1_048_576) MiB")
 
-store = try SQLiteActivityStore(path: path)
+store = try SQLiteActivityStore(path: path, configuration: configuration)
 let loop = group.next()
 var loads: [Double] = []
 for _ in 0..<6 {

@@ -1,0 +1,274 @@
+import LiveRelayAPNs
+import LiveRelayTLS
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+
+/// How an ``APNsConnectionPool`` reaches APNs.
+public struct APNsClientConfiguration: Sendable {
+    public var endpoint: APNsEndpoint
+    /// Trust roots, verification and versions. The pool sets ALPN to `h2` and,
+    /// unless set here, SNI and the verified host name to the endpoint's host.
+    public var tls: TLSConfiguration
+    public var maximumConnections: Int
+    /// Requests waiting for a free stream; beyond it `send` fails at once instead of queueing without bound.
+    public var maximumQueuedRequests: Int
+    public var timeouts: APNsConnectionStateMachine.Timeouts
+    public var connectTimeout: TimeAmount
+    public var backoff: APNsBackoff
+    /// How often each connection checks its timeouts (the precision of the response timeout).
+    public var tickInterval: TimeAmount
+
+    public init(
+        endpoint: APNsEndpoint,
+        tls: TLSConfiguration = .makeClientConfiguration(),
+        maximumConnections: Int = 4,
+        maximumQueuedRequests: Int = 10_000,
+        timeouts: APNsConnectionStateMachine.Timeouts = .init(),
+        connectTimeout: TimeAmount = .seconds(10),
+        backoff: APNsBackoff = .init(),
+        tickInterval: TimeAmount = .milliseconds(500)
+    ) {
+        self.endpoint = endpoint
+        self.tls = tls
+        self.maximumConnections = maximumConnections
+        self.maximumQueuedRequests = maximumQueuedRequests
+        self.timeouts = timeouts
+        self.connectTimeout = connectTimeout
+        self.backoff = backoff
+        self.tickInterval = tickInterval
+    }
+
+    /// For a mock or staging server whose certificate (or its CA) is `certificatePEM`:
+    /// the chain is verified against it alone, host name included.
+    public static func trusting(certificatePEM: String, endpoint: APNsEndpoint) -> APNsClientConfiguration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .pem(.string(certificatePEM))
+        return APNsClientConfiguration(endpoint: endpoint, tls: tls)
+    }
+}
+
+/// HTTP/2 connections to one APNs endpoint for one signing key.
+///
+/// Connections open lazily, one at a time, up to the maximum; each request
+/// goes to the ready connection with the most free streams (the server's
+/// SETTINGS_MAX_CONCURRENT_STREAMS, honoured as it changes); when all are full
+/// it waits in a bounded queue. Failed connects back off exponentially with
+/// jitter. A 403 ExpiredProviderToken answer reports its token generation to
+/// the shared ``ProviderTokenSource`` before the caller sees it, so the retry
+/// the dispatcher makes carries a fresh token. The decisions are
+/// ``APNsPoolStateMachine``'s and ``APNsConnectionStateMachine``'s.
+public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @unchecked Sendable {
+    typealias Machine = APNsPoolStateMachine<APNsPendingRequest>
+
+    public let configuration: APNsClientConfiguration
+    public let tokenSource: ProviderTokenSource
+    private let group: any EventLoopGroup
+    private let tlsContext: TLSContext
+    private let logger: Logger
+    private let state: NIOLockedValueBox<(machine: Machine, connections: [Int: NIOLoopBound<APNsConnectionHandler>], shutdown: EventLoopPromise<Void>?)>
+    private let metrics: APNsClientMetrics
+
+    public init(configuration: APNsClientConfiguration, tokenSource: ProviderTokenSource,
+                group: any EventLoopGroup, logger: Logger = Logger(label: "liverelay.apns")) throws {
+        var tls = configuration.tls
+        tls.applicationProtocols = ["h2"]
+        if tls.serverHostname == nil { tls.serverHostname = configuration.endpoint.host }
+        self.tlsContext = try TLSContext(configuration: tls)
+        self.configuration = configuration
+        self.tokenSource = tokenSource
+        self.group = group
+        var logger = logger
+        logger[metadataKey: "apns.endpoint"] = "\(configuration.endpoint)"
+        logger[metadataKey: "apns.key"] = "\(tokenSource.keyID)"
+        self.logger = logger
+        let machine = Machine(configuration: .init(maximumConnections: configuration.maximumConnections,
+                                                   maximumQueuedRequests: configuration.maximumQueuedRequests,
+                                                   backoff: configuration.backoff))
+        self.state = NIOLockedValueBox((machine, [:], nil))
+        self.metrics = APNsClientMetrics(endpoint: configuration.endpoint.description)
+    }
+
+    public func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse> {
+        let promise = group.any().makePromise(of: APNsResponse.self)
+        let actions = state.withLockedValue { $0.machine.submit(APNsPendingRequest(request: request, promise: promise)) }
+        run(actions)
+        return promise.futureResult
+    }
+
+    public func shutdown() -> EventLoopFuture<Void> {
+        let promise = group.any().makePromise(of: Void.self)
+        let (actions, finishNow) = state.withLockedValue { state -> ([Machine.Action], Bool) in
+            if let existing = state.shutdown {
+                existing.futureResult.cascade(to: promise)
+                return ([], false)
+            }
+            state.shutdown = promise
+            return (state.machine.shutdown(), state.machine.connectionCount == 0)
+        }
+        run(actions)
+        if finishNow { promise.succeed() }
+        return promise.futureResult
+    }
+
+    // MARK: Actions
+
+    private func run(_ actions: [Machine.Action]) {
+        for action in actions {
+            switch action {
+            case .dispatch(let pending, let id):
+                metrics.inFlight.increment()
+                guard let connection = state.withLockedValue({ $0.connections[id] }) else {
+                    run(state.withLockedValue { $0.machine.bounced(pending, from: id) })
+                    continue
+                }
+                connection.eventLoop.execute { connection.value.send(pending) }
+            case .fail(let pending, let error):
+                pending.promise.fail(error)
+            case .connect(let id):
+                connect(id)
+            case .scheduleBackoff(let delay):
+                logger.warning("APNs connect failed; retrying after back-off", metadata: ["delay_ms": "\(delay.nanoseconds / 1_000_000)"])
+                group.any().scheduleTask(in: delay) { [self] in run(state.withLockedValue { $0.machine.backoffElapsed() }) }
+            case .close(let id):
+                if let connection = state.withLockedValue({ $0.connections[id] }) {
+                    connection.eventLoop.execute { connection.value.closeGracefully() }
+                }
+            }
+        }
+    }
+
+    private func connect(_ id: Int) {
+        let eventLoop = group.any()
+        let configuration = self.configuration
+        let tlsContext = self.tlsContext
+        let tokenSource = self.tokenSource
+        let host = configuration.endpoint.host
+        let authority = configuration.endpoint.port == 443 ? host : "\(host):\(configuration.endpoint.port)"
+        logger.debug("opening APNs connection", metadata: ["connection": "\(id)"])
+        ClientBootstrap(group: eventLoop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .client, serverHostname: host))
+                    var settings = NIOHTTP2Handler.ConnectionConfiguration()
+                    settings.initialSettings = [
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes
+                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
+                    ]
+                    let http2 = NIOHTTP2Handler(mode: .client, eventLoop: channel.eventLoop, connectionConfiguration: settings,
+                                                streamConfiguration: .init()) { stream in stream.close() }
+                    try sync.addHandler(http2)
+                    let handler = APNsConnectionHandler(
+                        id: id, timeouts: configuration.timeouts, tickInterval: configuration.tickInterval,
+                        authority: authority, tokenSource: tokenSource, delegate: self)
+                    handler.setMultiplexer(try http2.syncMultiplexer())
+                    try sync.addHandler(handler)
+                    let bound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+                    self.state.withLockedValue { $0.connections[id] = bound }
+                }
+            }
+            .connect(host: host, port: configuration.endpoint.port)
+            .whenFailure { [self] error in
+                // The handler was never added, so nobody else reports this connection.
+                connectionClosed(id, connectError: describe(error))
+            }
+    }
+
+    private func describe(_ error: any Error) -> String {
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first { return "\(first.error)" }
+        return "\(error)"
+    }
+
+    // MARK: APNsConnectionDelegate
+
+    func connectionUpdated(_ id: Int, phase: Machine.ConnectionPhase, streamLimit: Int) {
+        if phase == .ready { logger.debug("APNs connection ready", metadata: ["connection": "\(id)", "streams": "\(streamLimit)"]) }
+        if phase == .draining { logger.info("APNs connection draining (GOAWAY)", metadata: ["connection": "\(id)"]) }
+        let (actions, lateConnection) = state.withLockedValue { state in
+            (state.machine.connectionUpdated(id, phase: phase, streamLimit: streamLimit),
+             state.shutdown == nil ? nil : state.connections[id])
+        }
+        run(actions)
+        // Came up after shutdown began (it was still connecting): close it too.
+        if let lateConnection { lateConnection.eventLoop.execute { lateConnection.value.closeGracefully() } }
+        metrics.connections.record(state.withLockedValue { $0.machine.connectionCount })
+    }
+
+    func connectionClosed(_ id: Int, connectError: String?) {
+        let (actions, shutdownDone) = state.withLockedValue { state -> ([Machine.Action], EventLoopPromise<Void>?) in
+            state.connections[id] = nil
+            // A connect cut short by our own shutdown is not a failure worth a warning or a back-off.
+            let connectError = state.shutdown == nil ? connectError : nil
+            if let connectError {
+                logger.warning("APNs connect failed", metadata: ["connection": "\(id)", "error": "\(connectError)"])
+            }
+            let actions = state.machine.connectionClosed(id, connectError: connectError, random: Double.random(in: 0..<1))
+            return (actions, state.machine.connectionCount == 0 ? state.shutdown : nil)
+        }
+        run(actions)
+        metrics.connections.record(state.withLockedValue { $0.machine.connectionCount })
+        shutdownDone?.succeed()
+    }
+
+    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {
+        metrics.inFlight.decrement()
+        metrics.record(result)
+        run(state.withLockedValue { $0.machine.requestFinished(on: id) })
+    }
+
+    func bounced(_ pending: APNsPendingRequest, from id: Int) {
+        metrics.inFlight.decrement()
+        run(state.withLockedValue { $0.machine.bounced(pending, from: id) })
+    }
+}
+
+/// swift-metrics for the client: streams in flight, open connections, responses by status.
+struct APNsClientMetrics: Sendable {
+    let inFlight: Meter
+    let connections: Gauge
+    private let byStatus: [Int: Counter]
+    private let otherStatus: Counter
+    private let byError: [String: Counter]
+
+    init(endpoint: String) {
+        let dimensions = [("endpoint", endpoint)]
+        inFlight = Meter(label: "liverelay_apns_streams_in_flight", dimensions: dimensions)
+        connections = Gauge(label: "liverelay_apns_connections", dimensions: dimensions)
+        var byStatus: [Int: Counter] = [:]
+        for status in [200, 400, 403, 404, 405, 410, 413, 429, 500, 503] {
+            byStatus[status] = Counter(label: "liverelay_apns_responses_total", dimensions: dimensions + [("status", "\(status)")])
+        }
+        self.byStatus = byStatus
+        otherStatus = Counter(label: "liverelay_apns_responses_total", dimensions: dimensions + [("status", "other")])
+        var byError: [String: Counter] = [:]
+        for error in ["connect_failed", "goaway", "connection_lost", "timed_out", "shut_down", "malformed"] {
+            byError[error] = Counter(label: "liverelay_apns_transport_errors_total", dimensions: dimensions + [("error", error)])
+        }
+        self.byError = byError
+    }
+
+    func record(_ result: Result<APNsResponse, APNsTransportError>) {
+        switch result {
+        case .success(let response):
+            (byStatus[response.status] ?? otherStatus).increment()
+        case .failure(let error):
+            let name: String
+            switch error {
+            case .connectFailed: name = "connect_failed"
+            case .refusedByGoAway: name = "goaway"
+            case .connectionLost: name = "connection_lost"
+            case .timedOut: name = "timed_out"
+            case .shutDown: name = "shut_down"
+            case .malformedResponse: name = "malformed"
+            }
+            byError[name]?.increment()
+        }
+    }
+}

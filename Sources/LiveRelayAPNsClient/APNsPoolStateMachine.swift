@@ -1,0 +1,221 @@
+import LiveRelayAPNs
+import NIOCore
+
+/// Exponential back-off with jitter between failed connection attempts: a
+/// fleet that lost APNs at the same moment must not reconnect in lockstep.
+public struct APNsBackoff: Hashable, Sendable {
+    public var initial: TimeAmount
+    public var maximum: TimeAmount
+    public var multiplier: Double
+    /// The delay is drawn from [delay × (1 − jitter), delay].
+    public var jitter: Double
+
+    public init(initial: TimeAmount = .milliseconds(100), maximum: TimeAmount = .seconds(30),
+                multiplier: Double = 2, jitter: Double = 0.5) {
+        self.initial = initial
+        self.maximum = maximum
+        self.multiplier = multiplier
+        self.jitter = min(max(jitter, 0), 1)
+    }
+
+    /// The delay after `failures` consecutive failures (1 or more); `random` in [0, 1).
+    public func delay(afterFailures failures: Int, random: Double) -> TimeAmount {
+        var base = Double(initial.nanoseconds)
+        for _ in 1..<max(1, failures) where base < Double(maximum.nanoseconds) { base *= multiplier }
+        base = min(base, Double(maximum.nanoseconds))
+        return .nanoseconds(Int64(base * (1 - jitter * random)))
+    }
+}
+
+/// Which connection of a pool gets which request, as a value: lazy connects
+/// up to the maximum, least-loaded choice among ready connections, a bounded
+/// queue of requests waiting for a slot, back-off after failed connects.
+/// The pool class holds it under a lock and carries out its actions.
+///
+/// `Waiter` is whatever the pool queues (a request and its promise); the
+/// machine never looks inside.
+public struct APNsPoolStateMachine<Waiter> {
+    public typealias ConnectionID = Int
+
+    public struct Configuration: Hashable, Sendable {
+        public var maximumConnections: Int
+        /// Requests that may wait for a free stream; beyond it they fail at once.
+        public var maximumQueuedRequests: Int
+        public var backoff: APNsBackoff
+
+        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000, backoff: APNsBackoff = .init()) {
+            precondition(maximumConnections >= 1)
+            self.maximumConnections = maximumConnections
+            self.maximumQueuedRequests = maximumQueuedRequests
+            self.backoff = backoff
+        }
+    }
+
+    public enum ConnectionPhase: Hashable, Sendable {
+        case connecting, ready, draining
+    }
+
+    struct Connection {
+        var phase: ConnectionPhase
+        var limit: Int
+        var inFlight: Int
+        var free: Int { phase == .ready ? max(0, limit - inFlight) : 0 }
+    }
+
+    public enum Action {
+        case dispatch(Waiter, to: ConnectionID)
+        case fail(Waiter, APNsTransportError)
+        case connect(ConnectionID)
+        /// Call ``backoffElapsed()`` after this delay.
+        case scheduleBackoff(TimeAmount)
+        case close(ConnectionID)
+    }
+
+    public let configuration: Configuration
+    private(set) var connections: [ConnectionID: Connection] = [:]
+    private var queue: [Waiter] = []
+    private var queueHead = 0
+    private var nextID: ConnectionID = 0
+    private var consecutiveFailures = 0
+    private var backingOff = false
+    private var lastFailure: String?
+    private var isShutDown = false
+
+    public init(configuration: Configuration) { self.configuration = configuration }
+
+    public var queuedCount: Int { queue.count - queueHead }
+    public var connectionCount: Int { connections.count }
+    public var inFlight: Int { connections.values.reduce(0) { $0 + $1.inFlight } }
+
+    // MARK: Requests
+
+    public mutating func submit(_ waiter: Waiter) -> [Action] {
+        if isShutDown { return [.fail(waiter, .shutDown)] }
+        if let id = leastLoaded() {
+            connections[id]!.inFlight += 1
+            return [.dispatch(waiter, to: id)]
+        }
+        let live = connections.values.contains { $0.phase != .draining }
+        if backingOff && !live {
+            return [.fail(waiter, .connectFailed(lastFailure ?? "backing off after failed connects"))]
+        }
+        guard queuedCount < configuration.maximumQueuedRequests else {
+            return [.fail(waiter, .connectFailed("APNs request queue full (\(configuration.maximumQueuedRequests))"))]
+        }
+        queue.append(waiter)
+        return connectIfNeeded()
+    }
+
+    /// A connection could not take a request it was given (its limit dropped or it
+    /// got GOAWAY before the stream opened): back to the front of the queue, not counted in flight.
+    public mutating func bounced(_ waiter: Waiter, from id: ConnectionID) -> [Action] {
+        if connections[id] != nil { connections[id]!.inFlight -= 1 }
+        if isShutDown { return [.fail(waiter, .shutDown)] }
+        if queueHead > 0 {
+            queueHead -= 1
+            queue[queueHead] = waiter
+        } else {
+            queue.insert(waiter, at: 0)
+        }
+        return drain() + connectIfNeeded()
+    }
+
+    /// A request dispatched to `id` has its answer (or its error).
+    public mutating func requestFinished(on id: ConnectionID) -> [Action] {
+        guard connections[id] != nil else { return [] }
+        connections[id]!.inFlight -= 1
+        return drain()
+    }
+
+    // MARK: Connections
+
+    /// The connection's own state machine changed phase or limit.
+    public mutating func connectionUpdated(_ id: ConnectionID, phase: ConnectionPhase, streamLimit: Int) -> [Action] {
+        guard connections[id] != nil else { return [] }
+        if phase == .ready, connections[id]!.phase == .connecting {
+            consecutiveFailures = 0
+            backingOff = false
+            lastFailure = nil
+        }
+        connections[id]!.phase = phase
+        connections[id]!.limit = streamLimit
+        return drain() + connectIfNeeded()
+    }
+
+    /// The connection is gone. `neverReady` with an error means the connect failed: back off.
+    public mutating func connectionClosed(_ id: ConnectionID, connectError: String?, random: Double) -> [Action] {
+        guard let closed = connections.removeValue(forKey: id) else { return [] }
+        var actions: [Action] = []
+        if closed.phase == .connecting, let error = connectError {
+            consecutiveFailures += 1
+            lastFailure = error
+            backingOff = true
+            actions.append(.scheduleBackoff(configuration.backoff.delay(afterFailures: consecutiveFailures, random: random)))
+            if !connections.values.contains(where: { $0.phase != .draining }) {
+                // Nothing else could serve the queue soon: let the dispatcher's retry policy decide.
+                while let waiter = popQueue() { actions.append(.fail(waiter, .connectFailed(error))) }
+            }
+            return actions
+        }
+        return drain() + connectIfNeeded()
+    }
+
+    public mutating func backoffElapsed() -> [Action] {
+        backingOff = false
+        return connectIfNeeded()
+    }
+
+    /// Fails the queue, closes every connection; later submits fail with `.shutDown`.
+    public mutating func shutdown() -> [Action] {
+        isShutDown = true
+        var actions: [Action] = []
+        while let waiter = popQueue() { actions.append(.fail(waiter, .shutDown)) }
+        for id in connections.keys.sorted() { actions.append(.close(id)) }
+        return actions
+    }
+
+    // MARK: Internals
+
+    private func leastLoaded() -> ConnectionID? {
+        var best: (id: ConnectionID, free: Int)?
+        for (id, connection) in connections where connection.free > 0 {
+            if best == nil || connection.free > best!.free || (connection.free == best!.free && id < best!.id) {
+                best = (id, connection.free)
+            }
+        }
+        return best?.id
+    }
+
+    private mutating func drain() -> [Action] {
+        var actions: [Action] = []
+        while queuedCount > 0, let id = leastLoaded() {
+            connections[id]!.inFlight += 1
+            actions.append(.dispatch(popQueue()!, to: id))
+        }
+        return actions
+    }
+
+    /// One new connection at a time, while requests wait and the maximum allows.
+    private mutating func connectIfNeeded() -> [Action] {
+        guard !isShutDown, !backingOff, queuedCount > 0 else { return [] }
+        let counted = connections.values.filter { $0.phase != .draining }
+        guard counted.count < configuration.maximumConnections,
+            !counted.contains(where: { $0.phase == .connecting })
+        else { return [] }
+        let id = nextID
+        nextID += 1
+        connections[id] = Connection(phase: .connecting, limit: 0, inFlight: 0)
+        return [.connect(id)]
+    }
+
+    private mutating func popQueue() -> Waiter? {
+        guard queueHead < queue.count else { return nil }
+        let waiter = queue[queueHead]
+        queueHead += 1
+        if queueHead > 1024, queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        return waiter
+    }
+}

@@ -1,0 +1,231 @@
+import ArgumentParser
+import Foundation
+import LiveRelayBench
+import LiveRelayClient
+import LiveRelayTLS
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `liverelay bench`: load generation against a running server (see docs/BENCHMARKS.md,
+/// "Bench harness"). In the same binary as the server so that a deployment can be sized
+/// with nothing else installed.
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Load a LiveRelay server (open or closed loop) and report latencies per RPC.",
+        subcommands: [BenchRun.self, BenchGate.self],
+        defaultSubcommand: BenchRun.self
+    )
+}
+
+/// Where the server is. Defaults match the rest of the CLI (dev setup's certificate, LIVERELAY_API_KEY).
+struct BenchServerOptions: ParsableArguments {
+    @Option(help: "The server's host name or IP address.") var host = "127.0.0.1"
+    @Option(help: "The server's port.") var port = 7443
+    @Option(help: "PEM file of the CA to trust (default: \(DevSetup.defaultDataDirectory)/cert.pem when it exists).") var caFile: String?
+    @Option(help: "The API key (default: the LIVERELAY_API_KEY environment variable).") var apiKey: String?
+    @Flag(help: "Plain TCP, for a server without TLS.") var plaintext = false
+    @Option(help: "Event-loop threads of the load generator.") var threads = 1
+    @Option(help: "PID of the server, when on this machine: its CPU per call is reported.") var serverPid: Int32?
+
+    func clientConfiguration(port: Int? = nil) throws -> LiveRelayClient.Configuration {
+        guard let key = apiKey ?? ProcessInfo.processInfo.environment["LIVERELAY_API_KEY"], !key.isEmpty else {
+            throw ValidationError("no API key: pass --api-key or set LIVERELAY_API_KEY (liverelay serve prints one on its first start)")
+        }
+        let tls: TLSConfiguration?
+        if plaintext {
+            tls = nil
+        } else if let caFile {
+            tls = LiveRelayClient.Configuration.tls(trustingCAFile: caFile)
+        } else if FileManager.default.fileExists(atPath: DevSetup.defaultDataDirectory + "/cert.pem") {
+            tls = LiveRelayClient.Configuration.tls(trustingCAFile: DevSetup.defaultDataDirectory + "/cert.pem")
+        } else {
+            tls = LiveRelayClient.Configuration.tlsWithSystemTrust
+        }
+        return LiveRelayClient.Configuration(host: host, port: port ?? self.port, tls: tls, apiKey: key, clientName: "liverelay-bench")
+    }
+}
+
+var benchLogger: Logger {
+    var logger = Logger(label: "liverelay.bench")
+    logger.logLevel = .critical
+    return logger
+}
+
+func writeStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+struct BenchRun: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run one scenario (the default subcommand: `liverelay bench --rate 5000 ...`).",
+        discussion: """
+            A scenario comes from --scenario FILE (JSON; keys: name, mode, rate, connections, depth,
+            max_outstanding, mix, apps, app_id, activities_per_app, tokens_per_activity,
+            content_state_bytes, duration_seconds, requests, warmup_seconds, timeout_seconds) and/or
+            flags, which override the file. --rate selects open loop (latency from each request's
+            intended send time); otherwise closed loop (connections x depth callers).
+            A progress line goes to stderr every second; the final table to stdout (to stderr with --json,
+            which prints the report as JSON on stdout).
+            """
+    )
+
+    @OptionGroup var server: BenchServerOptions
+    @Option(help: "Scenario JSON file.") var scenario: String?
+    @Option(help: "Scenario name for the report.") var name: String?
+    @Option(help: "open or closed (default: open when --rate is given).") var mode: String?
+    @Option(help: "Open loop: requests per second.") var rate: Double?
+    @Option(help: "Connections (default 4).") var connections: Int?
+    @Option(help: "Closed loop: calls in flight per connection (default 32).") var depth: Int?
+    @Option(help: "Open loop: bound on calls in flight; later requests wait and count as late (default 10000).") var maxOutstanding: Int?
+    @Option(help: "RPC mix with weights, e.g. update=4,register=1,start=1,end=1,ping=1 (default register).") var mix: String?
+    @Option(help: "Number of apps (default 1: --app-id itself).") var apps: Int?
+    @Option(help: "App id, or prefix when --apps > 1 (default dev.app).") var appId: String?
+    @Option(help: "Activities per app created in the setup phase (default 100).") var activities: Int?
+    @Option(help: "Update tokens per activity registered in the setup phase (default 1).") var tokensPerActivity: Int?
+    @Option(help: "Content-state JSON size in bytes for Start/Update/End (default 200).") var payloadBytes: Int?
+    @Option(help: "Measured seconds (default 10).") var duration: Double?
+    @Option(help: "Measured request count, instead of --duration.") var requests: Int?
+    @Option(help: "Warm-up seconds, not recorded (default 2).") var warmup: Double?
+    @Option(help: "Per-call timeout in seconds (default 10).") var timeout: Double?
+    @Flag(help: "Print the report as JSON on stdout.") var json = false
+    @Flag(help: "No progress lines.") var quiet = false
+
+    func run() async throws {
+        let scenario: Scenario
+        do {
+            scenario = try resolveScenario()
+        } catch let error as ScenarioError {
+            throw ValidationError(error.description)
+        }
+        let report = try await runBench(scenario, server: server, quiet: quiet)
+        if json {
+            writeStandardError(report.table())
+            writeStandardOutput(report.json())
+        } else {
+            writeStandardOutput(report.table())
+        }
+    }
+
+    func resolveScenario() throws -> Scenario {
+        var spec = ScenarioSpec()
+        if let path = scenario {
+            guard let data = FileManager.default.contents(atPath: path) else { throw ScenarioError("cannot read the scenario file \(path)") }
+            spec = try ScenarioSpec(json: data, source: path)
+        }
+        var flags = ScenarioSpec()
+        flags.name = name
+        if let mode {
+            guard let m = ScenarioSpec.Mode(rawValue: mode) else { throw ScenarioError("--mode must be open or closed, got \"\(mode)\"") }
+            flags.mode = m
+        }
+        flags.rate = rate
+        flags.connections = connections
+        flags.depth = depth
+        flags.maxOutstanding = maxOutstanding
+        flags.mix = try mix.map { try ScenarioSpec.parseMix($0) }
+        flags.apps = apps
+        flags.appID = appId
+        flags.activitiesPerApp = activities
+        flags.tokensPerActivity = tokensPerActivity
+        flags.contentStateBytes = payloadBytes
+        flags.durationSeconds = duration
+        flags.requests = requests
+        flags.warmupSeconds = warmup
+        flags.timeoutSeconds = timeout
+        // A --rate on the command line over a closed-loop file means "run it open loop".
+        if rate != nil, mode == nil { flags.mode = .open; spec.depth = nil }
+        return try spec.overridden(by: flags).resolve()
+    }
+}
+
+/// Runs one scenario with its own event-loop group; progress lines go to stderr.
+func runBench(_ scenario: Scenario, server: BenchServerOptions, port: Int? = nil, serverPID: Int32? = nil, quiet: Bool) async throws -> BenchReport {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, server.threads))
+    let configuration = try server.clientConfiguration(port: port)
+    let name = scenario.name
+    var progress: (@Sendable (ProgressSnapshot) -> Void)?
+    if !quiet {
+        progress = { (snapshot: ProgressSnapshot) -> Void in
+            let line: String = name + " " + snapshot.line
+            writeStandardError(line)
+        }
+    }
+    let runner = BenchRunner(
+        scenario: scenario, client: configuration, eventLoopGroup: group, logger: benchLogger,
+        serverPID: serverPID ?? server.serverPid, progress: progress)
+    if !quiet { writeStandardError("\(scenario.name): \(scenario.shapeDescription)") }
+    let result: Result<BenchReport, any Error>
+    do {
+        result = .success(try await runner.run())
+    } catch {
+        result = .failure(error)
+    }
+    try? await group.shutdownGracefully()
+    switch result {
+    case .success(let report): return report
+    case .failure(let error as BenchError): throw CLIError(error.description)
+    case .failure(let error): throw error
+    }
+}
+
+struct BenchGate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gate",
+        abstract: "CI regression gate: null service vs a realistic mix, as a ratio, against a committed baseline.",
+        discussion: """
+            Needs two servers sharing one API key and CA: `liverelay serve --null-service` on --null-port and
+            `liverelay serve --store memory` on --port (scripts/bench.sh gate starts both). Each round runs
+            the null scenario then the realistic one; the realistic/null throughput ratio (median of the
+            rounds) is compared with the baseline's. Fails (exit 1) only when it dropped by 30% or more.
+            """
+    )
+
+    @OptionGroup var server: BenchServerOptions
+    @Option(help: "Port of the null-service server.") var nullPort: Int
+    @Option(help: "PID of the null-service server (for its CPU per call).") var nullPid: Int32?
+    @Option(help: "The baseline file.") var baseline = "Benchmarks/bench-baseline.json"
+    @Option(help: "Rounds (null + realistic each).") var rounds = 3
+    @Option(help: "Measured seconds per run.") var seconds = 2.0
+    @Flag(help: "Write the measured ratios as the new baseline instead of comparing.") var writeBaseline = false
+    @Flag(help: "No progress lines.") var quiet = false
+
+    func run() async throws {
+        let (nullScenario, realistic) = Gate.scenarios(seconds: seconds)
+        var nullRates: [Double] = [], realisticRates: [Double] = []
+        for round in 1...max(1, rounds) {
+            let n = try await runBench(nullScenario, server: server, port: nullPort, serverPID: nullPid ?? -1, quiet: quiet)
+            let r = try await runBench(realistic, server: server, quiet: quiet)
+            for report in [n, r] where report.errors > 0 {
+                throw CLIError("gate: \(report.scenario) had \(report.errors) errors: \(report.sampleErrors.joined(separator: "; "))")
+            }
+            nullRates.append(n.throughput)
+            realisticRates.append(r.throughput)
+            writeStandardError("gate round \(round): null \(Int(n.throughput))/s, realistic \(Int(r.throughput))/s, ratio \(r.throughput / max(1, n.throughput))")
+        }
+        let ratio = Gate.ratio(scenario: realisticRates, null: nullRates)
+        let nullMedian = Gate.ratio(scenario: nullRates, null: nullRates.map { _ in 1 })
+        let realisticMedian = Gate.ratio(scenario: realisticRates, null: realisticRates.map { _ in 1 })
+        if writeBaseline {
+            let file = GateBaseline(
+                note: "liverelay bench gate --write-baseline, \(rounds) rounds of \(seconds) s, \(ISO8601DateFormatter().string(from: Date())). "
+                    + "Ratios to the null service in the same run are compared; absolute figures are for information.",
+                nullThroughput: nullMedian.rounded(),
+                scenarios: ["realistic": .init(throughput: realisticMedian.rounded(), ratioToNull: (ratio * 10000).rounded() / 10000)])
+            try file.json().write(toFile: baseline, atomically: true, encoding: .utf8)
+            writeStandardOutput("wrote \(baseline): realistic/null \(ratio)")
+            return
+        }
+        let base = try GateBaseline.load(path: baseline)
+        let results = try Gate.evaluate(baseline: base, measuredRatios: ["realistic": ratio])
+        writeStandardOutput("null service: \(Int(nullMedian))/s (baseline \(Int(base.nullThroughput))/s, information only)")
+        for r in results {
+            writeStandardOutput(
+                "\(r.scenario): ratio to null \(String(format: "%.4f", r.measuredRatio)) vs baseline \(String(format: "%.4f", r.baselineRatio)) "
+                    + "(\(String(format: "%+.1f", r.change * 100))%): \(r.passed ? "ok" : "FAIL (drop of \(Int(base.maxDrop * 100))% or more)")")
+        }
+        if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
+    }
+}

@@ -1,0 +1,52 @@
+import Metrics
+import NIOConcurrencyHelpers
+
+/// The dispatcher's swift-metrics counters, per app:
+/// - `liverelay_dispatch_pushes_total{app, outcome[, reason]}`: final outcomes
+///   (delivered, failed with its reason, pruned, superseded, expired);
+/// - `liverelay_dispatch_sends_total{app}` and `liverelay_dispatch_retries_total{app}`;
+/// - `liverelay_dispatch_credential_rejections_total{app, reason}`;
+/// - `liverelay_dispatch_refused_calls_total{app}`: RESOURCE_EXHAUSTED answers.
+///
+/// Counters are made once per label set and kept: creating one goes through
+/// the metrics factory, too slow for every push of a fan-out.
+final class DispatchMetrics: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var counters: [String: Counter] = [:]
+
+    func record(outcomes: [String: [PushOutcome: Int]], retries: [String: Int], sends: [DispatchSend]) {
+        for (app, counts) in outcomes {
+            for (outcome, count) in counts {
+                var dimensions = [("app", app), ("outcome", outcome.label)]
+                if case let .failed(reason) = outcome { dimensions.append(("reason", reason)) }
+                counter("liverelay_dispatch_pushes_total", dimensions).increment(by: count)
+            }
+        }
+        for (app, count) in retries {
+            counter("liverelay_dispatch_retries_total", [("app", app)]).increment(by: count)
+        }
+        if !sends.isEmpty {
+            var perApp: [String: Int] = [:]
+            for send in sends { perApp[send.appID, default: 0] += 1 }
+            for (app, count) in perApp { counter("liverelay_dispatch_sends_total", [("app", app)]).increment(by: count) }
+        }
+    }
+
+    func credentialsRejected(appID: String, reason: String) {
+        counter("liverelay_dispatch_credential_rejections_total", [("app", appID), ("reason", reason)]).increment()
+    }
+
+    func refused(appID: String) {
+        counter("liverelay_dispatch_refused_calls_total", [("app", appID)]).increment()
+    }
+
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
+        let key = label + dimensions.map { "|\($0.0)=\($0.1)" }.joined()
+        return lock.withLock {
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: label, dimensions: dimensions)
+            counters[key] = counter
+            return counter
+        }
+    }
+}

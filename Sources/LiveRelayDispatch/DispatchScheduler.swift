@@ -1,0 +1,413 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayDomain
+import NIOCore
+
+/// One push in the scheduler: a (call, token) pair, numbered in call order.
+public struct PushID: Hashable, Sendable, CustomStringConvertible {
+    public var raw: UInt64
+    public var description: String { "push-\(raw)" }
+}
+
+/// One accepted batch.
+public struct CallID: Hashable, Sendable, CustomStringConvertible {
+    public var raw: UInt64
+    public var description: String { "call-\(raw)" }
+}
+
+/// A request the event-loop side must write to the route's transport.
+public struct DispatchSend: Sendable {
+    public var push: PushID
+    public var appID: String
+    public var route: TransportRoute
+    public var request: APNsRequest
+}
+
+/// A token APNs declared dead, for the pruner.
+public struct PrunedToken: Hashable, Sendable {
+    public var token: TokenKey
+    public var status: Int
+    public var reason: String
+    /// From the 410 body's `timestamp` (milliseconds): a registration after it survives.
+    public var invalidSince: UnixTime?
+
+    public init(token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil) {
+        self.token = token
+        self.status = status
+        self.reason = reason
+        self.invalidSince = invalidSince
+    }
+}
+
+/// What came back for one send.
+public enum DispatchAnswer: Hashable, Sendable {
+    case response(APNsResponse)
+    case transportError(APNsTransportError)
+}
+
+/// What the event-loop side must do after a scheduler step, in this order.
+public struct DispatchActions: Sendable {
+    public var sends: [DispatchSend] = []
+    /// Waiting calls to answer now, with their account.
+    public var replies: [(call: CallID, result: EnqueueResult)] = []
+    public var prunes: [PrunedToken] = []
+    public var credentialRejections: [(appID: String, error: CredentialError)] = []
+    /// Final outcomes per app since the last step, for the metrics.
+    public var outcomes: [String: [PushOutcome: Int]] = [:]
+    /// Retries scheduled per app since the last step, for the metrics.
+    public var retries: [String: Int] = [:]
+    /// Draining finished: nothing is left unfinished.
+    public var shutdownComplete = false
+
+    public init() {}
+}
+
+/// The dispatcher's brain as a value: per-app bounded queues, deficit round
+/// robin over the send slots, per-token ordering and coalescing, retries with
+/// back-off, expiry and the account of every push. No I/O and no clock: every
+/// step takes `now` and returns ``DispatchActions``, so the rules are tested
+/// without sockets or sleeping, and the event-loop side only executes them.
+///
+/// Ordering: a token has at most one push in flight or waiting to retry (its
+/// lane is busy), so two pushes to one token are never on the wire together
+/// and cannot overtake each other on different streams or connections. Each
+/// lane remembers the newest timestamp taken per activity: an older push
+/// arriving later is superseded at once; a newer one supersedes the queued
+/// or retrying older one; a retry of a push that a newer one has overtaken is
+/// superseded instead of sent.
+public struct DispatchScheduler {
+    struct Push {
+        enum State { case queued, inFlight, backingOff }
+        var call: UInt64
+        var app: Int
+        var token: String
+        /// Where the token was registered: the transport routes by it.
+        var environment: APNsEnvironment
+        var state = State.queued
+        var attempts = 0
+    }
+
+    /// One token's pushes of one app.
+    struct Lane {
+        var pending: [UInt64] = []
+        /// The push in flight or waiting to retry; none may be sent to the token meanwhile.
+        var busy: UInt64?
+        /// Whether the token is in its app's ready queue (possibly with stale entries).
+        var inReady = false
+        /// The newest timestamp taken per activity id.
+        var newest: [String: Int64] = [:]
+    }
+
+    struct AppState {
+        var id: String
+        var capacity: Int
+        var route: Int
+        var quantum: Int
+        var lanes: [String: Lane] = [:]
+        /// Tokens whose lane can send now.
+        var ready = CircularBuffer<String>()
+        var deficit = 0
+        var isActive = false
+        var credentialError: CredentialError?
+        var counters = DispatchCounters()
+    }
+
+    struct Call {
+        var app: Int
+        var activityID: String
+        var timestamp: Int64
+        var payload: APNsPayload
+        var headers: APNsHeaders
+        var first: UInt64
+        var count: Int
+        var sendBy: NIODeadline?
+        var waits: Bool
+        var replied = false
+        var account = CallAccount()
+    }
+
+    enum CallTimer { case sendBy(UInt64), replyBy(UInt64) }
+
+    enum Phase: Equatable {
+        case running
+        case draining(until: NIODeadline)
+        /// Past the grace period: only the answers in flight are awaited.
+        case finishing
+        case stopped
+    }
+
+    let configuration: DispatcherConfiguration
+    public let routes: [TransportRoute]
+    var apps: [AppState]
+    var appIndex: [String: Int]
+    var pushes: [UInt64: Push] = [:]
+    var calls: [UInt64: Call] = [:]
+    var active = CircularBuffer<Int>()
+    var inFlight = 0
+    var routeInFlight: [Int]
+    var unfinished = 0
+    var retryTimers = DeadlineHeap<UInt64>()
+    var callTimers = DeadlineHeap<CallTimer>()
+    var phase = Phase.running
+    var random: SplitMix64
+    var nextPush: UInt64 = 1
+    var nextCall: UInt64 = 1
+    /// The call being enqueued, and its account if it became final during ``enqueue``.
+    var enqueuing: UInt64?
+    var finishedWhileEnqueuing: EnqueueResult?
+
+    public init(configuration: DispatcherConfiguration) {
+        self.configuration = configuration
+        var routes: [TransportRoute] = []
+        var routeIndex: [TransportRoute: Int] = [:]
+        var apps: [AppState] = []
+        var appIndex: [String: Int] = [:]
+        for app in configuration.apps where appIndex[app.appID] == nil {
+            let route = routeIndex[app.route] ?? routes.count
+            if route == routes.count {
+                routes.append(app.route)
+                routeIndex[app.route] = route
+            }
+            appIndex[app.appID] = apps.count
+            apps.append(AppState(id: app.appID, capacity: app.queueCapacity, route: route,
+                                 quantum: configuration.quantum * app.weight))
+        }
+        self.routes = routes
+        self.apps = apps
+        self.appIndex = appIndex
+        self.routeInFlight = Array(repeating: 0, count: routes.count)
+        self.random = SplitMix64(seed: configuration.randomSeed)
+    }
+
+    // MARK: Queries
+
+    public func counters(appID: String) -> DispatchCounters? { appIndex[appID].map { apps[$0].counters } }
+
+    public func credentialError(appID: String) -> CredentialError? { appIndex[appID].flatMap { apps[$0].credentialError } }
+
+    /// Pushes not final yet, over every app.
+    public var unfinishedCount: Int { unfinished }
+
+    public var inFlightCount: Int { inFlight }
+
+    /// When ``tick(now:)`` has work (a retry due, a call's deadline, the end of draining).
+    public var nextWakeup: NIODeadline? {
+        var earliest = [retryTimers.earliest, callTimers.earliest].compactMap { $0 }.min()
+        if case let .draining(until) = phase { earliest = min(earliest ?? until, until) }
+        return earliest
+    }
+
+    // MARK: Admission and enqueueing
+
+    /// The exact rule: a call is admitted while the app has fewer unfinished
+    /// pushes (queued, waiting to retry, or in flight) than its capacity. An
+    /// admitted call's whole fan-out is then taken, however large, so the
+    /// queue may exceed its capacity by what the calls admitted before it
+    /// filled bring; every later call is refused until pushes finish. An app
+    /// the configuration does not know is admitted and its pushes fail with
+    /// `AppNotConfigured`, so the reply says why.
+    public mutating func admit(appID: String) -> PushAdmission {
+        guard phase == .running else { return .shuttingDown }
+        guard let a = appIndex[appID] else { return .admitted }
+        let unfinished = apps[a].counters.unfinished
+        guard unfinished >= apps[a].capacity else { return .admitted }
+        apps[a].counters.refusedCalls += 1
+        let retryAfter = UInt32(clamping: configuration.queueFullRetryAfter.nanoseconds / 1_000_000)
+        return .queueFull(unfinished: unfinished, capacity: apps[a].capacity, retryAfterMS: retryAfter)
+    }
+
+    /// Takes every target of `batch`. Returns the result to answer with now
+    /// (always for a call that does not wait; for a waiting call only when
+    /// every push is already final), else the call's answer comes later in
+    /// ``DispatchActions/replies``.
+    ///
+    /// - Parameters:
+    ///   - sendBy: pushes not sent by then expire (the call's deadline less
+    ///     the reply margin, or the apns-expiration, whichever is first).
+    ///   - replyBy: when a waiting call is answered even if pushes are still in flight.
+    public mutating func enqueue(
+        _ batch: PushBatch, waitForDelivery: Bool, sendBy: NIODeadline?, replyBy: NIODeadline?, now: NIODeadline
+    ) -> (call: CallID, immediate: EnqueueResult?, actions: DispatchActions) {
+        var actions = DispatchActions()
+        let callID = nextCall
+        nextCall += 1
+        let n = batch.targets.count
+        guard let a = appIndex[batch.appID] else {
+            return (CallID(raw: callID), n == 0 ? EnqueueResult() : EnqueueResult(failures: [DispatchFailure.appNotConfigured: n]), actions)
+        }
+        guard n > 0 else { return (CallID(raw: callID), EnqueueResult(), actions) }
+        let first = nextPush
+        nextPush += UInt64(n)
+        var call = Call(app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
+                        headers: batch.headers, first: first, count: n, sendBy: sendBy, waits: waitForDelivery)
+        call.account.result.queued = n
+        calls[callID] = call
+        apps[a].counters.enqueued += n
+        apps[a].counters.unfinished += n
+        unfinished += n
+
+        enqueuing = callID
+        finishedWhileEnqueuing = nil
+        defer { enqueuing = nil }
+        let refusal: String? = if phase != .running {
+            DispatchFailure.shuttingDown
+        } else if let error = apps[a].credentialError, now < error.suspendedUntil {
+            error.reason
+        } else {
+            nil
+        }
+        for (i, target) in batch.targets.enumerated() {
+            if let refusal {
+                settle(call: callID, app: a, .failed(reason: refusal), &actions)
+            } else {
+                take(first + UInt64(i), target: target, call: callID, app: a, &actions)
+            }
+        }
+        if calls[callID] != nil {
+            if let sendBy { callTimers.push(sendBy, .sendBy(callID)) }
+            if waitForDelivery, let replyBy { callTimers.push(replyBy, .replyBy(callID)) }
+        }
+        pump(now: now, &actions)
+
+        let id = CallID(raw: callID)
+        if let index = actions.replies.firstIndex(where: { $0.call == id }) {
+            return (id, actions.replies.remove(at: index).result, actions)
+        }
+        if !waitForDelivery {
+            return (id, calls[callID]?.account.result ?? finishedWhileEnqueuing ?? EnqueueResult(), actions)
+        }
+        return (id, nil, actions)
+    }
+
+    /// One target into its token's lane: superseded if a newer push of the
+    /// activity was taken for the token, superseding the older one queued or retrying.
+    private mutating func take(_ id: UInt64, target: PushTarget, call: UInt64, app a: Int, _ actions: inout DispatchActions) {
+        let token = target.token
+        let activity = calls[call]!.activityID, timestamp = calls[call]!.timestamp
+        var lane = apps[a].lanes.removeValue(forKey: token) ?? Lane()
+        defer { apps[a].lanes[token] = lane }
+        if let newest = lane.newest[activity], timestamp <= newest {
+            settle(call: call, app: a, .superseded, &actions)
+            return
+        }
+        lane.newest[activity] = timestamp
+        lane.pending.removeAll { old in
+            guard let push = pushes[old] else { return true }
+            guard calls[push.call]?.activityID == activity else { return false }
+            finish(old, .superseded, &actions)
+            return true
+        }
+        if let busy = lane.busy, let push = pushes[busy], push.state == .backingOff,
+           calls[push.call]?.activityID == activity {
+            finish(busy, .superseded, &actions)
+            lane.busy = nil
+        }
+        pushes[id] = Push(call: call, app: a, token: token, environment: target.environment)
+        lane.pending.append(id)
+        makeReady(&lane, token: token, app: a, front: false)
+    }
+
+    /// Puts an idle lane with pending pushes in its app's ready queue, and the app in the round.
+    mutating func makeReady(_ lane: inout Lane, token: String, app a: Int, front: Bool) {
+        guard lane.busy == nil, !lane.pending.isEmpty, !lane.inReady else { return }
+        lane.inReady = true
+        if front { apps[a].ready.prepend(token) } else { apps[a].ready.append(token) }
+        if !apps[a].isActive {
+            apps[a].isActive = true
+            active.append(a)
+        }
+    }
+
+    // MARK: Sending
+
+    /// Fills free send slots by deficit round robin: the app at the head of
+    /// the round sends up to its quantum, then goes to the back. An app whose
+    /// transport is at its limit is passed over without losing its credit,
+    /// so a slow endpoint holds back only the apps that use it.
+    mutating func pump(now: NIODeadline, _ actions: inout DispatchActions) {
+        guard phase != .stopped else { return }
+        var passedOver = 0
+        while inFlight < configuration.maxInFlight, let a = active.first, passedOver < active.count {
+            let route = apps[a].route
+            if routeInFlight[route] >= configuration.maxInFlightPerTransport {
+                active.append(active.removeFirst())
+                passedOver += 1
+                continue
+            }
+            guard let token = apps[a].ready.popFirst() else {
+                active.removeFirst()
+                apps[a].isActive = false
+                apps[a].deficit = 0
+                continue
+            }
+            guard var lane = apps[a].lanes.removeValue(forKey: token) else { continue }
+            lane.inReady = false
+            var chosen: UInt64?
+            while lane.busy == nil, chosen == nil, !lane.pending.isEmpty {
+                let id = lane.pending.removeFirst()
+                if pushes[id] != nil { chosen = id }
+            }
+            guard let id = chosen else {
+                apps[a].lanes[token] = lane
+                continue
+            }
+            let call = calls[pushes[id]!.call]!
+            if let sendBy = call.sendBy, sendBy <= now {
+                finish(id, .expired, &actions)
+                makeReady(&lane, token: token, app: a, front: true)
+                apps[a].lanes[token] = lane
+                continue
+            }
+            if let error = apps[a].credentialError, now < error.suspendedUntil {
+                finish(id, .failed(reason: error.reason), &actions)
+                makeReady(&lane, token: token, app: a, front: true)
+                apps[a].lanes[token] = lane
+                continue
+            }
+            if apps[a].deficit <= 0 { apps[a].deficit += apps[a].quantum }
+            lane.busy = id
+            apps[a].lanes[token] = lane
+            pushes[id]!.state = .inFlight
+            pushes[id]!.attempts += 1
+            inFlight += 1
+            routeInFlight[route] += 1
+            apps[a].counters.inFlight += 1
+            apps[a].counters.attempts += 1
+            actions.sends.append(DispatchSend(
+                push: PushID(raw: id), appID: apps[a].id, route: routes[route],
+                request: APNsRequest(deviceToken: token, headers: call.headers, payload: call.payload,
+                                     environment: pushes[id]!.environment)))
+            passedOver = 0
+            apps[a].deficit -= 1
+            if apps[a].deficit <= 0 {
+                active.removeFirst()
+                if apps[a].ready.isEmpty {
+                    apps[a].isActive = false
+                    apps[a].deficit = 0
+                } else {
+                    active.append(a)
+                }
+            }
+        }
+    }
+
+    // MARK: Accounting
+
+    /// Ends a push that has a record.
+    mutating func finish(_ id: UInt64, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
+        guard let push = pushes.removeValue(forKey: id) else { return }
+        settle(call: push.call, app: push.app, outcome, &actions)
+    }
+
+    /// Counts one push of `call` as final, and answers a waiting call whose last push this was.
+    mutating func settle(call id: UInt64, app a: Int, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
+        apps[a].counters.record(outcome)
+        unfinished -= 1
+        actions.outcomes[apps[a].id, default: [:]][outcome, default: 0] += 1
+        guard calls[id] != nil else { return }
+        calls[id]!.account.record(outcome)
+        guard calls[id]!.account.result.queued == 0, let call = calls.removeValue(forKey: id) else { return }
+        if id == enqueuing { finishedWhileEnqueuing = call.account.result }
+        if call.waits, !call.replied { actions.replies.append((CallID(raw: id), call.account.result)) }
+    }
+}

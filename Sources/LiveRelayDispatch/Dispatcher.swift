@@ -1,0 +1,250 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayDomain
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Removes tokens APNs declared dead. ``StoreTokenPruner`` in a deployment.
+public protocol TokenPruner: Sendable {
+    func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void>
+}
+
+extension StoreTokenPruner: TokenPruner {
+    public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        prune(token.token, status: token.status, reason: token.reason, invalidSince: token.invalidSince, on: eventLoop)
+            .map { _ in }
+    }
+}
+
+/// A pruner that does nothing (a dispatcher without a store: benchmarks, the mock).
+public struct DiscardingTokenPruner: TokenPruner {
+    public init() {}
+    public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// The APNs dispatcher pool as a ``PushSink``: it runs a ``DispatchScheduler``
+/// and does what its actions say (write requests to transports, answer
+/// waiting calls, prune tokens, log and count), nothing more.
+///
+/// The scheduler is behind a lock rather than confined to one loop because
+/// its callers are on every loop (the service's calls, the transports'
+/// answers) and admission must answer synchronously before a store write.
+/// Actions run outside the lock, one step at a time in the order the
+/// scheduler produced them: an answer that arrives while actions run (a
+/// transport that answers at once) is queued, not recursed into, so a fan-out
+/// of 100k pushes does not grow the stack.
+///
+/// Time comes from `eventLoop`: its `now` and its scheduled tasks drive
+/// retries, deadlines and the drain; a test passes a
+/// `NIOAsyncTestingEventLoop` and moves time itself. The wall `clock` only
+/// turns a push's apns-expiration (UNIX seconds) into a monotonic deadline.
+public final class Dispatcher: PushSink, @unchecked Sendable {
+    private let eventLoop: any EventLoop
+    private let clock: any DomainClock
+    private let pruner: any TokenPruner
+    private let logger: Logger
+    private let metrics: DispatchMetrics
+    private let replyMargin: TimeAmount
+    private let transports: [TransportRoute: any APNsTransport]
+
+    private let lock = NIOLock()
+    // Guarded by `lock`.
+    private var scheduler: DispatchScheduler
+    private var waiters: [CallID: EventLoopPromise<EnqueueResult>] = [:]
+    private var outbox: [DispatchActions] = []
+    private var performing = false
+    private var wakeup: (at: NIODeadline, task: Scheduled<Void>)?
+    private var shutdownPromise: EventLoopPromise<Void>?
+
+    public init(
+        configuration: DispatcherConfiguration,
+        eventLoop: any EventLoop,
+        clock: any DomainClock = SystemClock(),
+        pruner: any TokenPruner,
+        logger: Logger
+    ) {
+        self.eventLoop = eventLoop
+        self.clock = clock
+        self.pruner = pruner
+        self.logger = logger
+        self.metrics = DispatchMetrics()
+        self.replyMargin = configuration.replyMargin
+        var transports: [TransportRoute: any APNsTransport] = [:]
+        for app in configuration.apps where transports[app.route] == nil {
+            if let transport = app.transport ?? configuration.transportFactory?(app.route) {
+                transports[app.route] = transport
+            }
+        }
+        self.transports = transports
+        self.scheduler = DispatchScheduler(configuration: configuration)
+    }
+
+    // MARK: PushSink
+
+    /// See ``DispatchScheduler/admit(appID:)`` for the exact rule.
+    public func admit(appID: String) -> PushAdmission {
+        let admission = lock.withLock { scheduler.admit(appID: appID) }
+        if case .queueFull = admission { metrics.refused(appID: appID) }
+        return admission
+    }
+
+    public func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+        enqueue(batch, options: EnqueueOptions(), on: eventLoop)
+    }
+
+    public func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+        let now = self.eventLoop.now
+        var replyBy: NIODeadline?
+        var sendBy: NIODeadline?
+        if let deadline = options.deadline {
+            replyBy = deadline - replyMargin
+            sendBy = replyBy
+        }
+        if batch.headers.expiration > 0 {
+            let left = batch.headers.expiration * 1000 - clock.now().milliseconds
+            let expires = now + .milliseconds(left)
+            sendBy = min(sendBy ?? expires, expires)
+        }
+        // The promise is registered under the lock, before any answer can complete the call.
+        let future: EventLoopFuture<EnqueueResult> = lock.withLock {
+            let step = scheduler.enqueue(batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
+                                         replyBy: options.waitForDelivery ? replyBy : nil, now: now)
+            outbox.append(step.actions)
+            if let immediate = step.immediate { return eventLoop.makeSucceededFuture(immediate) }
+            let promise = eventLoop.makePromise(of: EnqueueResult.self)
+            waiters[step.call] = promise
+            return promise.futureResult
+        }
+        run()
+        return future
+    }
+
+    // MARK: Queries and shutdown
+
+    /// The app's totals, or nil for an app the configuration does not know.
+    public func counters(appID: String) -> DispatchCounters? { lock.withLock { scheduler.counters(appID: appID) } }
+
+    /// What APNs last said about the app's credentials, if it ever rejected them.
+    public func credentialError(appID: String) -> CredentialError? {
+        lock.withLock { scheduler.credentialError(appID: appID) }
+    }
+
+    /// Pushes not final yet, over every app.
+    public var unfinishedCount: Int { lock.withLock { scheduler.unfinishedCount } }
+
+    /// Stops admitting (new calls get UNAVAILABLE), sends what is queued for
+    /// up to `gracePeriod`, fails the rest with `ShuttingDown`, waits for the
+    /// answers in flight, then shuts every transport down. Every waiting call
+    /// is answered with its full account before the future succeeds.
+    public func shutdown(gracePeriod: TimeAmount = .seconds(10)) -> EventLoopFuture<Void> {
+        let now = eventLoop.now
+        let promise: EventLoopPromise<Void> = lock.withLock {
+            if let existing = shutdownPromise { return existing }
+            let promise = eventLoop.makePromise(of: Void.self)
+            shutdownPromise = promise
+            outbox.append(scheduler.beginShutdown(now: now, drainUntil: now + gracePeriod))
+            return promise
+        }
+        run()
+        return promise.futureResult
+    }
+
+    // MARK: Running actions
+
+    /// Performs queued actions until none are left; only one thread does so at a time.
+    private func run() {
+        let owner: Bool = lock.withLock {
+            if performing { return false }
+            performing = true
+            return true
+        }
+        guard owner else { return }
+        while true {
+            let steps: [DispatchActions] = lock.withLock {
+                let steps = outbox
+                outbox.removeAll()
+                if steps.isEmpty {
+                    performing = false
+                    rescheduleLocked()
+                }
+                return steps
+            }
+            if steps.isEmpty { return }
+            for step in steps { perform(step) }
+        }
+    }
+
+    private func perform(_ actions: DispatchActions) {
+        for send in actions.sends {
+            guard let transport = transports[send.route] else {
+                answer(send.push, .transportError(.connectFailed("no transport for \(send.route)")))
+                continue
+            }
+            transport.send(send.request).whenComplete { result in
+                switch result {
+                case let .success(response): self.answer(send.push, .response(response))
+                case let .failure(error as APNsTransportError): self.answer(send.push, .transportError(error))
+                case let .failure(error): self.answer(send.push, .transportError(.malformedResponse("\(error)")))
+                }
+            }
+        }
+        if !actions.replies.isEmpty {
+            let promises = lock.withLock { actions.replies.map { (waiters.removeValue(forKey: $0.call), $0.result) } }
+            for (promise, result) in promises { promise?.succeed(result) }
+        }
+        for dead in actions.prunes {
+            logger.info("pruning a token APNs declared dead", metadata: [
+                "app": "\(dead.token.appID)", "status": "\(dead.status)", "reason": "\(dead.reason)",
+            ])
+            pruner.prune(dead, on: eventLoop).whenFailure { error in
+                self.logger.error("pruning failed", metadata: ["app": "\(dead.token.appID)", "error": "\(error)"])
+            }
+        }
+        for (appID, error) in actions.credentialRejections {
+            logger.error("APNs rejected the app's credentials; its pushes fail until the cooldown ends", metadata: [
+                "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
+            ])
+            metrics.credentialsRejected(appID: appID, reason: error.reason)
+        }
+        metrics.record(outcomes: actions.outcomes, retries: actions.retries, sends: actions.sends)
+        if actions.shutdownComplete { finishShutdown() }
+    }
+
+    private func answer(_ push: PushID, _ answer: DispatchAnswer) {
+        let now = eventLoop.now
+        lock.withLock { outbox.append(scheduler.answered(push, answer, now: now)) }
+        run()
+    }
+
+    private func tick() {
+        let now = eventLoop.now
+        lock.withLock {
+            wakeup = nil
+            outbox.append(scheduler.tick(now: now))
+        }
+        run()
+    }
+
+    /// Keeps one scheduled task at the scheduler's next wake-up time. Called with `lock` held.
+    private func rescheduleLocked() {
+        let next = scheduler.nextWakeup
+        if wakeup?.at == next { return }
+        wakeup?.task.cancel()
+        wakeup = nil
+        guard let next else { return }
+        let task = eventLoop.scheduleTask(deadline: next) { self.tick() }
+        wakeup = (next, task)
+    }
+
+    private func finishShutdown() {
+        let all = Array(transports.values)
+        let promise = lock.withLock { shutdownPromise }
+        EventLoopFuture.andAllComplete(all.map { $0.shutdown() }, on: eventLoop).whenComplete { _ in
+            self.logger.info("dispatcher stopped")
+            promise?.succeed()
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One stream as the mock saw and answered it, so tests can assert on exact
+/// payloads, headers and order.
+public struct MockAPNsRecord: Sendable {
+    /// `:path`, e.g. `/3/device/<token>`.
+    public var path: String
+    /// `:method`.
+    public var method: String
+    /// Regular headers in arrival order, duplicates kept (pseudo-headers are in `path`/`method`).
+    /// `authorization` is kept verbatim in memory; the JSON-lines file redacts its signature.
+    public var headers: [(name: String, value: String)]
+    /// The body as received (at most ``MockAPNsRecorder/maxRecordedBodyBytes``).
+    public var body: [UInt8]
+    /// The status answered; 0 when the stream was never answered (its connection was dropped).
+    public var status: Int
+    public var reason: String?
+    /// The `apns-id` answered.
+    public var apnsID: String?
+    /// 1 for the server's first accepted connection.
+    public var connection: Int
+    public var streamID: Int
+    /// When the request was complete, by the configured clock.
+    public var receivedAtMilliseconds: Int64
+
+    public init(path: String, method: String, headers: [(name: String, value: String)], body: [UInt8], status: Int,
+                reason: String?, apnsID: String?, connection: Int, streamID: Int, receivedAtMilliseconds: Int64) {
+        self.path = path
+        self.method = method
+        self.headers = headers
+        self.body = body
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.connection = connection
+        self.streamID = streamID
+        self.receivedAtMilliseconds = receivedAtMilliseconds
+    }
+
+    /// The first value of `name`.
+    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// The token from `/3/device/<token>`, nil for other paths.
+    public var deviceToken: String? {
+        path.hasPrefix(MockAPNsValidator.devicePathPrefix) ? String(path.dropFirst(MockAPNsValidator.devicePathPrefix.count)) : nil
+    }
+
+    /// The body as text, for test messages.
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+
+    /// One JSON line. The JWT's signature is replaced, so the file never holds a usable token:
+    /// header and claims (key id, team, issued-at) stay, for debugging.
+    public var jsonLine: String {
+        var w = ""
+        w += "{\"connection\":\(connection),\"stream\":\(streamID),\"received_ms\":\(receivedAtMilliseconds)"
+        w += ",\"method\":" + Self.quoted(method) + ",\"path\":" + Self.quoted(path)
+        w += ",\"status\":\(status)"
+        if let reason { w += ",\"reason\":" + Self.quoted(reason) }
+        if let apnsID { w += ",\"apns_id\":" + Self.quoted(apnsID) }
+        w += ",\"headers\":["
+        for (i, header) in headers.enumerated() {
+            let value = header.name == "authorization" ? Self.redactedAuthorization(header.value) : header.value
+            w += (i > 0 ? "," : "") + "[" + Self.quoted(header.name) + "," + Self.quoted(value) + "]"
+        }
+        w += "],\"body\":" + Self.quoted(bodyText) + "}"
+        return w
+    }
+
+    static func redactedAuthorization(_ value: String) -> String {
+        guard let lastDot = value.lastIndex(of: ".") else { return "<redacted>" }
+        return value[..<lastDot] + ".<redacted>"
+    }
+
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// What the mock has done since it started (or since ``MockAPNsServer/reset()``).
+public struct MockAPNsCounters: Sendable, Hashable {
+    public var connectionsAccepted = 0
+    public var streamsReceived = 0
+    /// Answers by HTTP status.
+    public var responsesByStatus: [Int: Int] = [:]
+    /// The most streams one connection had open at once (checks SETTINGS_MAX_CONCURRENT_STREAMS was honoured).
+    public var peakConcurrentStreams = 0
+    public var goAwaysSent = 0
+    public var connectionsDropped = 0
+    /// Records pushed out of memory by ``MockAPNsConfiguration/recordingCapacity``.
+    public var recordsDiscarded = 0
+
+    public init() {}
+
+    public var responses: Int { responsesByStatus.values.reduce(0, +) }
+}
+
+/// The bounded in-memory log plus the optional JSON-lines file. Shared by
+/// every connection's event loop, hence the lock; the file is written under
+/// the same lock so its lines are in the same order as ``records``.
+final class MockAPNsRecorder: Sendable {
+    static let maxRecordedBodyBytes = 8192
+
+    /// `@unchecked`: the FILE pointer is only touched under the box's lock.
+    private struct State: @unchecked Sendable {
+        var records: CircularBuffer<MockAPNsRecord>
+        var counters = MockAPNsCounters()
+        var file: UnsafeMutablePointer<FILE>?
+    }
+
+    private let capacity: Int
+    private let state: NIOLockedValueBox<State>
+
+    init(capacity: Int, recordFile: String?) throws(MockAPNsError) {
+        self.capacity = max(0, capacity)
+        var file: UnsafeMutablePointer<FILE>?
+        if let recordFile {
+            guard let handle = fopen(recordFile, "a") else {
+                throw MockAPNsError("cannot open the record file '\(recordFile)' (errno \(errno))")
+            }
+            file = handle
+        }
+        self.state = NIOLockedValueBox(State(records: Self.emptyBuffer(capacity), file: file))
+    }
+
+    private static func emptyBuffer(_ capacity: Int) -> CircularBuffer<MockAPNsRecord> {
+        CircularBuffer(initialCapacity: min(max(capacity, 1), 4096))
+    }
+
+    func record(_ record: MockAPNsRecord) {
+        state.withLockedValue { state in
+            state.counters.streamsReceived += 1
+            if record.status != 0 { state.counters.responsesByStatus[record.status, default: 0] += 1 }
+            if let handle = state.file {
+                _ = (record.jsonLine + "\n").withCString { fputs($0, handle) }
+                fflush(handle)
+            }
+            guard capacity > 0 else {
+                state.counters.recordsDiscarded += 1
+                return
+            }
+            if state.records.count == capacity {
+                state.records.removeFirst()
+                state.counters.recordsDiscarded += 1
+            }
+            state.records.append(record)
+        }
+    }
+
+    func count(_ update: (inout MockAPNsCounters) -> Void) {
+        state.withLockedValue { update(&$0.counters) }
+    }
+
+    var records: [MockAPNsRecord] { state.withLockedValue { Array($0.records) } }
+    var counters: MockAPNsCounters { state.withLockedValue { $0.counters } }
+
+    /// Forgets records and counters; the file keeps its lines.
+    func reset() {
+        state.withLockedValue { state in
+            state.records = Self.emptyBuffer(capacity)
+            state.counters = MockAPNsCounters()
+        }
+    }
+
+    func close() {
+        state.withLockedValue { state in
+            if let handle = state.file { fclose(handle) }
+            state.file = nil
+        }
+    }
+}
+
+/// A mock APNs setup problem (bad PEM, unreadable file, bind failure), with a message that never contains key bytes.
+public struct MockAPNsError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,2 +1,0 @@
-// LiveRelayMockAPNs: being written (issue work in progress); replaced by its real sources.
-import NIOCore

@@ -1,0 +1,261 @@
+import LiveRelayDomain
+import LiveRelayStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+
+/// The store for deployments where several LiveRelay nodes share state: the
+/// same tables, rules and durability contract as ``SQLiteActivityStore``, in
+/// a PostgreSQL database every node connects to (postgres-nio's pooled
+/// `PostgresClient`).
+///
+/// ## Batches and lanes
+/// ``apply(_:now:on:)`` queues the mutation on one of
+/// ``PostgresStoreConfiguration/lanes`` writer lanes (chosen by the activity,
+/// or the device for push-to-start tokens, so that calls about one activity
+/// meet in one lane instead of racing each other in the database). A lane
+/// takes everything queued (up to `maxBatch`), leases a pooled connection and
+/// runs the batch as one transaction: plans are evaluated in order against
+/// ``PostgresStateReader`` (each sees the earlier plans' writes), their reads
+/// fetched with a few set-based statements, their net writes sent with one
+/// statement per table; then `COMMIT`, and only then are the futures
+/// completed. Many concurrent RegisterToken calls thus share a handful of
+/// round trips and one WAL flush, and lanes overlap one batch's commit with
+/// the next one's planning. Reads outside mutations use other pooled connections.
+///
+/// ## Races between nodes
+/// Batches run at `SERIALIZABLE`: PostgreSQL then guarantees that the
+/// committed batches of every node are equivalent to some serial order, so
+/// two nodes applying conflicting plans (two Starts of one activity, two
+/// updates stamping timestamps, two tokens for one rotation slot) cannot both
+/// win; the loser fails with a serialization failure (40001), a deadlock
+/// (40P01) or a unique violation (23505, the rotation slots and keys are
+/// unique indexes), its whole batch is rolled back, and it is planned again
+/// from scratch against the winner's data (`batchAttempts` times, then each
+/// mutation alone, `soloAttempts` times, with jittered backoff). Nothing was
+/// acknowledged before, so a retry is invisible to callers.
+///
+/// ## Durability
+/// A future succeeds only after `COMMIT` returned, with the server's
+/// `synchronous_commit` (on by default: the WAL is flushed before COMMIT
+/// returns). A connection lost before `COMMIT` was sent is retried on a new
+/// connection (nothing of the batch can have committed); one lost during
+/// `COMMIT` fails the batch's futures, since the outcome is unknown: callers
+/// retry with their idempotency keys.
+public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
+    /// Counters for tests, benchmarks and diagnostics.
+    public struct Statistics: Hashable, Sendable {
+        /// Batch transactions committed (with or without writes).
+        public var commits = 0
+        /// Mutations completed.
+        public var mutations = 0
+        /// Batches rolled back and retried after a conflict with another transaction.
+        public var conflicts = 0
+        /// Batches retried after losing their connection before COMMIT.
+        public var reconnects = 0
+        /// The largest batch so far.
+        public var largestBatch = 0
+    }
+
+    /// The schema version this build writes.
+    public static var schemaVersion: Int { PostgresSchema.current }
+
+    public let configuration: PostgresStoreConfiguration
+    /// The schema version the database had when this store opened it (0 for a new one).
+    public let openedSchemaVersion: Int
+
+    let client: PostgresClient
+    let logger: Logger
+    private let runTask: Task<Void, Never>
+    private let lanes: [PostgresJobQueue]
+    private var laneTasks: [Task<Void, Never>] = []
+    private let counters = NIOLockedValueBox(Statistics())
+
+    /// Connects, migrates the schema and starts the lanes.
+    ///
+    /// Throws if the server cannot be reached within `startupTimeout`, refuses
+    /// the credentials, or holds a newer schema.
+    public init(
+        configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "liverelay.postgres"),
+        startupTimeout: Duration = .seconds(30)
+    ) async throws {
+        self.configuration = configuration
+        self.logger = logger
+        let client = PostgresClient(configuration: configuration.client, backgroundLogger: logger)
+        self.client = client
+        runTask = Task { await client.run() }
+        do {
+            let schema = configuration.schema
+            openedSchemaVersion = try await withDeadline(startupTimeout, "connecting to \(configuration)") {
+                try await client.withConnection { connection in
+                    try await PostgresSchema.migrate(connection, schema: schema, now: SystemClock().now().milliseconds, logger: logger)
+                }
+            }
+        } catch {
+            runTask.cancel()
+            await runTask.value
+            throw error
+        }
+        lanes = (0..<configuration.lanes).map { _ in PostgresJobQueue() }
+        let runner = PostgresBatchRunner(client: client, configuration: configuration, logger: logger, counters: counters)
+        laneTasks = lanes.map { queue in
+            Task { [maxBatch = configuration.maxBatch] in
+                while let batch = await queue.take(max: maxBatch) {
+                    await runner.run(batch)
+                }
+            }
+        }
+    }
+
+    /// The counters so far.
+    public var statistics: Statistics { counters.withLockedValue { $0 } }
+
+    // MARK: ActivityStore
+
+    public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        let promise = eventLoop.makePromise(of: M.Outcome.self)
+        let job = PostgresJob(
+            plan: { reader in
+                do throws(DomainError) {
+                    let plan = try mutation.plan(reader, now: now)
+                    return PlannedJob(writes: plan.writes) { commit in
+                        switch commit {
+                        case .success: promise.succeed(plan.outcome)
+                        case let .failure(error): promise.fail(error)
+                        }
+                    }
+                } catch {
+                    return PlannedJob(writes: []) { commit in
+                        switch commit {
+                        case .success: promise.fail(error)
+                        case let .failure(storeError): promise.fail(storeError)
+                        }
+                    }
+                }
+            },
+            fail: { promise.fail($0) })
+        let lane = Self.lane(of: mutation, lanes: lanes.count)
+        if !lanes[lane].push(job) { promise.fail(ActivityStoreError.closed) }
+        return promise.futureResult
+    }
+
+    /// Calls about one activity (or one device's push-to-start slot) share a lane.
+    static func lane<M: StoreMutation>(of mutation: M, lanes: Int) -> Int {
+        guard lanes > 1 else { return 0 }
+        var hasher = Hasher()
+        switch mutation {
+        case let m as RegisterToken:
+            hasher.combine(m.request.appID)
+            if m.request.kind == .update { hasher.combine(m.request.activityID) } else { hasher.combine(m.request.deviceID) }
+        case let m as StartActivity:
+            hasher.combine(m.request.appID); hasher.combine(m.request.activityID)
+        case let m as ChangeActivity:
+            hasher.combine(m.appID); hasher.combine(m.activityID)
+        case let m as PruneToken:
+            hasher.combine(m.token)
+        default:
+            return 0
+        }
+        return Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes))
+    }
+
+    private func read<T: Sendable>(on eventLoop: any EventLoop, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) -> EventLoopFuture<T> {
+        let promise = eventLoop.makePromise(of: T.self)
+        guard !lanes[0].isClosed else {
+            promise.fail(ActivityStoreError.closed)
+            return promise.futureResult
+        }
+        promise.completeWithTask { [client] in
+            try await client.withConnection { try await body($0) }
+        }
+        return promise.futureResult
+    }
+
+    private func fetch(_ key: ReadKey, on eventLoop: any EventLoop) -> EventLoopFuture<ReadValue?> {
+        read(on: eventLoop) { [logger] connection in
+            try await PostgresTables.fetch([key], on: connection, logger: logger)[key]
+        }
+    }
+
+    public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
+        fetch(.token(key), on: eventLoop).map { if case let .token(token)? = $0 { token } else { nil } }
+    }
+
+    public func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> {
+        fetch(.activity(key), on: eventLoop).map { if case let .activity(activity)? = $0 { activity } else { nil } }
+    }
+
+    public func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        fetch(.updateTokens(activity), on: eventLoop).map { if case let .tokens(tokens)? = $0 { tokens } else { [] } }
+    }
+
+    public func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        fetch(.pushToStartOfType(appID: appID, attributesType: attributesType), on: eventLoop)
+            .map { if case let .tokens(tokens)? = $0 { tokens } else { [] } }
+    }
+
+    /// One statement for all the users: one snapshot.
+    public func pushToStartTokens(
+        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<[Token]> {
+        var seenUsers = Set<String>()
+        let keys = externalUserIDs.filter { seenUsers.insert($0).inserted }.map {
+            ReadKey.pushToStartOfUser(appID: appID, externalUserID: $0, attributesType: attributesType)
+        }
+        return read(on: eventLoop) { [logger] connection in
+            let answers = try await PostgresTables.fetch(keys, on: connection, logger: logger)
+            var seen = Set<String>()
+            var tokens: [Token] = []
+            for key in keys {
+                guard case let .tokens(found)? = answers[key] else { continue }
+                for token in found where seen.insert(token.hex).inserted { tokens.append(token) }
+            }
+            return tokens
+        }
+    }
+
+    /// Refuses new calls, commits what is queued, closes the pool; idempotent.
+    public func close() async throws {
+        for lane in lanes { lane.close() }
+        for task in laneTasks { await task.value }
+        runTask.cancel()
+        await runTask.value
+    }
+
+    deinit {
+        for lane in lanes { lane.close() }
+        runTask.cancel()
+    }
+}
+
+/// Runs `body`, failing with a timeout error if it takes longer than `limit`.
+func withDeadline<T: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw PostgresStoreError.unavailable("timed out after \(limit) \(what)")
+        }
+        return value
+    }
+}
+
+extension PostgresActivityStore {
+    /// Drops `configuration.schema` and everything in it. For tests and
+    /// benchmarks that work in a throwaway schema; never called by `serve`.
+    public static func dropSchema(configuration: PostgresStoreConfiguration) async throws {
+        try PostgresStoreConfiguration.checkSchema(configuration.schema)
+        let client = PostgresClient(configuration: configuration.client)
+        let run = Task { await client.run() }
+        defer { run.cancel() }
+        try await client.withConnection { connection in
+            _ = try await connection.query(
+                PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(configuration.schema)\" CASCADE"), logger: Logger(label: "liverelay.postgres"))
+        }
+    }
+}

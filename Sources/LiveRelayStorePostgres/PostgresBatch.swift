@@ -1,0 +1,229 @@
+import LiveRelayDomain
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+
+/// One queued apply, type-erased: `plan` evaluates the mutation against the
+/// batch's reader and returns its writes and how to complete its future once
+/// the commit is known.
+struct PostgresJob: Sendable {
+    var plan: @Sendable (PostgresStateReader) -> PlannedJob
+    /// Fails the future without a plan (the store gave up on the batch).
+    var fail: @Sendable (any Error) -> Void
+}
+
+struct PlannedJob {
+    var writes: [StoreWrite]
+    /// `.success` once the batch committed (the future then gets the plan's
+    /// outcome or refusal); `.failure` with the store's error otherwise.
+    var complete: @Sendable (Result<Void, any Error>) -> Void
+}
+
+/// A lane's queue: `push` from any thread, `take` from the lane's task.
+final class PostgresJobQueue: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var jobs = CircularBuffer<PostgresJob>()
+    private var waiter: CheckedContinuation<[PostgresJob]?, Never>?
+    private var closed = false
+
+    var isClosed: Bool { lock.withLock { closed } }
+
+    /// False once closed. A waiting lane (its queue is empty) gets the job at once.
+    func push(_ job: PostgresJob) -> Bool {
+        let (accepted, waiter): (Bool, CheckedContinuation<[PostgresJob]?, Never>?) = lock.withLock {
+            if closed { return (false, nil) }
+            if let waiter = self.waiter {
+                self.waiter = nil
+                return (true, waiter)
+            }
+            jobs.append(job)
+            return (true, nil)
+        }
+        waiter?.resume(returning: [job])
+        return accepted
+    }
+
+    private func drain(max: Int) -> [PostgresJob] {
+        let n = min(max, jobs.count)
+        var batch: [PostgresJob] = []
+        batch.reserveCapacity(n)
+        for _ in 0..<n { batch.append(jobs.removeFirst()) }
+        return batch
+    }
+
+    /// Waits for work; nil once closed and drained.
+    func take(max: Int) async -> [PostgresJob]? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[PostgresJob]?, Never>) in
+            let ready: [PostgresJob]?? = lock.withLock {
+                if !jobs.isEmpty { return .some(drain(max: max)) }
+                if closed { return .some(nil) }
+                waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Refuses new jobs; queued ones still run.
+    func close() {
+        let waiter: CheckedContinuation<[PostgresJob]?, Never>? = lock.withLock {
+            closed = true
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+}
+
+/// Runs one lane's batches: one SERIALIZABLE transaction per batch, retried
+/// when it loses a race (see ``PostgresActivityStore``).
+struct PostgresBatchRunner: Sendable {
+    let client: PostgresClient
+    let configuration: PostgresStoreConfiguration
+    let logger: Logger
+    let counters: NIOLockedValueBox<PostgresActivityStore.Statistics>
+
+    enum Failure: Equatable {
+        /// Lost a race with another transaction: planning again is safe and will see the winner.
+        case conflict
+        /// A unique index refused a write: a race (another node took the key or
+        /// slot first; planning again sees it) or a plan that is itself wrong
+        /// (it repeats alone, and then fails).
+        case uniqueViolation
+        /// The connection failed before COMMIT was sent: nothing committed, a new connection may retry.
+        case connectionLost
+        /// The server refused a statement (not a race): some plan's writes are at fault.
+        case server
+        /// Anything else, including a connection lost during COMMIT (the outcome is unknown).
+        case other
+    }
+
+    static func classify(_ error: any Error, commitSent: Bool) -> Failure {
+        guard let error = error as? PSQLError else { return .other }
+        if let state = error.serverInfo?[.sqlState] {
+            switch state {
+            case "40001", "40P01": return .conflict
+            case "23505": return .uniqueViolation
+            case _ where state.hasPrefix("08") || state.hasPrefix("57"): return commitSent ? .other : .connectionLost
+            default: return .server
+            }
+        }
+        switch error.code {
+        case .serverClosedConnection, .connectionError, .uncleanShutdown, .clientClosedConnection:
+            return commitSent ? .other : .connectionLost
+        default:
+            return .other
+        }
+    }
+
+    /// Whether COMMIT has been sent: after that, a lost connection leaves the outcome unknown.
+    private final class Progress: @unchecked Sendable {
+        var commitSent = false
+    }
+
+    func run(_ batch: [PostgresJob]) async {
+        counters.withLockedValue { $0.largestBatch = max($0.largestBatch, batch.count) }
+        let attempts = batch.count == 1 ? configuration.soloAttempts : configuration.batchAttempts
+        var attempt = 0
+        var reconnects = 0
+        var uniqueViolations = 0
+        while true {
+            attempt += 1
+            let progress = Progress()
+            do {
+                let planned = try await client.withConnection { connection in
+                    try await transaction(batch, on: connection, progress: progress)
+                }
+                counters.withLockedValue {
+                    $0.commits += 1
+                    $0.mutations += batch.count
+                }
+                for job in planned { job.complete(.success(())) }
+                return
+            } catch {
+                let failure = Self.classify(error, commitSent: progress.commitSent)
+                logger.debug("batch failed", metadata: [
+                    "size": "\(batch.count)", "attempt": "\(attempt)", "failure": "\(failure)", "error": "\(String(reflecting: error))",
+                ])
+                switch failure {
+                case .conflict, .uniqueViolation:
+                    counters.withLockedValue { $0.conflicts += 1 }
+                    if failure == .uniqueViolation, batch.count == 1 {
+                        uniqueViolations += 1
+                        if uniqueViolations >= 3 { return fail(batch, error) }
+                    }
+                    if attempt < attempts {
+                        await backoff(attempt)
+                        continue
+                    }
+                    if batch.count > 1 { return await runAlone(batch) }
+                    return fail(batch, PostgresStoreError.contention("\(attempts) attempts"))
+                case .connectionLost where reconnects < 3:
+                    reconnects += 1
+                    attempt -= 1
+                    counters.withLockedValue { $0.reconnects += 1 }
+                    await backoff(reconnects)
+                    continue
+                case .server where batch.count > 1:
+                    // One plan's writes were refused: only its future should fail.
+                    return await runAlone(batch)
+                default:
+                    return fail(batch, error)
+                }
+            }
+        }
+    }
+
+    private func runAlone(_ batch: [PostgresJob]) async {
+        for job in batch { await run([job]) }
+    }
+
+    private func fail(_ batch: [PostgresJob], _ error: any Error) {
+        for job in batch { job.fail(error) }
+    }
+
+    /// Jittered, growing with the attempt: racing nodes should not retry in lockstep.
+    private func backoff(_ attempt: Int) async {
+        let ceiling = 2 << min(attempt, 6)
+        try? await Task.sleep(for: .milliseconds(Int.random(in: 1...ceiling)))
+    }
+
+    /// Plans every job against the transaction (fetching what the plans miss,
+    /// all plans at once, until none misses), writes the net changes, commits.
+    private func transaction(_ batch: [PostgresJob], on connection: PostgresConnection, progress: Progress) async throws -> [PlannedJob] {
+        try await connection.query("BEGIN ISOLATION LEVEL SERIALIZABLE", logger: logger)
+        do {
+            let reader = PostgresStateReader()
+            var planned: [PlannedJob] = []
+            planned.reserveCapacity(batch.count)
+            while planned.count < batch.count {
+                var misses = Set<ReadKey>()
+                // After a plan that missed, later plans run only to learn what
+                // they will read (they cannot see its writes yet): their results are dropped.
+                var speculative = false
+                for job in batch[planned.count...] {
+                    reader.beginPlan()
+                    let plan = job.plan(reader)
+                    if !reader.misses.isEmpty {
+                        misses.formUnion(reader.misses)
+                        speculative = true
+                    } else if !speculative {
+                        planned.append(plan)
+                        for write in plan.writes { reader.overlay.apply(write) }
+                    }
+                }
+                if planned.count < batch.count {
+                    reader.fill(try await PostgresTables.fetch(misses, on: connection, logger: logger))
+                }
+            }
+            if !reader.overlay.isEmpty { try await reader.overlay.write(on: connection, logger: logger) }
+            progress.commitSent = true
+            try await connection.query("COMMIT", logger: logger)
+            return planned
+        } catch {
+            if !progress.commitSent { _ = try? await connection.query("ROLLBACK", logger: logger) }
+            throw error
+        }
+    }
+}

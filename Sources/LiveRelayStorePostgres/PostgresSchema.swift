@@ -1,0 +1,124 @@
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema as an ordered list of migrations, and the code that
+/// brings a database up to date.
+///
+/// `schema_version` holds one row per applied migration. Every node runs
+/// ``migrate(_:schema:now:logger:)`` at start, in one transaction that first
+/// takes a transaction-scoped advisory lock named after the schema: when
+/// several nodes start at once, one migrates and the others wait for its
+/// commit and then find nothing to do (DDL is transactional in PostgreSQL,
+/// so a crash mid-migration leaves the old version intact). A database from a
+/// newer LiveRelay is refused rather than guessed at.
+///
+/// Never edit a migration that has shipped: append a new one. Each migration
+/// is a list of statements (the extended protocol runs one at a time).
+enum PostgresSchema {
+    /// `migrations[i]` brings a database from version `i` to `i + 1`.
+    static let migrations: [[String]] = [
+        // 1: tokens, activities, idempotency records and the hot-lookup indexes.
+        // Text keys use the "C" collation: byte order is all a key needs, and
+        // it is cheaper than a locale's and the same on every node.
+        [
+            """
+            CREATE TABLE tokens (
+                app_id           text COLLATE "C" NOT NULL,
+                hex              text COLLATE "C" NOT NULL,
+                kind             smallint NOT NULL CHECK (kind IN (0, 1)),        -- 0 update, 1 push-to-start
+                environment      smallint NOT NULL CHECK (environment IN (0, 1)), -- 0 sandbox, 1 production
+                attributes_type  text COLLATE "C",
+                activity_id      text COLLATE "C",
+                external_user_id text COLLATE "C",
+                device_id        text COLLATE "C",
+                created_at       bigint NOT NULL,                                 -- UNIX milliseconds
+                updated_at       bigint NOT NULL,
+                expires_at       bigint,
+                PRIMARY KEY (app_id, hex)
+            )
+            """,
+            // Hot lookup 1 (an activity's update tokens) and the update-token
+            // rotation slot: unique, so two nodes filling one slot cannot both win.
+            // NULL device ids never collide.
+            "CREATE UNIQUE INDEX tokens_update_slot ON tokens (app_id, activity_id, device_id) WHERE kind = 0",
+            // Hot lookup 2 (a type's push-to-start tokens) and the push-to-start rotation slot.
+            "CREATE UNIQUE INDEX tokens_push_to_start_slot ON tokens (app_id, attributes_type, device_id) WHERE kind = 1",
+            // Hot lookup 3: a user's push-to-start tokens of a type.
+            """
+            CREATE INDEX tokens_push_to_start_by_user ON tokens (app_id, external_user_id, attributes_type)
+                WHERE kind = 1 AND external_user_id IS NOT NULL
+            """,
+            // The token sweep: only tokens with their own expiry.
+            "CREATE INDEX tokens_expiring ON tokens (expires_at) WHERE expires_at IS NOT NULL",
+            """
+            CREATE TABLE activities (
+                app_id             text COLLATE "C" NOT NULL,
+                id                 text COLLATE "C" NOT NULL,
+                attributes_type    text COLLATE "C",
+                state              text NOT NULL,
+                last_timestamp     bigint NOT NULL,
+                last_content_state text,
+                created_at         bigint NOT NULL,
+                expires_at         bigint NOT NULL,
+                ended_at           bigint,
+                dismiss_at         bigint,
+                sweep_deadline     bigint NOT NULL,                              -- Activity.sweepDeadline
+                PRIMARY KEY (app_id, id)
+            )
+            """,
+            "CREATE INDEX activities_sweep_deadline ON activities (sweep_deadline)",
+            """
+            CREATE TABLE idempotency_records (
+                app_id          text COLLATE "C" NOT NULL,
+                activity_id     text COLLATE "C" NOT NULL,
+                key             text COLLATE "C" NOT NULL,
+                operation       text NOT NULL,
+                fingerprint     bigint NOT NULL,                                 -- UInt64 bit pattern
+                reply_timestamp bigint NOT NULL,
+                reply_state     text NOT NULL,
+                reply_summary   bytea NOT NULL,                                  -- liverelay.v1.DeliverySummary
+                created_at      bigint NOT NULL,
+                PRIMARY KEY (app_id, activity_id, key)
+            )
+            """,
+        ],
+    ]
+
+    /// The version this build writes.
+    static var current: Int { migrations.count }
+
+    /// Creates `schema` if needed and brings it up to ``current``; returns the version it found.
+    static func migrate(_ connection: PostgresConnection, schema: String, now: Int64, logger: Logger) async throws -> Int {
+        try PostgresStoreConfiguration.checkSchema(schema)
+        func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
+            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        }
+        try await run("BEGIN")
+        do {
+            var lock = PostgresBindings()
+            lock.append("liverelay.migrate.\(schema)")
+            try await run("SELECT pg_advisory_xact_lock(hashtext($1))", lock)
+            // `schema` is checked to be [a-z0-9_]+, so quoting it is enough.
+            try await run("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
+            try await run("SET LOCAL search_path TO \"\(schema)\"")
+            try await run("CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)")
+            var found = 0
+            for try await (version) in try await connection.query("SELECT coalesce(max(version), 0)::int8 FROM schema_version", logger: logger)
+                .decode(Int64.self) {
+                found = Int(version)
+            }
+            guard found <= current else { throw PostgresStoreError.newerSchema(found: found, supported: current) }
+            for version in found..<current {
+                for statement in migrations[version] { try await run(statement) }
+                var binds = PostgresBindings()
+                binds.append(Int32(version + 1)); binds.append(now)
+                try await run("INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)", binds)
+            }
+            try await run("COMMIT")
+            return found
+        } catch {
+            try? await run("ROLLBACK")
+            throw error
+        }
+    }
+}

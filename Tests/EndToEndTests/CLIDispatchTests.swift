@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// The whole path from the command line: `liverelay serve` (development
+/// setup: SQLite, the in-process mock APNs) and the CLI's register-token,
+/// start, update and end; the mock's record file must then hold exactly the
+/// pushes APNs would have received, with their headers, in order.
+@Suite(.serialized)
+struct CLIDispatchTests {
+    @Test
+    func registerStartUpdateEndReachTheMockInOrder() throws {
+        let binary = try E2E.liverelayBinary()
+        let dataDir = try E2E.makeTemporaryDirectory(prefix: "liverelay-cli-dispatch")
+        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let server = try ServerProcess.start(binary: binary, dataDir: dataDir)
+        defer { server.stop() }
+        guard let (port, _) = server.waitUntilListening(timeout: 60) else {
+            Issue.record("the server did not start:\n\(server.transcript())")
+            return
+        }
+        let key = try #require(server.apiKey(), "no API key printed:\n\(server.transcript())")
+
+        let common = ["--port", String(port), "--ca-file", dataDir.path + "/cert.pem"]
+        func cli(_ arguments: [String]) throws -> [String: Any] {
+            let result = try E2E.run(binary.path, arguments + common, environment: ["LIVERELAY_API_KEY": key], timeout: 60)
+            #expect(result.status == 0, "liverelay \(arguments.joined(separator: " ")):\n\(result.output)")
+            let json = result.output.split(separator: "\n").last.map(String.init) ?? ""
+            return (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] ?? [:]
+        }
+
+        let startToken = String(repeating: "ab", count: 32)
+        let updateToken = String(repeating: "cd", count: 32)
+        _ = try cli(["register-token", "--app", "dev.app", "--token", startToken, "--kind", "push-to-start",
+                     "--attributes-type", "OrderAttributes", "--device", "phone-1", "--environment", "sandbox"])
+        let started = try cli(["start", "--app", "dev.app", "--activity", "order-1", "--attributes-type", "OrderAttributes",
+                               "--attributes", #"{"orderID":"1"}"#, "--content-state", #"{"status":"placed"}"#,
+                               "--token", startToken, "--alert-title", "Order placed", "--wait-for-delivery"])
+        _ = try cli(["register-token", "--app", "dev.app", "--token", updateToken, "--kind", "update",
+                     "--activity", "order-1", "--device", "phone-1", "--environment", "sandbox"])
+        let updated = try cli(["update", "--app", "dev.app", "--activity", "order-1",
+                               "--content-state", #"{"status":"shipped"}"#, "--wait-for-delivery"])
+        let ended = try cli(["end", "--app", "dev.app", "--activity", "order-1",
+                             "--content-state", #"{"status":"delivered"}"#, "--wait-for-delivery"])
+
+        // Each call waited for APNs's answers: one push each, delivered, final.
+        for (name, reply) in [("start", started), ("update", updated), ("end", ended)] {
+            let summary = reply["summary"] as? [String: Any] ?? [:]
+            #expect(summary["delivered"] as? Int == 1, "\(name): \(reply)")
+            #expect(summary["complete"] as? Bool == true, "\(name): \(reply)")
+        }
+        let timestamps = [started, updated, ended].map { $0["timestamp"] as? Int ?? 0 }
+        #expect(timestamps[0] < timestamps[1] && timestamps[1] < timestamps[2], "timestamps \(timestamps)")
+
+        let records = try Self.records(at: dataDir.path + "/mock-apns.jsonl")
+        #expect(records.count == 3, "mock records: \(records)")
+        guard records.count == 3 else { return }
+        #expect(records.map { $0["path"] as? String } == ["/3/device/" + startToken, "/3/device/" + updateToken, "/3/device/" + updateToken])
+        #expect(records.allSatisfy { $0["status"] as? Int == 200 && $0["method"] as? String == "POST" })
+        for record in records {
+            let headers = Dictionary((record["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }, uniquingKeysWith: { a, _ in a })
+            #expect(headers["apns-push-type"] == "liveactivity")
+            #expect(headers["apns-topic"] == "dev.app.push-type.liveactivity")
+            #expect(headers["apns-priority"] == "10")
+            #expect(headers["authorization"]?.hasPrefix("bearer ") == true)
+        }
+        let bodies = records.map { $0["body"] as? String ?? "" }
+        #expect(bodies[0] == #"{"aps":{"timestamp":\#(timestamps[0]),"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{"orderID":"1"},"input-push-token":1,"alert":{"title":"Order placed"}}}"#)
+        #expect(bodies[1] == #"{"aps":{"timestamp":\#(timestamps[1]),"event":"update","content-state":{"status":"shipped"}}}"#)
+        #expect(bodies[2].hasPrefix(#"{"aps":{"timestamp":\#(timestamps[2]),"event":"end","content-state":{"status":"delivered"}"#))
+    }
+
+    static func records(at path: String) throws -> [[String: Any]] {
+        let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+        return text.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+}

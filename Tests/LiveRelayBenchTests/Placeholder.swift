@@ -1,2 +1,0 @@
-// Replaced by the real tests of this module.
-import Testing

@@ -1,0 +1,165 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayDispatch
+import LiveRelayDomain
+import NIOCore
+import Testing
+
+/// Each APNs answer handled as the table in ../shared/apns-facts.md says, without sockets.
+@Suite struct SchedulerResponseTests {
+    struct FinalCase: Sendable, CustomStringConvertible {
+        var status: Int
+        var reason: String?
+        var expected: EnqueueResult
+        var description: String { "\(status) \(reason ?? "")" }
+    }
+
+    static let finalCases: [FinalCase] = [
+        FinalCase(status: 200, reason: nil, expected: EnqueueResult(delivered: 1)),
+        FinalCase(status: 410, reason: "Unregistered", expected: EnqueueResult(pruned: 1)),
+        FinalCase(status: 410, reason: "ExpiredToken", expected: EnqueueResult(pruned: 1)),
+        FinalCase(status: 400, reason: "BadDeviceToken", expected: EnqueueResult(pruned: 1)),
+        FinalCase(status: 400, reason: "DeviceTokenNotForTopic", expected: EnqueueResult(pruned: 1)),
+        FinalCase(status: 400, reason: "BadTopic", expected: EnqueueResult(failures: ["BadTopic": 1])),
+        FinalCase(status: 404, reason: "BadPath", expected: EnqueueResult(failures: ["BadPath": 1])),
+        FinalCase(status: 413, reason: "PayloadTooLarge", expected: EnqueueResult(failures: ["PayloadTooLarge": 1])),
+        FinalCase(status: 405, reason: nil, expected: EnqueueResult(failures: ["HTTP405": 1])),
+        FinalCase(status: 403, reason: "InvalidProviderToken", expected: EnqueueResult(failures: ["InvalidProviderToken": 1])),
+        FinalCase(status: 403, reason: "BadEnvironmentKeyIdInToken",
+                  expected: EnqueueResult(failures: ["BadEnvironmentKeyIdInToken": 1])),
+    ]
+
+    @Test(arguments: finalCases)
+    func aFinalAnswerEndsThePushOnce(_ c: FinalCase) throws {
+        var d = SchedulerDriver()
+        let (call, immediate) = d.enqueue(try batch(tokens: [token(1)]))
+        #expect(immediate == nil)
+        #expect(d.outstanding.count == 1)
+        d.respond(c.status, c.reason, timestamp: 1_699_999_000_123)
+        #expect(d.replies[call] == c.expected)
+        #expect(d.outstanding.isEmpty, "a final answer is never retried")
+        #expect(d.scheduler.unfinishedCount == 0)
+        let pruning = c.expected.pruned == 1
+        #expect(d.prunes == (pruning ? [PrunedToken(token: TokenKey(appID: "app-a", hex: token(1)), status: c.status,
+                                                     reason: c.reason!, invalidSince: UnixTime(milliseconds: 1_699_999_000_123))] : []))
+        #expect((d.scheduler.credentialError(appID: "app-a") != nil) == (c.status == 403))
+    }
+
+    @Test func aPruneAlsoEndsThePushesQueuedToTheDeadToken() throws {
+        var d = SchedulerDriver()
+        let (first, _) = d.enqueue(try batch(activity: "x", tokens: [token(1)]))
+        let (second, _) = d.enqueue(try batch(activity: "y", tokens: [token(1)]))
+        #expect(d.outstanding.count == 1, "one push per token on the wire")
+        d.respond(410, "Unregistered")
+        #expect(d.replies[first] == EnqueueResult(pruned: 1))
+        #expect(d.replies[second] == EnqueueResult(pruned: 1))
+        #expect(d.prunes.count == 1, "the token is pruned once")
+        #expect(d.outstanding.isEmpty)
+    }
+
+    @Test func anExpiredProviderTokenIsRetriedAtOnceOnANewStream() throws {
+        var d = SchedulerDriver()
+        let (call, _) = d.enqueue(try batch(tokens: [token(1)]))
+        d.respond(403, "ExpiredProviderToken")
+        #expect(d.outstanding.count == 1, "sent again in the same step, no back-off")
+        #expect(d.scheduler.credentialError(appID: "app-a") == nil)
+        d.respond(200)
+        #expect(d.replies[call] == EnqueueResult(delivered: 1))
+        #expect(d.scheduler.counters(appID: "app-a")?.attempts == 2)
+    }
+
+    @Test(arguments: [(429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
+                      (503, "Shutdown"), (429, "TooManyProviderTokenUpdates")])
+    func retryableAnswersBackOffExponentiallyUpToTheCapThenFailAfterMaxAttempts(_ status: Int, _ reason: String) throws {
+        var d = SchedulerDriver()  // 4 attempts, 100 ms doubling, capped at 250 ms, no jitter
+        let (call, _) = d.enqueue(try batch(tokens: [token(1)]))
+        var delays: [Int64] = []
+        for attempt in 1...3 {
+            d.respond(status, reason)
+            #expect(d.outstanding.isEmpty, "attempt \(attempt) waits before it is sent again")
+            let wake = try #require(d.scheduler.nextWakeup)
+            delays.append((wake - d.now).nanoseconds / 1_000_000)
+            d.advance(by: (wake - d.now) - .nanoseconds(1))
+            #expect(d.outstanding.isEmpty, "not a nanosecond early")
+            d.advance(by: .nanoseconds(1))
+            #expect(d.outstanding.count == 1)
+        }
+        #expect(delays == [100, 200, 250])
+        d.respond(status, reason)
+        #expect(d.replies[call] == EnqueueResult(failures: [reason: 1]))
+        let counters = try #require(d.scheduler.counters(appID: "app-a"))
+        #expect(counters.attempts == 4)
+        #expect(counters.retries == 3)
+    }
+
+    @Test func jitterSpreadsTheDelaysWithinTheirBounds() throws {
+        let policy = RetryPolicy(maxAttempts: 5, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0.5)
+        #expect(policy.delay(afterAttempt: 1, random: 0) == .milliseconds(50))
+        #expect(policy.delay(afterAttempt: 1, random: 0.999_999).nanoseconds > 99_000_000)
+        #expect(policy.delay(afterAttempt: 3, random: 0) == .milliseconds(200))
+        #expect(policy.delay(afterAttempt: 30, random: 0.5) == .milliseconds(750))
+
+        var d = SchedulerDriver(configuration(retry: policy))
+        d.enqueue(try batch(tokens: (0..<20).map(token)))
+        for _ in 0..<20 { d.respond(503, "ServiceUnavailable") }
+        // Twenty pushes failed together; their retries do not all come back together.
+        var due: Set<Int64> = []
+        var now = d.now
+        while d.scheduler.unfinishedCount > 0, d.outstanding.count < 20 {
+            let wake = try #require(d.scheduler.nextWakeup)
+            #expect(wake - now >= .milliseconds(0))
+            now = wake
+            d.advance(by: wake - d.now)
+            due.insert((wake - start).nanoseconds)
+        }
+        #expect(due.count > 10)
+        #expect(due.allSatisfy { $0 >= 50_000_000 && $0 <= 100_000_000 })
+    }
+
+    @Test(arguments: [
+        (APNsTransportError.connectionLost, true), (.timedOut, true), (.refusedByGoAway, true),
+        (.connectFailed("refused"), true), (.shutDown, false), (.malformedResponse("not h2"), false),
+    ])
+    func transportErrorsAreRetriedOnlyWhenRetryable(_ error: APNsTransportError, _ retryable: Bool) throws {
+        var d = SchedulerDriver()
+        let (call, _) = d.enqueue(try batch(tokens: [token(1)]))
+        d.answer(.transportError(error))
+        if retryable {
+            #expect(d.replies[call] == nil)
+            d.advance(by: .milliseconds(100))
+            #expect(d.outstanding.count == 1)
+            d.respond(200)
+            #expect(d.replies[call] == EnqueueResult(delivered: 1))
+        } else {
+            let reason = error == .shutDown ? "TransportShutDown" : "MalformedResponse"
+            #expect(d.replies[call] == EnqueueResult(failures: [reason: 1]))
+        }
+    }
+
+    @Test func rejectedCredentialsFailTheAppsPushesAndPauseItWhileOtherAppsGoOn() throws {
+        var d = SchedulerDriver(configuration(maxInFlight: 1))
+        let (a1, _) = d.enqueue(try batch(tokens: [token(1), token(2), token(3)]))
+        let (b1, _) = d.enqueue(try batch(app: "app-b", tokens: [token(9)]))
+        d.respond(403, "InvalidProviderToken")
+        #expect(d.replies[a1] == EnqueueResult(failures: ["InvalidProviderToken": 3]), "the queued ones fail with it, unsent")
+        #expect(d.credentialEvents.map(\.0) == ["app-a"])
+        let error = try #require(d.scheduler.credentialError(appID: "app-a"))
+        #expect(error.reason == "InvalidProviderToken")
+        #expect(error.suspendedUntil == d.now + .seconds(60))
+        #expect(d.outstanding.map(\.appID) == ["app-b"], "the other app is sent to")
+        d.respond(200)
+        #expect(d.replies[b1] == EnqueueResult(delivered: 1))
+
+        // While paused, new pushes fail at once and nothing is sent for the app.
+        let (_, during) = d.enqueue(try batch(timestamp: 1_700_000_001, tokens: [token(4)]), wait: false)
+        #expect(during == EnqueueResult(failures: ["InvalidProviderToken": 1]))
+        #expect(d.outstanding.isEmpty)
+        // After the cooldown the app is tried again.
+        d.advance(by: .seconds(60))
+        let (after, _) = d.enqueue(try batch(timestamp: 1_700_000_002, tokens: [token(4)]))
+        #expect(d.outstanding.count == 1)
+        d.respond(200)
+        #expect(d.replies[after] == EnqueueResult(delivered: 1))
+        #expect(d.scheduler.counters(appID: "app-a")?.credentialRejections == 1)
+    }
+}

@@ -1,0 +1,177 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayDispatch
+import LiveRelayDomain
+import NIOConcurrencyHelpers
+import NIOCore
+
+let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+func token(_ n: Int) -> String {
+    let digits = String(n, radix: 16)
+    return "cd" + String(repeating: "0", count: 62 - digits.count) + digits
+}
+
+func batch(
+    app: String = "app-a", activity: String = "act-1", timestamp: Int64 = 1_700_000_000, tokens: [String],
+    expiration: Int64 = 0
+) throws -> PushBatch {
+    PushBatch(appID: app, activityID: activity, event: .update, timestamp: timestamp,
+              payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
+              headers: APNsHeaders(bundleID: "com.example." + app, priority: nil, expiration: expiration),
+              targets: tokens.map { PushTarget(token: $0, environment: .production) })
+}
+
+/// The aps timestamp a request carries, read back from its payload.
+func timestamp(of request: APNsRequest) -> Int64? {
+    // The builder writes `{"aps":{"timestamp":N,...` first.
+    guard let head = request.payload.text.split(separator: ",").first,
+          let digits = head.split(separator: ":").last else { return nil }
+    return Int64(digits)
+}
+
+/// A scheduler configuration with no jitter, so back-off delays are exact.
+func configuration(
+    apps: [(String, Int)] = [("app-a", 100), ("app-b", 100)], maxInFlight: Int = 100, perTransport: Int = 100,
+    quantum: Int = 4, retry: RetryPolicy = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(100),
+                                                        maxBackoff: .milliseconds(250), jitter: 0)
+) -> DispatcherConfiguration {
+    DispatcherConfiguration(
+        apps: apps.map { DispatchApp(appID: $0.0, queueCapacity: $0.1, endpoint: .sandbox, keyID: "key-" + $0.0) },
+        maxInFlight: maxInFlight, maxInFlightPerTransport: perTransport, quantum: quantum, retry: retry,
+        credentialsCooldown: .seconds(60))
+}
+
+/// Drives a ``DispatchScheduler`` by hand: keeps the sends not yet answered
+/// and every reply, prune and credential event, with a clock the test moves.
+struct SchedulerDriver {
+    var scheduler: DispatchScheduler
+    var now = start
+    var outstanding: [DispatchSend] = []
+    var everSent: [DispatchSend] = []
+    var replies: [CallID: EnqueueResult] = [:]
+    var prunes: [PrunedToken] = []
+    var credentialEvents: [(String, CredentialError)] = []
+    var shutdownComplete = false
+
+    init(_ configuration: DispatcherConfiguration = configuration()) {
+        scheduler = DispatchScheduler(configuration: configuration)
+    }
+
+    mutating func absorb(_ actions: DispatchActions) {
+        outstanding += actions.sends
+        everSent += actions.sends
+        for reply in actions.replies {
+            precondition(replies[reply.call] == nil, "a call answered twice")
+            replies[reply.call] = reply.result
+        }
+        prunes += actions.prunes
+        credentialEvents += actions.credentialRejections
+        shutdownComplete = shutdownComplete || actions.shutdownComplete
+    }
+
+    @discardableResult
+    mutating func enqueue(_ batch: PushBatch, wait: Bool = true, sendBy: NIODeadline? = nil,
+                          replyBy: NIODeadline? = nil) -> (CallID, EnqueueResult?) {
+        let step = scheduler.enqueue(batch, waitForDelivery: wait, sendBy: sendBy, replyBy: replyBy, now: now)
+        absorb(step.actions)
+        if let immediate = step.immediate, wait { replies[step.call] = immediate }
+        return (step.call, step.immediate)
+    }
+
+    /// Answers the oldest outstanding send (or the one to `token`).
+    @discardableResult
+    mutating func answer(_ answer: DispatchAnswer, token: String? = nil) -> DispatchSend {
+        let index = token.map { t in outstanding.firstIndex { $0.request.deviceToken == t }! } ?? 0
+        let send = outstanding.remove(at: index)
+        absorb(scheduler.answered(send.push, answer, now: now))
+        return send
+    }
+
+    mutating func respond(_ status: Int, _ reason: String? = nil, timestamp: Int64? = nil, token: String? = nil) {
+        answer(.response(APNsResponse(status: status, reason: reason, timestampMilliseconds: timestamp)), token: token)
+    }
+
+    mutating func advance(by amount: TimeAmount) {
+        now = now + amount
+        absorb(scheduler.tick(now: now))
+    }
+}
+
+/// An APNsTransport the test controls: every request waits on a promise the
+/// test completes, or is answered at once by `script`.
+final class FakeTransport: APNsTransport, @unchecked Sendable {
+    private let lock = NIOLock()
+    private let eventLoop: any EventLoop
+    private var waiting: [(APNsRequest, EventLoopPromise<APNsResponse>)] = []
+    private var _requests: [APNsRequest] = []
+    private var _shutdownCalls = 0
+    private var attempts: [String: Int] = [:]
+    /// Answers a request at once when it returns a result; nil leaves it waiting.
+    let script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)?
+
+    /// How long a scripted answer takes (on the loop's clock).
+    let delay: TimeAmount
+
+    init(eventLoop: any EventLoop, delay: TimeAmount = .zero,
+         script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)? = nil) {
+        self.eventLoop = eventLoop
+        self.delay = delay
+        self.script = script
+    }
+
+    var requests: [APNsRequest] { lock.withLock { _requests } }
+    var waitingCount: Int { lock.withLock { waiting.count } }
+    var shutdownCalls: Int { lock.withLock { _shutdownCalls } }
+
+    func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse> {
+        let promise = eventLoop.makePromise(of: APNsResponse.self)
+        let attempt: Int = lock.withLock {
+            _requests.append(request)
+            attempts[request.deviceToken, default: 0] += 1
+            return attempts[request.deviceToken]!
+        }
+        if let result = script?(request, attempt) {
+            if delay == .zero {
+                promise.completeWith(result.mapError { $0 as any Error })
+            } else {
+                eventLoop.scheduleTask(in: delay) { promise.completeWith(result.mapError { $0 as any Error }) }
+            }
+        } else {
+            lock.withLock { waiting.append((request, promise)) }
+        }
+        return promise.futureResult
+    }
+
+    /// Completes the oldest waiting request.
+    func answerNext(_ result: Result<APNsResponse, APNsTransportError>) {
+        let next = lock.withLock { waiting.isEmpty ? nil : waiting.removeFirst() }
+        next?.1.completeWith(result.mapError { $0 as any Error })
+    }
+
+    /// Completes every waiting request.
+    func answerAll(_ result: Result<APNsResponse, APNsTransportError>) {
+        let all = lock.withLock {
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        for (_, promise) in all { promise.completeWith(result.mapError { $0 as any Error }) }
+    }
+
+    func shutdown() -> EventLoopFuture<Void> {
+        lock.withLock { _shutdownCalls += 1 }
+        return eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// Records what it is asked to prune.
+final class RecordingPruner: TokenPruner, @unchecked Sendable {
+    private let lock = NIOLock()
+    private var _pruned: [PrunedToken] = []
+    var pruned: [PrunedToken] { lock.withLock { _pruned } }
+
+    func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        lock.withLock { _pruned.append(token) }
+        return eventLoop.makeSucceededVoidFuture()
+    }
+}

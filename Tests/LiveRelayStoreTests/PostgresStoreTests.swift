@@ -1,0 +1,173 @@
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayStore
+@testable import LiveRelayStorePostgres
+import NIOCore
+import Testing
+
+/// The shared behavioural suite against PostgreSQL, each behaviour in a fresh schema.
+@Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipReason)))
+struct PostgresStoreTests {
+    @Test(arguments: StoreBehaviourSuite.all)
+    func behaviour(_ behaviour: StoreBehaviour) async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            try await behaviour.run { try await PostgresTestDatabase.store(schema: schema) }
+        }
+    }
+
+    @Test func reopeningKeepsEverything() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let loop = StoreBehaviourSuite.group.any()
+            let store = try await PostgresTestDatabase.store(schema: schema)
+            #expect(store.openedSchemaVersion == 0)
+            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
+            let first = try #require(try await StoreBehaviourSuite.apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
+            try await StoreBehaviourSuite.apply(store, RegisterToken(updateToken(hex(2), device: "a1")), now: t0 + .seconds(1))
+            try await store.close()
+
+            let reopened = try await PostgresTestDatabase.store(schema: schema)
+            #expect(reopened.openedSchemaVersion == PostgresActivityStore.schemaVersion)
+            let token = try await reopened.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get()
+            #expect(token == Token(kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
+                                   attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
+                                   createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
+            #expect(try await reopened.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(2)])
+            let activity = try #require(try await reopened.activity(order1, on: loop).get())
+            #expect(activity.state == .active)
+            #expect(activity.lastTimestamp == first.reply.timestamp)
+            #expect(activity.lastContentState == #"{"status":"placed"}"#)
+            // The idempotency record (with its stored summary) survived: the retry replays.
+            let again = try await StoreBehaviourSuite.apply(reopened, StartActivity(start(key: "k1"), app: app), now: t0 + .seconds(5))
+            #expect(again.replayed == first.reply)
+            try await reopened.close()
+        }
+    }
+
+    @Test func migrationsAreIdempotentAndSafeWhenNodesStartAtOnce() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let stores = try await withThrowingTaskGroup(of: PostgresActivityStore.self) { group in
+                for _ in 0..<4 { group.addTask { try await PostgresTestDatabase.store(schema: schema, lanes: 1) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let opened = stores.map(\.openedSchemaVersion).sorted()
+            #expect(opened == [0] + Array(repeating: PostgresActivityStore.schemaVersion, count: 3), "exactly one node migrated")
+            for store in stores { try await store.close() }
+            let versions = try await PostgresTestDatabase.sql(["SELECT version::text FROM \"\(schema)\".schema_version ORDER BY version"], schema: schema)
+            #expect(versions == (1...PostgresActivityStore.schemaVersion).map { [String($0)] })
+            let again = try await PostgresTestDatabase.store(schema: schema)
+            #expect(again.openedSchemaVersion == PostgresActivityStore.schemaVersion)
+            try await again.close()
+        }
+    }
+
+    @Test func aDatabaseWithANewerSchemaIsRefused() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            try await PostgresTestDatabase.store(schema: schema).close()
+            try await PostgresTestDatabase.sql(["INSERT INTO \"\(schema)\".schema_version VALUES (999, 0)"], schema: schema)
+            await #expect(throws: PostgresStoreError.newerSchema(found: 999, supported: PostgresActivityStore.schemaVersion)) {
+                try await PostgresTestDatabase.store(schema: schema).close()
+            }
+        }
+    }
+
+    @Test func theHotLookupsCanUseTheirIndexes() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            try await PostgresTestDatabase.store(schema: schema).close()
+            // With sequential scans priced out, a lookup no index can serve still scans:
+            // the plan names an index only if one matches (predicate included).
+            let arrays = "'{com.example.app}'::text[]"
+            func plan(_ branch: String) async throws -> String {
+                let rows = try await PostgresTestDatabase.sql(
+                    ["SET enable_seqscan = off", "SET search_path TO \"\(schema)\"", "EXPLAIN " + branch], schema: schema)
+                return rows.compactMap { $0.first ?? nil }.joined(separator: "\n")
+            }
+            let t = PostgresTables.prefixed(PostgresTables.tokenColumns, "t")
+            let updateTokens = try await plan(
+                "SELECT \(t) FROM unnest(\(arrays), '{order-1}'::text[]) AS k(a, x) JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x")
+            #expect(updateTokens.contains("tokens_update_slot"), "\(updateTokens)")
+            let ofType = try await plan(
+                "SELECT \(t) FROM unnest(\(arrays), '{T}'::text[]) AS k(a, ty) JOIN tokens t ON t.kind = 1 AND t.app_id = k.a AND t.attributes_type = k.ty")
+            #expect(ofType.contains("tokens_push_to_start_slot"), "\(ofType)")
+            let ofUser = try await plan("""
+                SELECT \(t) FROM unnest(\(arrays), '{u}'::text[], '{T}'::text[]) AS k(a, u, ty) JOIN tokens t ON t.kind = 1
+                AND t.external_user_id IS NOT NULL AND t.app_id = k.a AND t.external_user_id = k.u AND t.attributes_type = k.ty
+                """)
+            #expect(ofUser.contains("tokens_push_to_start_by_user"), "\(ofUser)")
+            // The store's own statement, all six branches.
+            let all = try await plan(PostgresTables.tokensSQL.replacingBinds())
+            for index in ["tokens_pkey", "tokens_update_slot", "tokens_push_to_start_slot", "tokens_push_to_start_by_user"] {
+                #expect(all.contains(index), "\(index) unused:\n\(all)")
+            }
+        }
+    }
+
+    @Test func aFailingPlanInABatchLeavesTheOthersAlone() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let store = try await PostgresTestDatabase.store(schema: schema, lanes: 1)
+            let loop = StoreBehaviourSuite.group.any()
+            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(100), device: "taken")))
+            // Queued together, so usually one batch; the outcome must not depend on how they are batched.
+            let good1 = store.apply(RegisterToken(pushToStart(hex(1), device: "a1")), now: t0, on: loop)
+            let sees1 = store.apply(Sees(key: TokenKey(appID: appID, hex: hex(1))), now: t0, on: loop)
+            let refused = store.apply(Writes([.putToken(tokenRow(hex(2), device: "a2"))], refuse: .unknownApp(appID: "x")), now: t0, on: loop)
+            // Its second write breaks the slot index: its first must be undone too.
+            let halfway = store.apply(
+                Writes([.putToken(tokenRow(hex(3), device: "a3")), .putToken(tokenRow(hex(4), device: "taken"))]), now: t0, on: loop)
+            let good2 = store.apply(RegisterToken(pushToStart(hex(5), device: "a5")), now: t0, on: loop)
+            let invalid = store.apply(RegisterToken(pushToStart("not-hex", device: "a6")), now: t0, on: loop)
+
+            #expect(try await good1.get().reply.result == .created)
+            #expect(try await sees1.get() == true)
+            await #expect(throws: DomainError.unknownApp(appID: "x")) { try await refused.get() }
+            await #expect(throws: (any Error).self) { try await halfway.get() }
+            #expect(try await good2.get().reply.result == .created)
+            await #expect(throws: DomainError.self) { try await invalid.get() }
+            let present = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
+            #expect(Set(present.map(\.hex)) == [hex(100), hex(1), hex(5)])
+            try await store.close()
+        }
+    }
+
+    @Test func concurrentAppliesShareTransactions() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let store = try await PostgresTestDatabase.store(schema: schema, lanes: 1)
+            let before = store.statistics
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<1000 {
+                    group.addTask {
+                        let reply = try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)")))
+                        #expect(reply.reply.result == .created)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let stats = store.statistics
+            #expect(stats.mutations - before.mutations == 1000)
+            #expect(stats.commits - before.commits <= 250, "1,000 concurrent applies took \(stats.commits - before.commits) transactions")
+            try await store.close()
+        }
+    }
+
+    @Test func closeCommitsWhatIsQueued() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let store = try await PostgresTestDatabase.store(schema: schema)
+            let loop = StoreBehaviourSuite.group.any()
+            let futures = (0..<500).map { store.apply(RegisterToken(pushToStart(hex($0), device: "d\($0)")), now: t0, on: loop) }
+            try await store.close()
+            for future in futures { #expect(try await future.get().reply.result == .created) }
+            await #expect(throws: ActivityStoreError.closed) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
+            let reopened = try await PostgresTestDatabase.store(schema: schema)
+            #expect(try await reopened.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get().count == 500)
+            try await reopened.close()
+        }
+    }
+}
+
+extension String {
+    /// The token statement with its 15 array parameters replaced by one-element literals, for EXPLAIN.
+    fileprivate func replacingBinds() -> String {
+        var sql = self
+        for i in stride(from: 15, through: 1, by: -1) { sql = sql.replacing("$\(i)::text[]", with: "'{x}'::text[]") }
+        return sql
+    }
+}
