@@ -24,7 +24,9 @@ struct CLIDispatchTests {
         func cli(_ arguments: [String]) throws -> [String: Any] {
             let result = try E2E.run(binary.path, arguments + common, environment: ["LIVERELAY_API_KEY": key], timeout: 60)
             #expect(result.status == 0, "liverelay \(arguments.joined(separator: " ")):\n\(result.output)")
-            let json = result.output.split(separator: "\n").last.map(String.init) ?? ""
+            // The reply is one JSON object (possibly over several lines).
+            guard let open = result.output.firstIndex(of: "{"), let close = result.output.lastIndex(of: "}") else { return [:] }
+            let json = String(result.output[open...close])
             return (try? JSONSerialization.jsonObject(with: Data(json.utf8))) as? [String: Any] ?? [:]
         }
 
