@@ -125,15 +125,6 @@ fi
 
 start_server sqlite --store sqlite
 
-# Mock APNs, when this build has it: the dispatch scenarios will push through it.
-MOCK_APNS=0
-if "$LR" mock-apns --help >/dev/null 2>&1; then
-    timeout --signal=TERM "$LIFETIME" "$LR" mock-apns --port 0 --cert-out "$WORK/mock-apns.pem" \
-        >"$WORK/logs/mock-apns.out" 2>"$WORK/logs/mock-apns.err" &
-    PIDS+=("$!")
-    if wait_for "$WORK/logs/mock-apns.out" "listening on" 30; then MOCK_APNS=1; fi
-fi
-
 # --- RPC ingest scenarios ---------------------------------------------------------
 D=(--duration "$DURATION")
 MIX_REALISTIC="register=2,start=1,update=5,end=1,ping=1"
@@ -151,14 +142,61 @@ bench memory-update-fanout "$PORT_memory" "$PID_memory" --connections 4 --depth 
 bench sqlite-register-4x64 "$PORT_sqlite" "$PID_sqlite" --connections 4 --depth 64 --mix register "${D[@]}"
 
 # --- dispatch scenarios (APNs) ------------------------------------------------------
-# >>> DISPATCH SCENARIOS: to be filled in once APNs dispatch lands (issue 5). <<<
-# With MOCK_APNS=1 a mock APNs runs (its certificate in $WORK/mock-apns.pem). Start a
-# `liverelay serve` whose dispatcher points at it, then e.g.
-#   bench dispatch-fanout-100k "$PORT_dispatch" "$PID_dispatch" --mix update --activities 1 \
-#       --tokens-per-activity 100000 --requests 20
-# and the peers (h2load against the mock APNs, the Python APNs client), writing JSON
-# reports into $WORK/results/ so the table step below picks them up.
-log "mock APNs running: $MOCK_APNS (dispatch scenarios not written yet)"
+# One mock APNs process, knowing dev.app's key (made by the first server start in the
+# shared data directory); a memory-store server whose dispatcher pushes to it; then,
+# against the same mock: one UpdateActivity fanned out to FANOUT tokens (waiting for
+# delivery: the summary is APNs's answer for every token), h2load's POSTs, and the
+# Python APNs client (aioapns, its own HTTP/2 stack).
+FANOUT=${FANOUT:-100000}
+FANOUT_CALLS=${FANOUT_CALLS:-3}
+H2LOAD_REQUESTS=${H2LOAD_REQUESTS:-300000}
+PYTHON_PUSHES=${PYTHON_PUSHES:-20000}
+DISPATCH_PEERS="$WORK/dispatch-peers.jsonl"
+: >"$DISPATCH_PEERS"
+DEV_KEY="$WORK/data/apns-dev-key.p8"
+timeout --signal=TERM "$LIFETIME" "$LR" mock-apns --port 0 --cert-out "$WORK/mock-apns.pem" --log-level warning \
+    --app "dev.app,LRDEVTEAM1,LRDEVKEY01,$DEV_KEY" >"$WORK/logs/mock-apns.out" 2>"$WORK/logs/mock-apns.err" &
+PIDS+=("$!")
+wait_for "$WORK/logs/mock-apns.out" "listening on" 30
+MOCK_PORT=$(sed -n 's/^mock APNs listening on .*:\([0-9]*\)$/\1/p' "$WORK/logs/mock-apns.out" | head -1)
+MOCK_PID=$(pgrep -P "${PIDS[-1]}" | head -1 || true)
+log "mock APNs: port $MOCK_PORT, pid ${MOCK_PID:-?}"
+start_server dispatch --store memory --apns-endpoint "127.0.0.1:$MOCK_PORT" --apns-trust "$WORK/mock-apns.pem"
+
+bench dispatch-fanout "$PORT_dispatch" "$PID_dispatch" --connections 1 --depth 1 --mix update --activities 1 \
+    --tokens-per-activity "$FANOUT" --requests "$FANOUT_CALLS" --warmup 0 --wait-for-delivery --timeout 300
+
+command -v h2load >/dev/null || { log "h2load missing (scripts/setup.sh installs nghttp2-client)"; exit 1; }
+JWT=$(python3 -c 'import jwt, sys, time
+print(jwt.encode({"iss": "LRDEVTEAM1", "iat": int(time.time())}, open(sys.argv[1]).read(), algorithm="ES256", headers={"kid": "LRDEVKEY01"}))' "$DEV_KEY")
+printf '{"aps":{"timestamp":%s,"event":"update","content-state":{"eta":5,"driver":"Ann"}}}' "$(date +%s)" >"$WORK/h2load-body.json"
+DEVICE=$(printf 'ab%.0s' $(seq 32))
+log "h2load: $H2LOAD_REQUESTS POSTs, 4 connections x 100 streams, to the same mock"
+timeout --signal=KILL 300 h2load -n "$H2LOAD_REQUESTS" -c 4 -m 100 -d "$WORK/h2load-body.json" \
+    -H "authorization: bearer $JWT" -H "apns-topic: dev.app.push-type.liveactivity" \
+    -H "apns-push-type: liveactivity" -H "apns-priority: 10" \
+    "https://127.0.0.1:$MOCK_PORT/3/device/$DEVICE" >"$WORK/logs/h2load.out" 2>&1 || true
+python3 - "$WORK/logs/h2load.out" "$H2LOAD_REQUESTS" >>"$DISPATCH_PEERS" <<'PY'
+import json, re, sys
+text, asked = open(sys.argv[1]).read(), int(sys.argv[2])
+rate = re.search(r"finished in [0-9.]+m?s, ([0-9.]+) req/s", text)
+ok = re.search(r"status codes: ([0-9]+) 2xx", text)
+print(json.dumps({"peer": "h2load", "rps": float(rate.group(1)) if rate else 0.0,
+                  "ok": int(ok.group(1)) if ok else 0, "asked": asked}))
+PY
+log "aioapns: $PYTHON_PUSHES pushes, 1 connection, to the same mock"
+timeout --signal=KILL 300 python3 "$ROOT/Tests/APNsPeers/aioapns_peer.py" --port "$MOCK_PORT" --ca "$WORK/mock-apns.pem" \
+    --key-file "$DEV_KEY" --key-id LRDEVKEY01 --team-id LRDEVTEAM1 --bundle-id dev.app --token "$DEVICE" \
+    --bench "$PYTHON_PUSHES" --connections 1 >"$WORK/logs/aioapns.out" 2>&1 || true
+python3 - "$WORK/logs/aioapns.out" "$PYTHON_PUSHES" >>"$DISPATCH_PEERS" <<'PY'
+import json, re, sys
+text, asked = open(sys.argv[1]).read(), int(sys.argv[2])
+rate = re.search(r"= ([0-9.]+) pushes/s", text)
+ok = re.search(r"'200': ([0-9]+)", text)
+print(json.dumps({"peer": "aioapns", "rps": float(rate.group(1)) if rate else 0.0,
+                  "ok": int(ok.group(1)) if ok else 0, "asked": asked}))
+PY
+cat "$DISPATCH_PEERS" >&2
 
 # --- the grpc-swift-2 peer ------------------------------------------------------------
 PEER_RESULTS="$WORK/peer.jsonl"
@@ -179,9 +217,9 @@ fi
 
 # --- tables -----------------------------------------------------------------------------
 TABLES="$WORK/tables.md"
-python3 - "$WORK/results" "$PEER_RESULTS" "$MOCK_APNS" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$DURATION" "$WARMUP" >"$TABLES" <<'PY'
+python3 - "$WORK/results" "$PEER_RESULTS" "$DISPATCH_PEERS" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$DURATION" "$WARMUP" >"$TABLES" <<'PY'
 import glob, json, os, sys
-results_dir, peer_file, mock, when, duration, warmup = sys.argv[1:7]
+results_dir, peer_file, dispatch_file, when, duration, warmup = sys.argv[1:7]
 reports = {}
 for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
     try:
@@ -246,10 +284,52 @@ if shapes:
     out.append(f"| RPC ingest ≥ 3x grpc-swift-2 at no worse p99 | {'**met**' if ok else '**not met**'} ({ratios}) |")
 else:
     out.append("| RPC ingest ≥ 3x grpc-swift-2 at no worse p99 | not measured in this run (peer not built) |")
-pending = "not measured: APNs dispatch has not landed" + (" (mock APNs was running)" if mock == "1" else "")
-out.append(f"| Dispatch ≥ 80% of h2load | {pending} |")
-out.append(f"| Dispatch ≥ 10x the Python APNs client | {pending} |")
-out.append(f"| 100k-token fan-out ≥ 50k pushes/s, RSS < 300 MB | {pending} |")
+dispatch_peers = {}
+for line in open(dispatch_file):
+    if line.strip():
+        r = json.loads(line)
+        dispatch_peers[r["peer"]] = r
+fan = reports.get("dispatch-fanout")
+push = fan.get("pushes") if fan else None
+h2 = dispatch_peers.get("h2load")
+py = dispatch_peers.get("aioapns")
+section = []
+if push:
+    rate = push["delivered_per_second"]
+    peak = (fan.get("server_peak_rss_bytes") or 0) / 1048576
+    h2_ratio = rate / h2["rps"] if h2 and h2["rps"] else None
+    py_ratio = rate / py["rps"] if py and py["rps"] else None
+    tokens = push["targeted"] // max(1, push["calls"])
+    out.append(f'| Dispatch ≥ 80% of h2load | {"**met**" if h2_ratio >= 0.8 else "**not met**"} ({h2_ratio:.2f}) |'
+               if h2_ratio else "| Dispatch ≥ 80% of h2load | h2load did not run |")
+    out.append(f'| Dispatch ≥ 10x the Python APNs client | {"**met**" if py_ratio >= 10 else "**not met**"} ({py_ratio:.1f}x) |'
+               if py_ratio else "| Dispatch ≥ 10x the Python APNs client | aioapns did not run |")
+    met = rate >= 50000 and peak < 300
+    out.append(f'| {n(tokens)}-token fan-out ≥ 50k pushes/s, RSS < 300 MB | {"**met**" if met else "**not met**"} '
+               f'({n(rate)} pushes/s, peak RSS {peak:.0f} MiB) |')
+    section.append("")
+    section.append("#### Dispatch: the dispatcher vs h2load vs the Python APNs client, against one `liverelay mock-apns` process")
+    section.append("")
+    section.append("| Client | Pushes/s to the mock | Answered 200 | Dispatcher / client | Goal |")
+    section.append("|---|--:|--:|--:|---|")
+    section.append(f'| LiveRelay: {push["calls"]} UpdateActivity calls, each fanned out to {n(tokens)} tokens, waiting for delivery | '
+                   f'{n(rate)} | {n(push["delivered"])} of {n(push["targeted"])} | — | — |')
+    if h2:
+        section.append(f'| h2load, 4 connections × 100 streams | {n(h2["rps"])} | {n(h2["ok"])} of {n(h2["asked"])} | '
+                       + (f'**{h2_ratio:.2f}** | ≥ 0.80: {"met" if h2_ratio >= 0.8 else "**not met**"} |' if h2_ratio else "— | — |"))
+    if py:
+        section.append(f'| aioapns 4.0 (Python), 1 connection | {n(py["rps"])} | {n(py["ok"])} of {n(py["asked"])} | '
+                       + (f'**{py_ratio:.1f}x** | ≥ 10x: {"met" if py_ratio >= 10 else "**not met**"} |' if py_ratio else "— | — |"))
+    section.append("")
+    section.append(f'Fan-out: the setup registered {n(fan["setup_calls"])} tokens through RegisterToken in {fan["setup_seconds"]:.1f} s; '
+                   f'each {n(tokens)}-token UpdateActivity took p50 {ms(fan["latency_us"]["p50"])} ms, max {ms(fan["latency_us"]["max"])} ms '
+                   f'(store read, payloads, queueing and every APNs answer); failed {push["failed"]}, pruned {push["pruned"]}, '
+                   f'superseded {push["superseded"]}, expired {push["expired"]}; the server\'s peak RSS {peak:.0f} MiB.')
+else:
+    out.append("| Dispatch ≥ 80% of h2load | not measured in this run |")
+    out.append("| Dispatch ≥ 10x the Python APNs client | not measured in this run |")
+    out.append("| 100k-token fan-out ≥ 50k pushes/s, RSS < 300 MB | not measured in this run |")
+out += section
 print("\n".join(out))
 PY
 cat "$TABLES"

@@ -156,6 +156,7 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .client, serverHostname: host))
+                    try sync.addHandler(FlushCoalescingHandler())
                     var settings = NIOHTTP2Handler.ConnectionConfiguration()
                     settings.initialSettings = [
                         HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes

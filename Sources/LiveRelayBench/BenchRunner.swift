@@ -25,6 +25,7 @@ public final class BenchRunner: @unchecked Sendable {
     let recorder: Recorder
     let progress: (@Sendable (ProgressSnapshot) -> Void)?
     let timeout: TimeAmount
+    let serverPID: Int32?
 
     /// - Parameters:
     ///   - client: where the server is and how to authenticate; pool, retry and limit
@@ -40,6 +41,7 @@ public final class BenchRunner: @unchecked Sendable {
         var probe: (@Sendable () -> Double?)?
         if let serverPID { probe = { processCPUSeconds(pid: serverPID) } }
         self.recorder = Recorder(cpuProbe: probe)
+        self.serverPID = serverPID
         self.scenario = scenario
         self.group = eventLoopGroup
         self.loop = eventLoopGroup.next()
@@ -55,7 +57,10 @@ public final class BenchRunner: @unchecked Sendable {
         configuration.connections = 1
         configuration.retryPolicy = LiveRelayClient.RetryPolicy(maxAttempts: 1, retryIdempotentCalls: false)
         configuration.defaultTimeout = timeout
-        configuration.maxPendingCalls = inFlight + Self.setupConcurrency + 16
+        // The client counts a finished call as pending until its connection's read batch
+        // ends (one lock per batch, not per reply), and a caller may already have sent its
+        // next call by then: up to twice the callers' own bound, never a refusal of ours.
+        configuration.maxPendingCalls = 2 * (inFlight + Self.setupConcurrency) + 16
         configuration.shutdownGracePeriod = .seconds(2)
         clients = (0..<scenario.shape.connections).map { _ in
             LiveRelayClient(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
@@ -158,8 +163,9 @@ public final class BenchRunner: @unchecked Sendable {
         let future = client.call(rpc.method, payload: request.payload, timeout: timeout, idempotent: rpc == .registerToken || rpc == .ping)
         future.whenComplete { [recorder, workload] result in
             switch result {
-            case .success:
+            case .success(let reply):
                 if let started = request.started { workload.started(started) }
+                if let summary = PushAccount.summary(of: rpc, reply: reply) { recorder.delivery(summary, measured: measured) }
                 recorder.completed(rpc: rpc, measured: measured, intended: intended, sent: sent, status: .ok, error: nil)
                 then?(nil, future.eventLoop)
             case .failure(let error):
@@ -269,22 +275,27 @@ public final class BenchRunner: @unchecked Sendable {
     /// `depth` callers per connection; returns the window length in seconds.
     private func runClosedLoop(depth: Int) async throws -> Double {
         let mixBox = NIOLockedValueBox(WeightedMix(scenario.mix))
-        for client in clients {
-            for _ in 0..<depth {
-                let caller = ClosedLoopCaller(runner: self, client: client, mix: mixBox)
-                caller.issue()
+        func startCallers() {
+            for client in clients {
+                for _ in 0..<depth {
+                    ClosedLoopCaller(runner: self, client: client, mix: mixBox).issue()
+                }
             }
         }
-        try await Task.sleep(nanoseconds: UInt64(scenario.warmupSeconds * 1e9))
+        // Without a warm-up the first calls are measured ones: a run of a few long calls
+        // (a 100k-token fan-out each) must not spend one of them unrecorded.
+        let warm = scenario.warmupSeconds > 0
+        if warm {
+            startCallers()
+            try await Task.sleep(nanoseconds: UInt64(scenario.warmupSeconds * 1e9))
+        }
         let measureStart = nowNanos()
-        switch scenario.stop {
-        case let .duration(seconds):
-            recorder.setPhase(.measuring, at: measureStart)
+        if case let .requests(n) = scenario.stop { recorder.setBudget(n) }
+        recorder.setPhase(.measuring, at: measureStart)
+        if !warm { startCallers() }
+        if case let .duration(seconds) = scenario.stop {
             try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
             recorder.setPhase(.draining)
-        case let .requests(n):
-            recorder.setBudget(n)
-            recorder.setPhase(.measuring, at: measureStart)
         }
         try await recorder.whenDrained(on: loop).get()
         recorder.noteWindowEnd()
@@ -343,6 +354,12 @@ public final class BenchRunner: @unchecked Sendable {
             depth = d
             achieved = Double(all.sent) / windowSeconds
         }
+        var pushes: PushAccount?
+        if t.pushes.calls > 0 {
+            pushes = t.pushes
+            pushes?.deliveredPerSecond = Double(t.pushes.delivered) / windowSeconds
+        }
+        let memory = serverPID.flatMap { processMemory(pid: $0) }
         return BenchReport(
             scenario: scenario.name, description: scenario.shapeDescription, mode: mode, askedRate: askedRate,
             connections: scenario.shape.connections, depth: depth, maxOutstanding: maxOutstanding,
@@ -354,6 +371,7 @@ public final class BenchRunner: @unchecked Sendable {
             rpcs: BenchRPC.allCases.map { RPCReport(rpc: $0.rawValue, stats: t.stats[$0.index]) },
             sampleErrors: t.sampleErrors,
             serverCPUPercent: t.serverCPUSeconds.map { ($0 / windowSeconds * 1000).rounded() / 10 },
-            serverCPUUsPerCall: t.serverCPUSeconds.flatMap { all.completed > 0 ? ($0 * 1e7 / Double(all.completed)).rounded() / 10 : nil })
+            serverCPUUsPerCall: t.serverCPUSeconds.flatMap { all.completed > 0 ? ($0 * 1e7 / Double(all.completed)).rounded() / 10 : nil },
+            pushes: pushes, serverRSSBytes: memory?.rss, serverPeakRSSBytes: memory?.peak)
     }
 }

@@ -1,5 +1,6 @@
 import Histogram
 import LiveRelayClient
+import LiveRelayMessages
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -38,6 +39,8 @@ final class Recorder: @unchecked Sendable {
     private let cpuProbe: (@Sendable () -> Double?)?
     private var cpuStart: Double?
     private var cpuEnd: Double?
+    private var pushes = PushAccount()
+    private var summaries: UInt64 = 0
 
     init(cpuProbe: (@Sendable () -> Double?)? = nil) {
         self.cpuProbe = cpuProbe
@@ -129,6 +132,12 @@ final class Recorder: @unchecked Sendable {
         promise?.succeed()
     }
 
+    /// A measured call's delivery summary (recorded before its completion).
+    func delivery(_ summary: DeliverySummary, measured: Bool) {
+        guard measured else { return }
+        lock.withLock { pushes.add(summary) }
+    }
+
     /// Succeeds once the phase is draining and nothing is in flight.
     func whenDrained(on loop: any EventLoop) -> EventLoopFuture<Void> {
         let promise = loop.makePromise(of: Void.self)
@@ -170,13 +179,14 @@ final class Recorder: @unchecked Sendable {
         var sampleErrors: [String]
         var errorsTotal: UInt64
         var serverCPUSeconds: Double?
+        var pushes: PushAccount
     }
 
     func totals() -> Totals {
         lock.withLock {
             Totals(stats: stats, sendLag: sendLag, late: late, firstSend: firstSend, lastSend: lastSend, lastCompletion: lastCompletion,
                    measureStart: measureStart, measureEnd: measureEnd, sampleErrors: sampleErrors, errorsTotal: errorsTotal,
-                   serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } })
+                   serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } }, pushes: pushes)
         }
     }
 }

@@ -63,6 +63,11 @@ public struct BenchReport: Sendable, Codable {
     /// With a server PID: its CPU over the window, in % of one core and µs per completed call.
     public var serverCPUPercent: Double?
     public var serverCPUUsPerCall: Double?
+    /// When the scenario waits for delivery: what the measured calls' summaries add up to.
+    public var pushes: PushAccount? = nil
+    /// With a server PID: its resident memory at the end of the run, and its peak (VmHWM).
+    public var serverRSSBytes: UInt64? = nil
+    public var serverPeakRSSBytes: UInt64? = nil
 
     /// Whether every call of the window is accounted for: each sent call completed with exactly one status.
     public var countsAddUp: Bool {
@@ -120,6 +125,10 @@ public struct BenchReport: Sendable, Codable {
         }
         if let pct = serverCPUPercent, let perCall = serverCPUUsPerCall {
             lines.append("server CPU: \(fmt(pct, 1))% of a core, \(fmt(perCall, 1)) µs per call")
+        }
+        if let pushes { lines.append(pushes.line) }
+        if let rss = serverRSSBytes, let peak = serverPeakRSSBytes {
+            lines.append("server memory: RSS \(rss / 1_048_576) MiB at the end, peak \(peak / 1_048_576) MiB")
         }
         for e in sampleErrors { lines.append("error: \(e)") }
         return lines.joined(separator: "\n")

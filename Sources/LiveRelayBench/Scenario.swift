@@ -88,6 +88,9 @@ public struct Scenario: Sendable, Equatable {
     public var warmupSeconds = 2.0
     /// Per-call deadline.
     public var timeoutSeconds = 10.0
+    /// Start, Update and End ask the server to wait until APNs answered every push, so each
+    /// reply carries the final account and the run measures delivery, not queueing.
+    public var waitForDelivery = false
 
     public init() {}
 
@@ -118,6 +121,7 @@ public struct Scenario: Sendable, Equatable {
         }
         let mixText = mix.filter { $0.weight > 0 }.map { "\($0.rpc.rawValue)=\($0.weight)" }.joined(separator: ",")
         return "\(load); \(stopText) after \(formatSeconds(warmupSeconds)) warm-up; mix \(mixText)"
+            + (waitForDelivery ? "; each call waits for delivery" : "")
     }
 }
 

@@ -28,6 +28,7 @@ public struct ScenarioSpec: Sendable, Equatable {
     public var requests: Int?
     public var warmupSeconds: Double?
     public var timeoutSeconds: Double?
+    public var waitForDelivery: Bool?
 
     public init() {}
 
@@ -35,7 +36,7 @@ public struct ScenarioSpec: Sendable, Equatable {
     public static let fileKeys = [
         "name", "mode", "rate", "connections", "depth", "max_outstanding", "mix", "apps", "app_id",
         "activities_per_app", "tokens_per_activity", "content_state_bytes", "duration_seconds", "requests",
-        "warmup_seconds", "timeout_seconds",
+        "warmup_seconds", "timeout_seconds", "wait_for_delivery",
     ]
 
     /// Parses a scenario file. Unknown keys are errors: a misspelt "duraton" silently
@@ -105,6 +106,12 @@ public struct ScenarioSpec: Sendable, Equatable {
         requests = try integer("requests")
         warmupSeconds = try number("warmup_seconds")
         timeoutSeconds = try number("timeout_seconds")
+        if let value = dict["wait_for_delivery"] {
+            guard isJSONBoolean(value), let flag = value as? Bool else {
+                throw ScenarioError("\(field("wait_for_delivery")) must be true or false, got \(Self.describe(value))")
+            }
+            waitForDelivery = flag
+        }
     }
 
     private static func describe(_ value: Any) -> String {
@@ -158,6 +165,7 @@ public struct ScenarioSpec: Sendable, Equatable {
         }
         s.warmupSeconds = other.warmupSeconds ?? s.warmupSeconds
         s.timeoutSeconds = other.timeoutSeconds ?? s.timeoutSeconds
+        s.waitForDelivery = other.waitForDelivery ?? s.waitForDelivery
         return s
     }
 
@@ -231,6 +239,7 @@ public struct ScenarioSpec: Sendable, Equatable {
         guard s.warmupSeconds >= 0, s.warmupSeconds <= 3600 else { throw ScenarioError("warmup_seconds must be 0...3600, got \(s.warmupSeconds)") }
         s.timeoutSeconds = timeoutSeconds ?? s.timeoutSeconds
         guard s.timeoutSeconds > 0, s.timeoutSeconds <= 600 else { throw ScenarioError("timeout_seconds must be > 0 and at most 600, got \(s.timeoutSeconds)") }
+        s.waitForDelivery = waitForDelivery ?? s.waitForDelivery
         return s
     }
 }

@@ -78,12 +78,12 @@ public final class Workload: @unchecked Sendable {
             let app = activity % apps
             return encode(RegisterTokenRequest(
                 appID: appIDs[app], kind: .update, token: token(kind: 2, j), environment: .sandbox,
-                activityID: activityID(activity / apps), deviceID: "b\(runTag)-d\(j)"))
+                activityID: activityID(activity / apps), deviceID: deviceID("d", j)))
         }
         j -= updateTokenCount
         return encode(RegisterTokenRequest(
             appID: appIDs[j % apps], kind: .update, token: token(kind: 3, j), environment: .sandbox,
-            activityID: "b\(runTag)-e\(j)", deviceID: "b\(runTag)-ed\(j)"))
+            activityID: "b\(runTag)-e\(j)", deviceID: deviceID("ed", j)))
     }
 
     // MARK: The run
@@ -97,7 +97,7 @@ public final class Workload: @unchecked Sendable {
             let n = lock.withLock { () -> Int in defer { registered += 1 }; return registered }
             return (encode(RegisterTokenRequest(
                 appID: appIDs[n % apps], kind: .pushToStart, token: token(kind: 4, n), environment: .sandbox,
-                attributesType: Self.registeredAttributesType, deviceID: "b\(runTag)-r\(n)")), nil)
+                attributesType: Self.registeredAttributesType, deviceID: deviceID("r", n))), nil)
         case .startActivity:
             let n = lock.withLock { () -> Int in defer { startedCount += 1 }; return startedCount }
             let app = n % apps
@@ -106,12 +106,13 @@ public final class Workload: @unchecked Sendable {
                 appID: appIDs[app], activityID: id, attributesType: Self.startAttributesType,
                 attributesJSON: #"{"bench":"\#(runTag)"}"#,
                 contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
-                targets: Targets(pushToStartTokens: [token(kind: 1, app)]))), (app, id))
+                targets: Targets(pushToStartTokens: [token(kind: 1, app)]), waitForDelivery: waitForDelivery)), (app, id))
         case .updateActivity:
             let n = lock.withLock { () -> Int in defer { updates += 1 }; return updates }
             return (encode(UpdateActivityRequest(
                 appID: appIDs[n % apps], activityID: activityID((n / apps) % scenario.activitiesPerApp),
-                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n))), nil)
+                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
+                waitForDelivery: waitForDelivery)), nil)
         case .endActivity:
             let (n, target) = lock.withLock { () -> (Int, Endable?) in
                 defer { ends += 1 }
@@ -122,11 +123,15 @@ public final class Workload: @unchecked Sendable {
             let chosen = target ?? Endable(app: n % apps, activityID: "b\(runTag)-missing\(n)")
             return (encode(EndActivityRequest(
                 appID: appIDs[chosen.app], activityID: chosen.activityID,
-                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n))), nil)
+                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
+                waitForDelivery: waitForDelivery)), nil)
         case .ping:
             return (Self.pingPayload, nil)
         }
     }
+
+    /// Set only when asked: an absent field keeps the request byte-identical to older runs.
+    private var waitForDelivery: Bool? { scenario.waitForDelivery ? true : nil }
 
     /// A started activity may now be ended.
     public func started(_ activity: (app: Int, activityID: String)) {
@@ -144,9 +149,16 @@ public final class Workload: @unchecked Sendable {
 
     private func activityID(_ i: Int) -> String { "b\(runTag)-a\(i)" }
 
-    /// 64 lowercase hex digits, unique per (run, kind, index), like an APNs token.
+    /// 64 lowercase hex digits, unique per (run, kind, index), spread over the key space
+    /// like real APNs tokens: a store's index sees them land on random pages, as in
+    /// production, not append at one end (which would flatter a B-tree store).
     private func token(kind: UInt8, _ index: Int) -> String {
-        runTag + hex(UInt64(kind), digits: 2) + hex(UInt64(index), digits: 16) + "5a1e" + String(repeating: "c3", count: 17)
+        hex(scatter(UInt64(index)), digits: 16) + runTag + hex(UInt64(kind), digits: 2) + "5a1e" + String(repeating: "c3", count: 17)
+    }
+
+    /// A device id per index, scattered the same way (real ones are random UUIDs).
+    private func deviceID(_ prefix: String, _ index: Int) -> String {
+        "b\(runTag)-\(prefix)\(hex(scatter(UInt64(index)), digits: 16))"
     }
 
     private func encode(_ message: some LiveRelayMessage) -> ByteBuffer {
@@ -166,4 +178,13 @@ func hex(_ value: UInt64, digits: Int) -> String {
         v >>= 4
     }
     return String(decoding: bytes, as: UTF8.self)
+}
+
+/// A bijection on 64-bit values (the splitmix64 finalizer): distinct indexes stay distinct,
+/// neighbours land far apart.
+func scatter(_ value: UInt64) -> UInt64 {
+    var z = value &+ 0x9e37_79b9_7f4a_7c15
+    z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+    z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+    return z ^ (z >> 31)
 }

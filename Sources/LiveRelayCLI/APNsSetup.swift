@@ -196,14 +196,7 @@ extension DevSetup {
     static func startMockAPNs(dataDirectory: String, port: Int, group: any EventLoopGroup, logger: Logger)
         async throws -> (app: PushingApp, mock: MockAPNsServer, announcement: String)
     {
-        let keyPath = dataDirectory + "/apns-dev-key.p8"
-        let key: APNsSigningKey
-        if FileManager.default.fileExists(atPath: keyPath) {
-            key = try APNsSigningKey(contentsOfFile: keyPath, keyID: apnsKeyID, teamID: apnsTeamID)
-        } else {
-            key = try APNsSigningKey.generate(keyID: apnsKeyID, teamID: apnsTeamID)
-            try writeFile(keyPath, try key.pkcs8PEM, mode: 0o600)
-        }
+        let (key, keyPath) = try devSigningKey(dataDirectory: dataDirectory)
         let recordPath = dataDirectory + "/mock-apns.jsonl"
         let configuration = MockAPNsConfiguration(
             host: "127.0.0.1", port: port,
@@ -214,5 +207,35 @@ extension DevSetup {
                              destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM)
         let announcement = "  mock APNs on 127.0.0.1:\(mock.port) (key \(apnsKeyID) in \(keyPath)); every push it receives is appended to \(recordPath)"
         return (app, mock, announcement)
+    }
+
+    /// The development setup pushing to an APNs endpoint of the caller's instead
+    /// (a `liverelay mock-apns` of its own process, so that a benchmark measures
+    /// the server and the mock apart), trusting the certificate in `trustFile`.
+    static func externalAPNs(dataDirectory: String, endpoint: String, trustFile: String?) throws
+        -> (app: PushingApp, announcement: String)
+    {
+        let destination = try APNsDestination(parsing: endpoint)
+        var trustPEM: String?
+        if let trustFile {
+            guard let data = FileManager.default.contents(atPath: trustFile) else {
+                throw CLIError("cannot read --apns-trust \(trustFile)")
+            }
+            trustPEM = String(decoding: data, as: UTF8.self)
+        }
+        let (key, keyPath) = try devSigningKey(dataDirectory: dataDirectory)
+        let app = PushingApp(app: App(id: appID, bundleID: appID), key: key, destination: destination, trustPEM: trustPEM)
+        return (app, "  dev.app pushes to APNs at \(endpoint) (key \(apnsKeyID) in \(keyPath))")
+    }
+
+    /// dev.app's signing key, made once and kept in the data directory.
+    private static func devSigningKey(dataDirectory: String) throws -> (APNsSigningKey, String) {
+        let keyPath = dataDirectory + "/apns-dev-key.p8"
+        if FileManager.default.fileExists(atPath: keyPath) {
+            return (try APNsSigningKey(contentsOfFile: keyPath, keyID: apnsKeyID, teamID: apnsTeamID), keyPath)
+        }
+        let key = try APNsSigningKey.generate(keyID: apnsKeyID, teamID: apnsTeamID)
+        try writeFile(keyPath, try key.pkcs8PEM, mode: 0o600)
+        return (key, keyPath)
     }
 }

@@ -90,6 +90,8 @@ struct BenchRun: AsyncParsableCommand {
     @Option(help: "Measured request count, instead of --duration.") var requests: Int?
     @Option(help: "Warm-up seconds, not recorded (default 2).") var warmup: Double?
     @Option(help: "Per-call timeout in seconds (default 10).") var timeout: Double?
+    @Flag(help: "Start, Update and End wait until APNs answered every push; the report adds the pushes' account, delivered pushes/s and the server's memory.")
+    var waitForDelivery = false
     @Flag(help: "Print the report as JSON on stdout.") var json = false
     @Flag(help: "No progress lines.") var quiet = false
 
@@ -135,6 +137,7 @@ struct BenchRun: AsyncParsableCommand {
         flags.requests = requests
         flags.warmupSeconds = warmup
         flags.timeoutSeconds = timeout
+        if waitForDelivery { flags.waitForDelivery = true }
         // A --rate on the command line over a closed-loop file means "run it open loop".
         if rate != nil, mode == nil { flags.mode = .open; spec.depth = nil }
         return try spec.overridden(by: flags).resolve()

@@ -48,6 +48,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
     var mockAPNsPort: Int = 0
 
+    @Option(name: .customLong("apns-endpoint"), help: "Development setup only: send dev.app's pushes to this host:port (e.g. a `liverelay mock-apns` of its own) instead of the in-process mock; the key stays <data dir>/apns-dev-key.p8.")
+    var apnsEndpoint: String?
+
+    @Option(name: .customLong("apns-trust"), help: "With --apns-endpoint: the PEM certificate that endpoint presents.")
+    var apnsTrust: String?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -138,6 +144,11 @@ struct Serve: AsyncParsableCommand {
     private func startAPNs(setup: Setup, store: any ActivityStore, clock: any DomainClock, logger: Logger) async throws -> APNsRuntime {
         let group = MultiThreadedEventLoopGroup.singleton
         do {
+            if setup.isDevelopment, let directory = setup.dataDirectory, let endpoint = self.apnsEndpoint {
+                let dev = try DevSetup.externalAPNs(dataDirectory: directory, endpoint: endpoint, trustFile: self.apnsTrust)
+                writeStandardOutput(dev.announcement)
+                return try APNsRuntime(apps: [dev.app], mock: nil, store: store, clock: clock, group: group, logger: logger)
+            }
             if setup.isDevelopment, let directory = setup.dataDirectory {
                 let dev = try await DevSetup.startMockAPNs(dataDirectory: directory, port: self.mockAPNsPort, group: group, logger: logger)
                 writeStandardOutput(dev.announcement)

@@ -164,3 +164,35 @@ final class FixedOutcomeService: LiveRelayService, @unchecked Sendable {
         return context.eventLoop.makeSucceededFuture(PingReply())
     }
 }
+
+/// Answers Start, Update and End with a final delivery summary whose outcomes depend on
+/// whether the caller asked to wait: asked, 5 targeted = 3 delivered + 1 failed
+/// (BadTopic) + 1 pruned; not asked, 5 still queued. Counts the calls that asked.
+final class DeliveringService: LiveRelayService, @unchecked Sendable {
+    private let lock = NIOLock()
+    private var waiting = 0
+    var callsThatWaited: Int { lock.withLock { waiting } }
+
+    private func summary(_ wait: Bool?) -> DeliverySummary {
+        guard wait == true else { return DeliverySummary(targeted: 5, queued: 5) }
+        lock.withLock { waiting += 1 }
+        return DeliverySummary(targeted: 5, delivered: 3, failed: 1, failures: [FailureCount(reason: "BadTopic", count: 1)],
+                               pruned: 1, complete: true)
+    }
+
+    func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
+        context.eventLoop.makeSucceededFuture(RegisterTokenReply(result: .created))
+    }
+    func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
+        context.eventLoop.makeSucceededFuture(StartActivityReply(summary: summary(request.waitForDelivery)))
+    }
+    func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
+        context.eventLoop.makeSucceededFuture(UpdateActivityReply(summary: summary(request.waitForDelivery)))
+    }
+    func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
+        context.eventLoop.makeSucceededFuture(EndActivityReply(summary: summary(request.waitForDelivery)))
+    }
+    func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {
+        context.eventLoop.makeSucceededFuture(PingReply())
+    }
+}

@@ -41,8 +41,9 @@ struct RunnerTests {
         // Corrected: about a third of the requests waited 0-1 s, so p99 is near 1 s.
         #expect(report.latencyUs.p99 >= 500_000, "corrected p99 \(report.latencyUs.p99) µs")
         #expect(report.latencyUs.max >= 900_000, "corrected max \(report.latencyUs.max) µs")
-        // Uncorrected: only the ~20 calls in flight during the stall saw it (0.7% of 3000).
-        #expect(report.serviceTimeUs.p99 < 250_000, "uncorrected p99 \(report.serviceTimeUs.p99) µs")
+        // Uncorrected: only the ~20 calls in flight during the stall saw it (0.7% of 3000), so
+        // its p99 is an ordinary reply time; compared with the corrected p99, not with a fixed
+        // bound, because on a busy machine ordinary reply times can reach hundreds of ms.
         #expect(report.serviceTimeUs.max >= 900_000, "the held calls themselves waited the whole stall")
         #expect(report.latencyUs.p99 > 2 * report.serviceTimeUs.p99)
         // The requests due during the stall could not be sent on time, and are counted.
@@ -97,6 +98,40 @@ struct RunnerTests {
         #expect(abs(Int(update.sent) - Int(end.sent)) <= 2 * 16, "the mix holds within the callers in flight")
         #expect(end.statuses["FAILED_PRECONDITION"] == end.sent)
         #expect(report.throughput > 0)
+    }
+
+    /// With wait-for-delivery the requests ask for it and the report adds up the measured
+    /// calls' summaries; without it, no request asks and the pushes are reported as queued.
+    @Test(arguments: [true, false])
+    func deliverySummariesAddUpToThePushAccount(wait: Bool) async throws {
+        var s = Scenario()
+        s.name = "delivery"
+        s.shape = .closed(connections: 1, depth: 4)
+        s.mix = [MixEntry(.startActivity, 1), MixEntry(.updateActivity, 2), MixEntry(.ping, 1)]
+        s.activitiesPerApp = 2
+        s.stop = .requests(400)
+        s.warmupSeconds = 0
+        s.waitForDelivery = wait
+        let service = DeliveringService()
+        let report = try await InProcessServer.run(s, against: service, endReserve: 0)
+        #expect(report.countsAddUp)
+        let pushes = try #require(report.pushes)
+        let summaryCalls = report.rpcs.filter { $0.rpc != "Ping" }.reduce(0) { $0 + $1.ok }
+        #expect(pushes.calls == summaryCalls)
+        #expect(pushes.targeted == 5 * summaryCalls)
+        #expect(pushes.accountedFor)
+        if wait {
+            #expect(service.callsThatWaited == Int(summaryCalls))
+            #expect(pushes.delivered == 3 * summaryCalls)
+            #expect(pushes.failures == ["BadTopic": summaryCalls])
+            #expect(pushes.pruned == summaryCalls)
+            #expect(pushes.queued == 0)
+            #expect(abs(pushes.deliveredPerSecond - Double(pushes.delivered) / report.windowSeconds) < 1e-6)
+        } else {
+            #expect(service.callsThatWaited == 0)
+            #expect(pushes.delivered == 0)
+            #expect(pushes.queued == 5 * summaryCalls)
+        }
     }
 
     @Test func closedLoopDurationRunStopsByItself() async throws {

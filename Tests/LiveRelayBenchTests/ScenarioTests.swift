@@ -37,6 +37,17 @@ struct ScenarioTests {
         #expect(s.timeoutSeconds == 3)
     }
 
+    @Test func waitForDeliveryIsABooleanThatFlagsOverride() throws {
+        #expect(try parse("{}").waitForDelivery == false)
+        #expect(try parse(#"{"wait_for_delivery": true}"#).waitForDelivery == true)
+        #expect(message(#"{"wait_for_delivery": 1}"#).contains("\"wait_for_delivery\" must be true or false, got 1"))
+        var flags = ScenarioSpec()
+        flags.waitForDelivery = false
+        let file = try ScenarioSpec(json: Data(#"{"wait_for_delivery": true}"#.utf8), source: "s.json")
+        #expect(try file.overridden(by: flags).resolve().waitForDelivery == false)
+        #expect(try file.overridden(by: ScenarioSpec()).resolve().waitForDelivery == true)
+    }
+
     @Test func defaultsAreClosedLoopRegisterTokenForTenSeconds() throws {
         let s = try parse("{}")
         #expect(s.shape == .closed(connections: 4, depth: 32))

@@ -142,14 +142,18 @@ func waitUntil(_ condition: () -> Bool) async {
         try await reopened.close()
     }
 
-    @Test(.timeLimit(.minutes(2)))
-    func theCheckpointThreadKeepsTheWALBounded() async throws {
+    /// Soft mark 64 frames (a PASSIVE checkpoint beside the writer), hard limit `limit`
+    /// (the writer waits for a RESTART). Whether PASSIVE checkpoints alone keep up depends
+    /// on how fast this machine writes, so only a hard limit at the soft mark makes the
+    /// RESTART certain: the first commit that reaches 64 frames must be followed by one.
+    @Test(.timeLimit(.minutes(2)), arguments: [256, 64])
+    func theCheckpointThreadKeepsTheWALBounded(limit: Int) async throws {
         let directory = try makeTemporaryDirectory()
         defer { removeDirectory(directory) }
         let path = directory + "/store.sqlite3"
         var configuration = SQLiteActivityStore.Configuration()
         configuration.checkpointFrames = 64
-        configuration.walLimitFrames = 256
+        configuration.walLimitFrames = limit
         configuration.maxBatch = 32
         let store = try SQLiteActivityStore(path: path, configuration: configuration)
         let loop = StoreBehaviourSuite.group.any()
@@ -168,9 +172,9 @@ func waitUntil(_ condition: () -> Bool) async {
         }
         let stats = store.statistics
         #expect(stats.checkpoints >= 1)
-        #expect(stats.walRestarts >= 1)
+        if limit == configuration.checkpointFrames { #expect(stats.walRestarts >= 1) }
         // The limit, plus what one batch of at most 32 tokens can add (a few pages per token).
-        let bound = 256 + 32 * 8
+        let bound = limit + 32 * 8
         #expect(stats.largestWALFrames <= bound, "largest WAL \(stats.largestWALFrames) frames")
         var info = stat()
         #expect(stat(path + "-wal", &info) == 0)
