@@ -18,19 +18,34 @@ protocol APNsConnectionDelegate: AnyObject, Sendable {
     func bounced(_ pending: APNsPendingRequest, from id: Int)
 }
 
-/// The parent-channel handler of one APNs connection, after `NIOHTTP2Handler`:
-/// it sees the root-stream frames (SETTINGS, PING, GOAWAY), owns the
-/// connection's ``APNsConnectionStateMachine`` and carries out its actions.
-/// Bytes and frames only; every decision is the state machine's.
+/// The handler of one APNs connection, after `NIOHTTP2Handler` in frame mode:
+/// it sees every frame (SETTINGS, PING, GOAWAY on the root stream; HEADERS,
+/// DATA, RST_STREAM of each push's stream), owns the connection's
+/// ``APNsConnectionStateMachine`` and carries out its actions. Bytes and frames
+/// only; every decision is the state machine's.
+///
+/// Why frames and not a child channel per stream: a push is one small request
+/// and one small answer, and a stream channel (its pipeline, handlers, promises
+/// and activation) cost more CPU than the rest of the push together; measured
+/// in docs/BENCHMARKS.md. Stream ids are ours to allocate (odd, increasing in
+/// write order); nio-http2 still enforces the protocol on every frame.
 final class APNsConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
+    /// One push in flight on this connection.
     struct Stream {
         var pending: APNsPendingRequest
         var generation: Int
-        var channel: Channel?
+        var http2ID: HTTP2StreamID
+        /// False until the HEADERS reached the socket: a stream whose HEADERS never left was not sent.
+        var headersWritten = false
+        var status: Int?
+        var apnsID: String?
+        var responseBody: [UInt8] = []
+        /// RST_STREAM from the server.
+        var resetByPeer: HTTP2ErrorCode?
     }
 
     let id: Int
@@ -40,8 +55,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let delegate: APNsConnectionDelegate
     private let tickInterval: TimeAmount
     private var streams: [APNsConnectionStateMachine.StreamKey: Stream] = [:]
+    private var keysByHTTP2ID: [HTTP2StreamID: APNsConnectionStateMachine.StreamKey] = [:]
+    /// Client streams are odd; each new one above the last (RFC 9113 §5.1.1).
+    private var nextStreamID = 1
     private var context: ChannelHandlerContext?
-    private var multiplexer: NIOHTTP2Handler.StreamMultiplexer?
     private var ticker: RepeatedTask?
     private var lastError: String?
     private var reportedPhase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase = .connecting
@@ -56,8 +73,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         self.delegate = delegate
         self.tickInterval = tickInterval
     }
-
-    func setMultiplexer(_ multiplexer: NIOHTTP2Handler.StreamMultiplexer) { self.multiplexer = multiplexer }
 
     // MARK: Channel events
 
@@ -76,6 +91,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let closed = event as? StreamClosedEvent {
+            streamClosed(closed.streamID, reason: closed.reason)
+            return
+        }
         if let event = event as? TLSEvent, case .handshakeCompleted(let negotiated) = event {
             guard negotiated == "h2" else {
                 lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"
@@ -90,6 +109,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         let now = NIODeadline.now()
+        guard frame.streamID == .rootStream else {
+            machine.frameReceived(now: now)
+            streamFrame(frame)
+            return
+        }
         switch frame.payload {
         case .settings(.settings(let settings)):
             let limit = settings.last { $0.parameter == .maxConcurrentStreams }?.value
@@ -119,8 +143,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     /// Opens a stream for `pending`, or hands it back to the pool when there is no slot.
     func send(_ pending: APNsPendingRequest) {
-        guard let multiplexer, case .opened(let key) = machine.openStream(now: .now()) else {
+        guard let context, nextStreamID <= Int(Int32.max),
+              case .opened(let key) = machine.openStream(now: .now()) else {
             delegate.bounced(pending, from: id)
+            if nextStreamID > Int(Int32.max) { closeGracefully() }  // ids spent: a new connection takes over
             return
         }
         let token: (token: String, generation: Int)
@@ -128,43 +154,104 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             token = try tokenSource.current()
         } catch {
             _ = machine.streamClosed(key, now: .now())
-            finish(pending, key: key, .failure(.connectFailed("provider token: \(error)")))
+            finish(pending, .failure(.connectFailed("provider token: \(error)")))
             return
         }
-        streams[key] = Stream(pending: pending, generation: token.generation, channel: nil)
+        let http2ID = HTTP2StreamID(nextStreamID)
+        nextStreamID += 2
+        streams[key] = Stream(pending: pending, generation: token.generation, http2ID: http2ID)
+        keysByHTTP2ID[http2ID] = key
+
         let headers = Self.headers(for: pending.request, authority: authority, bearer: token.token)
         let body = pending.request.payload.bytes
-        let loopBound = NIOLoopBound(self, eventLoop: context!.eventLoop)
-        multiplexer.createStreamChannel(promise: nil) { channel in
-            channel.eventLoop.makeCompletedFuture {
-                let handler = loopBound.value
-                handler.streams[key]?.channel = channel
-                try channel.pipeline.syncOperations.addHandler(
-                    APNsStreamHandler(key: key, headers: headers, body: body, connection: handler))
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.write(wrapOutboundOut(HTTP2Frame(
+            streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))), promise: written)
+        if !body.isEmpty {
+            let buffer = context.channel.allocator.buffer(bytes: body)
+            context.write(wrapOutboundOut(HTTP2Frame(
+                streamID: http2ID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+        }
+        context.flush()
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { result in
+            let handler = loopBound.value
+            switch result {
+            case .success:
+                guard handler.streams[key] != nil else { return }
+                handler.streams[key]!.headersWritten = true
+                handler.machine.streamIDAssigned(key, http2ID: Int(http2ID))
+            case .failure:
+                // nio-http2 refused the stream (a GOAWAY came first, the connection closed): never sent.
+                handler.streamEnded(key, .failure(.refusedByGoAway))
             }
         }
     }
 
-    /// The stream handler got a complete answer, or its stream ended without one.
-    func streamEnded(_ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>) {
+    /// A frame of one push's stream.
+    private func streamFrame(_ frame: HTTP2Frame) {
+        guard let key = keysByHTTP2ID[frame.streamID], streams[key] != nil else { return }  // failed already
+        switch frame.payload {
+        case .headers(let headers):
+            if streams[key]!.status == nil, let text = headers.headers.first(name: ":status") {
+                streams[key]!.status = Int(text)
+                streams[key]!.apnsID = headers.headers.first(name: "apns-id")
+            }
+            if headers.endStream { complete(key) }
+        case .data(let data):
+            if case .byteBuffer(let buffer) = data.data, streams[key]!.responseBody.count + buffer.readableBytes <= 64 * 1024 {
+                streams[key]!.responseBody.append(contentsOf: buffer.readableBytesView)
+            }
+            if data.endStream { complete(key) }
+        case .rstStream(let code):
+            streams[key]!.resetByPeer = code
+        default:
+            break
+        }
+    }
+
+    /// The answer is complete: a response, or a malformed one.
+    private func complete(_ key: APNsConnectionStateMachine.StreamKey) {
+        guard let stream = streams[key] else { return }
+        guard let status = stream.status else {
+            streamEnded(key, .failure(.malformedResponse("no :status")))
+            return
+        }
+        if let response = APNsResponse(status: status, apnsID: stream.apnsID, body: stream.responseBody) {
+            streamEnded(key, .success(response))
+        } else {
+            streamEnded(key, .failure(.malformedResponse("status \(status) without a JSON reason")))
+        }
+    }
+
+    /// nio-http2 closed a stream: after its answer (nothing left to do), or without one.
+    private func streamClosed(_ http2ID: HTTP2StreamID, reason: HTTP2ErrorCode?) {
+        guard let key = keysByHTTP2ID.removeValue(forKey: http2ID), let stream = streams[key] else { return }
+        // Not processed, so safe to send elsewhere: REFUSED_STREAM, a GOAWAY that excluded
+        // the stream (nio-http2 closes those with CANCEL, no RST_STREAM seen), or HEADERS
+        // that never left.
+        let unprocessed = stream.resetByPeer == .refusedStream || (stream.resetByPeer == nil && reason == .cancel)
+            || !stream.headersWritten
+        streamEnded(key, .failure(unprocessed ? .refusedByGoAway : .connectionLost))
+    }
+
+    /// A stream has its answer, or ended without one.
+    private func streamEnded(_ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>) {
         guard let stream = streams.removeValue(forKey: key) else { return }  // already failed (timeout, GOAWAY)
+        keysByHTTP2ID[stream.http2ID] = nil
         let actions = machine.streamClosed(key, now: .now())
         if case .success(let response) = result, response.status == 403, response.reason == "ExpiredProviderToken" {
             // Before the dispatcher sees the answer, so its retry carries the new token.
             tokenSource.reportExpired(generation: stream.generation)
         }
-        finish(stream.pending, key: key, result)
+        finish(stream.pending, result)
         run(actions)
-    }
-
-    func streamIDAssigned(_ key: APNsConnectionStateMachine.StreamKey, _ streamID: HTTP2StreamID) {
-        machine.streamIDAssigned(key, http2ID: Int(streamID))
     }
 
     /// Stops taking streams and closes once those in flight are done.
     func closeGracefully() { run(machine.closeRequested()) }
 
-    private func finish(_ pending: APNsPendingRequest, key: Int, _ result: Result<APNsResponse, APNsTransportError>) {
+    private func finish(_ pending: APNsPendingRequest, _ result: Result<APNsResponse, APNsTransportError>) {
         delegate.requestFinished(on: id, result: result)
         pending.promise.completeWith(result.mapError { $0 as any Error })
     }
@@ -177,8 +264,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             case .failStreams(let keys, let error):
                 for key in keys {
                     guard let stream = streams.removeValue(forKey: key) else { continue }
-                    stream.channel?.close(promise: nil)  // resets the stream if it is still open
-                    finish(stream.pending, key: key, .failure(error))
+                    keysByHTTP2ID[stream.http2ID] = nil
+                    if error == .timedOut, stream.headersWritten {
+                        // The server may still answer; tell it not to bother.
+                        context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream.http2ID, payload: .rstStream(.cancel))),
+                                               promise: nil)
+                    }
+                    finish(stream.pending, .failure(error))
                 }
             case .sendPing(let data):
                 context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(
@@ -226,115 +318,5 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         if let apnsID = request.apnsID { headers.add(name: "apns-id", value: apnsID) }
         headers.add(name: "content-length", value: String(request.payload.count))
         return headers
-    }
-}
-
-/// One push on one HTTP/2 stream: writes HEADERS and DATA, collects the
-/// answer, reports it to the connection. Frames only.
-final class APNsStreamHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    private let key: APNsConnectionStateMachine.StreamKey
-    private let headers: HPACKHeaders
-    private let body: [UInt8]
-    private let connection: APNsConnectionHandler
-    private var status: Int?
-    private var apnsID: String?
-    private var responseBody: [UInt8] = []
-    private var done = false
-    /// RST_STREAM from the server.
-    private var resetByPeer: HTTP2ErrorCode?
-    /// The reason of the `StreamClosedEvent`; `.cancel` without an RST_STREAM means
-    /// nio-http2 dropped the stream because a GOAWAY excluded it.
-    private var closedReason: HTTP2ErrorCode?
-    /// False until the HEADERS are on their way: a stream whose HEADERS never left was not sent.
-    private var headersWritten = false
-
-    init(key: APNsConnectionStateMachine.StreamKey, headers: HPACKHeaders, body: [UInt8], connection: APNsConnectionHandler) {
-        self.key = key
-        self.headers = headers
-        self.body = body
-        self.connection = connection
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        let channel = context.channel
-        let connection = self.connection
-        let key = self.key
-        let headersPromise = context.eventLoop.makePromise(of: Void.self)
-        context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: body.isEmpty))), promise: headersPromise)
-        if !body.isEmpty {
-            let buffer = context.channel.allocator.buffer(bytes: body)
-            context.write(wrapOutboundOut(.data(.init(data: .byteBuffer(buffer), endStream: true))), promise: nil)
-        }
-        context.flush()
-        let loopBound = NIOLoopBound((connection, channel), eventLoop: context.eventLoop)
-        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-        headersPromise.futureResult.whenSuccess {
-            let (connection, channel) = loopBound.value
-            handler.value.headersWritten = true
-            if let streamID = try? channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID) {
-                connection.streamIDAssigned(key, streamID)
-            }
-        }
-        context.fireChannelActive()
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .headers(let frame):
-            if status == nil, let text = frame.headers.first(name: ":status") {
-                status = Int(text)
-                apnsID = frame.headers.first(name: "apns-id")
-            }
-            if frame.endStream { complete() }
-        case .data(let frame):
-            if case .byteBuffer(let buffer) = frame.data, responseBody.count + buffer.readableBytes <= 64 * 1024 {
-                responseBody.append(contentsOf: buffer.readableBytesView)
-            }
-            if frame.endStream { complete() }
-        case .rstStream(let code):
-            resetByPeer = code
-        default:
-            break
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent { closedReason = closed.reason }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    /// nio-http2 reports a stream closed by RST_STREAM or by a GOAWAY as this error, just before channelInactive.
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let closed = error as? NIOHTTP2Errors.StreamClosed { closedReason = closed.errorCode }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        if !done {
-            done = true
-            // Not processed, so safe to send elsewhere: REFUSED_STREAM, a GOAWAY that
-            // excluded the stream (nio-http2 closes those with CANCEL, no RST_STREAM
-            // seen), or HEADERS that never left.
-            let unprocessed = resetByPeer == .refusedStream || (resetByPeer == nil && closedReason == .cancel)
-                || !headersWritten
-            connection.streamEnded(key, .failure(unprocessed ? .refusedByGoAway : .connectionLost))
-        }
-        context.fireChannelInactive()
-    }
-
-    private func complete() {
-        guard !done else { return }
-        done = true
-        guard let status else {
-            connection.streamEnded(key, .failure(.malformedResponse("no :status")))
-            return
-        }
-        if let response = APNsResponse(status: status, apnsID: apnsID, body: responseBody) {
-            connection.streamEnded(key, .success(response))
-        } else {
-            connection.streamEnded(key, .failure(.malformedResponse("status \(status) without a JSON reason")))
-        }
     }
 }

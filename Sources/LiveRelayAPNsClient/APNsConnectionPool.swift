@@ -163,13 +163,11 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                         HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
                     ]
-                    let http2 = NIOHTTP2Handler(mode: .client, eventLoop: channel.eventLoop, connectionConfiguration: settings,
-                                                streamConfiguration: .init()) { stream in stream.close() }
-                    try sync.addHandler(http2)
+                    // Frame mode: the connection handler runs every stream itself (see APNsConnectionHandler).
+                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: settings))
                     let handler = APNsConnectionHandler(
                         id: id, timeouts: configuration.timeouts, tickInterval: configuration.tickInterval,
                         authority: authority, tokenSource: tokenSource, delegate: self)
-                    handler.setMultiplexer(try http2.syncMultiplexer())
                     try sync.addHandler(handler)
                     let bound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
                     self.state.withLockedValue { $0.connections[id] = bound }

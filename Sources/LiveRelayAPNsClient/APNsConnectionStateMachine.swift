@@ -12,7 +12,9 @@ import NIOCore
 /// - GOAWAY: streams above its last-stream-id were not processed, they fail with
 ///   ``APNsTransportError/refusedByGoAway`` (retryable elsewhere); the others may
 ///   finish; no new stream opens. The connection closes once the last one ends.
-/// - Connection loss fails what is in flight with ``APNsTransportError/connectionLost``.
+/// - Connection loss fails what is in flight with ``APNsTransportError/connectionLost``,
+///   except streams whose HEADERS never reached the socket: not sent, so
+///   ``APNsTransportError/refusedByGoAway`` (retryable anywhere).
 /// - Idle for ``Timeouts/idlePingInterval``: PING; no ACK (or any other frame)
 ///   within ``Timeouts/pingTimeout``: the connection is dead, close it.
 /// - A stream without a complete answer after ``Timeouts/responseTimeout``
@@ -147,9 +149,13 @@ public struct APNsConnectionStateMachine: Sendable {
     public mutating func connectionClosed() -> [Action] {
         guard phase != .closed else { return [] }
         phase = .closed
-        let lost = streams.keys.sorted()
+        let unsent = streams.filter { $0.value.http2ID == nil }.keys.sorted()
+        let lost = streams.filter { $0.value.http2ID != nil }.keys.sorted()
         streams.removeAll()
-        return lost.isEmpty ? [] : [.failStreams(lost, .connectionLost)]
+        var actions: [Action] = []
+        if !unsent.isEmpty { actions.append(.failStreams(unsent, .refusedByGoAway)) }
+        if !lost.isEmpty { actions.append(.failStreams(lost, .connectionLost)) }
+        return actions
     }
 
     // MARK: Streams
@@ -173,7 +179,8 @@ public struct APNsConnectionStateMachine: Sendable {
         return .opened(key)
     }
 
-    /// HTTP/2 gave the stream its id (when its HEADERS were written).
+    /// The stream's HEADERS reached the socket under this HTTP/2 id: from now on
+    /// the server may have it.
     public mutating func streamIDAssigned(_ key: StreamKey, http2ID: Int) {
         streams[key]?.http2ID = http2ID
     }

@@ -70,7 +70,11 @@ struct ConnectionStateMachineTests {
         var m = ready()
         _ = m.settingsReceived(maxConcurrentStreams: 5, now: t0)
         let keys = (0..<3).map { _ in open(&m) }
-        #expect(m.connectionClosed() == [.failStreams(keys, .connectionLost)])
+        m.streamIDAssigned(keys[0], http2ID: 1)
+        m.streamIDAssigned(keys[2], http2ID: 3)
+        // keys[1]'s HEADERS never reached the socket: not sent, so retryable anywhere.
+        #expect(m.connectionClosed() == [.failStreams([keys[1]], .refusedByGoAway),
+                                         .failStreams([keys[0], keys[2]], .connectionLost)])
         #expect(m.phase == .closed && m.openStreams == 0)
         #expect(m.connectionClosed() == [])
         #expect(m.openStream(now: t0) == .unavailable)

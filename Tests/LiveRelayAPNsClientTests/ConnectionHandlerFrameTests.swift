@@ -1,0 +1,129 @@
+import LiveRelayAPNs
+import LiveRelayTLS
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import NIOHPACK
+import NIOHTTP2
+import Testing
+@testable import LiveRelayAPNsClient
+
+/// What the handler told its pool.
+final class RecordingDelegate: APNsConnectionDelegate, @unchecked Sendable {
+    let lock = NIOLock()
+    var bounced: [APNsPendingRequest] = []
+    var closed = false
+    func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int) {}
+    func connectionClosed(_ id: Int, connectError: String?) { lock.withLock { closed = true } }
+    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {}
+    func bounced(_ pending: APNsPendingRequest, from id: Int) { lock.withLock { bounced.append(pending) } }
+}
+
+/// The connection handler in frame mode, on an EmbeddedChannel: frames in, frames out,
+/// no nio-http2 and no socket, so each stream path is driven exactly.
+@Suite("APNs connection handler: streams as frames")
+struct ConnectionHandlerFrameTests {
+    let channel = EmbeddedChannel()
+    let delegate = RecordingDelegate()
+    let handler: APNsConnectionHandler
+
+    init() throws {
+        handler = APNsConnectionHandler(
+            id: 7, timeouts: .init(), tickInterval: .seconds(3600), authority: "api.push.apple.com",
+            tokenSource: ProviderTokenSource(key: PoolIntegrationTests.key), delegate: delegate)
+        try channel.pipeline.syncOperations.addHandler(handler)
+        channel.pipeline.fireUserInboundEventTriggered(TLSEvent.handshakeCompleted(negotiatedProtocol: "h2"))
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 10)]))))
+    }
+
+    func send(_ n: Int) -> EventLoopFuture<APNsResponse> {
+        let promise = channel.eventLoop.makePromise(of: APNsResponse.self)
+        handler.send(APNsPendingRequest(request: PoolIntegrationTests.request(n), promise: promise))
+        channel.embeddedEventLoop.run()
+        return promise.futureResult
+    }
+
+    func outbound() throws -> [HTTP2Frame] {
+        var frames: [HTTP2Frame] = []
+        while let frame = try channel.readOutbound(as: HTTP2Frame.self) { frames.append(frame) }
+        return frames
+    }
+
+    func answer(_ id: HTTP2StreamID, status: String, body: String? = nil) throws {
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: status)
+        headers.add(name: "apns-id", value: "11111111-2222-3333-4444-555555555555")
+        try channel.writeInbound(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body == nil))))
+        if let body {
+            try channel.writeInbound(HTTP2Frame(streamID: id, payload: .data(.init(
+                data: .byteBuffer(ByteBuffer(string: body)), endStream: true))))
+        }
+    }
+
+    func result(_ future: EventLoopFuture<APNsResponse>) -> Result<APNsResponse, APNsTransportError>? {
+        var outcome: Result<APNsResponse, APNsTransportError>?
+        future.whenComplete { outcome = $0.mapError { $0 as? APNsTransportError ?? .malformedResponse("\($0)") } }
+        channel.embeddedEventLoop.run()
+        return outcome
+    }
+
+    @Test func eachPushIsHeadersAndDataOnTheNextOddStreamAndItsAnswerCompletesIt() throws {
+        let first = send(1), second = send(2)
+        let frames = try outbound()
+        #expect(frames.map(\.streamID) == [1, 1, 3, 3])
+        guard case .headers(let headers) = frames[0].payload, case .data(let data) = frames[1].payload else {
+            Issue.record("expected HEADERS then DATA, got \(frames.map(\.payload))")
+            return
+        }
+        #expect(headers.headers.first(name: ":path") == "/3/device/" + PoolIntegrationTests.request(1).deviceToken)
+        #expect(headers.headers.first(name: "authorization")?.hasPrefix("bearer ") == true)
+        #expect(!headers.endStream && data.endStream)
+        // Answers may come in any order.
+        try answer(3, status: "400", body: #"{"reason":"BadDeviceToken"}"#)
+        try answer(1, status: "200")
+        #expect(try result(first)?.get() == APNsResponse(status: 200, apnsID: "11111111-2222-3333-4444-555555555555"))
+        #expect(try result(second)?.get().reason == "BadDeviceToken")
+        // The close events nio-http2 sends after an answer change nothing.
+        channel.pipeline.fireUserInboundEventTriggered(StreamClosedEvent(streamID: 1, reason: nil))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    @Test func refusedStreamIsUnprocessedButAResetAfterHeadersMayHaveBeenProcessed() throws {
+        let refused = send(1), reset = send(2)
+        _ = try outbound()
+        try channel.writeInbound(HTTP2Frame(streamID: 1, payload: .rstStream(.refusedStream)))
+        channel.pipeline.fireUserInboundEventTriggered(StreamClosedEvent(streamID: 1, reason: .refusedStream))
+        try channel.writeInbound(HTTP2Frame(streamID: 3, payload: .rstStream(.internalError)))
+        channel.pipeline.fireUserInboundEventTriggered(StreamClosedEvent(streamID: 3, reason: .internalError))
+        #expect(result(refused) == .failure(.refusedByGoAway))
+        #expect(result(reset) == .failure(.connectionLost))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    @Test func goAwayFailsTheStreamsAboveItsLastIDAsUnprocessed() throws {
+        let kept = send(1), dropped = send(2)
+        _ = try outbound()
+        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(
+            lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
+        #expect(result(dropped) == .failure(.refusedByGoAway))
+        #expect(result(kept) == nil, "stream 1 may still be answered")
+        try answer(1, status: "200")
+        #expect(try result(kept)?.get().status == 200)
+        // A new request after GOAWAY goes back to the pool instead of opening a stream.
+        _ = send(3)
+        let bounced = delegate.lock.withLock { delegate.bounced }
+        #expect(bounced.count == 1)
+        #expect(try outbound().isEmpty)
+        bounced.first?.promise.fail(APNsTransportError.shutDown)  // the pool's to finish; here, the test's
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    @Test func connectionLossFailsWhatWasWrittenAsLost() throws {
+        let inFlight = send(1)
+        _ = try outbound()
+        channel.pipeline.fireChannelInactive()
+        #expect(result(inFlight) == .failure(.connectionLost))
+        #expect(delegate.lock.withLock { delegate.closed })
+    }
+}
