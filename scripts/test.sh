@@ -17,7 +17,12 @@ fi
 export LIVERELAY_POSTGRES_URL
 
 swift build --build-tests
-swift test --skip-build
+# A hung test must fail the run with a clear message, not run into the CI's own limit.
+timeout --signal=TERM 2700 swift test --skip-build || {
+  status=$?
+  [ "$status" -eq 124 ] && echo "test.sh: swift test did not finish within 45 minutes (a hung test); see the last 'started' lines above" >&2
+  exit "$status"
+}
 
 if [ -x scripts/fuzz.sh ]; then
   bash scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-20}"

@@ -8,7 +8,7 @@ import Testing
 /// Two LiveRelay nodes on one database: two store instances (each with its
 /// own pool and lanes) on one schema, racing on the same rows. Whatever the
 /// interleaving, the outcome must be one a single node would have produced.
-@Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipReason)))
+@Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipReason)), .timeLimit(.minutes(3)))
 struct PostgresRaceTests {
     static func twoNodes(_ body: (PostgresActivityStore, PostgresActivityStore) async throws -> Void) async throws {
         try await PostgresTestDatabase.withSchema { schema in
