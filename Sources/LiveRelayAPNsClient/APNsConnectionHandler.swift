@@ -127,7 +127,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// TLS and I/O errors end the connection. HTTP/2 errors do not by themselves:
+    /// nio-http2 has already answered them, a stream error with RST_STREAM (a late
+    /// frame on a stream we reset must not cost the other pushes in flight) and a
+    /// connection error with GOAWAY, after which the server closes the connection
+    /// (and the PING and response timeouts cover one that does not).
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is any NIOHTTP2Error { return }
         if lastError == nil { lastError = "\(error)" }
         context.close(promise: nil)
     }

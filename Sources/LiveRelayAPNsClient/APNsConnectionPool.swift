@@ -14,6 +14,8 @@ public struct APNsClientConfiguration: Sendable {
     /// unless set here, SNI and the verified host name to the endpoint's host.
     public var tls: TLSConfiguration
     public var maximumConnections: Int
+    /// Requests in flight on every connection before another opens (see ``APNsPoolStateMachine``).
+    public var streamsPerConnection: Int
     /// Requests waiting for a free stream; beyond it `send` fails at once instead of queueing without bound.
     public var maximumQueuedRequests: Int
     public var timeouts: APNsConnectionStateMachine.Timeouts
@@ -26,6 +28,7 @@ public struct APNsClientConfiguration: Sendable {
         endpoint: APNsEndpoint,
         tls: TLSConfiguration = .makeClientConfiguration(),
         maximumConnections: Int = 4,
+        streamsPerConnection: Int = 100,
         maximumQueuedRequests: Int = 10_000,
         timeouts: APNsConnectionStateMachine.Timeouts = .init(),
         connectTimeout: TimeAmount = .seconds(10),
@@ -35,6 +38,7 @@ public struct APNsClientConfiguration: Sendable {
         self.endpoint = endpoint
         self.tls = tls
         self.maximumConnections = maximumConnections
+        self.streamsPerConnection = streamsPerConnection
         self.maximumQueuedRequests = maximumQueuedRequests
         self.timeouts = timeouts
         self.connectTimeout = connectTimeout
@@ -87,7 +91,8 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         self.logger = logger
         let machine = Machine(configuration: .init(maximumConnections: configuration.maximumConnections,
                                                    maximumQueuedRequests: configuration.maximumQueuedRequests,
-                                                   backoff: configuration.backoff))
+                                                   backoff: configuration.backoff,
+                                                   streamsPerConnection: configuration.streamsPerConnection))
         self.state = NIOLockedValueBox((machine, [:], nil))
         self.metrics = APNsClientMetrics(endpoint: configuration.endpoint.description)
     }
@@ -142,7 +147,9 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     }
 
     private func connect(_ id: Int) {
-        let eventLoop = group.any()
+        // Round robin: `any()` called from a loop of the group returns that loop, and
+        // the dispatcher calls from one loop, so every connection would share it.
+        let eventLoop = group.next()
         let configuration = self.configuration
         let tlsContext = self.tlsContext
         let tokenSource = self.tokenSource

@@ -30,6 +30,12 @@ public struct APNsBackoff: Hashable, Sendable {
 /// Which connection of a pool gets which request, as a value: lazy connects
 /// up to the maximum, least-loaded choice among ready connections, a bounded
 /// queue of requests waiting for a slot, back-off after failed connects.
+///
+/// A connection is served by one event loop, and so is its TLS and HTTP/2 work
+/// on both ends; once every connection carries ``Configuration/streamsPerConnection``
+/// requests, another one opens (up to the maximum) even though the server would
+/// allow more streams, so that a busy pool spreads over cores, as Apple
+/// recommends several connections for high volumes.
 /// The pool class holds it under a lock and carries out its actions.
 ///
 /// `Waiter` is whatever the pool queues (a request and its promise); the
@@ -42,12 +48,16 @@ public struct APNsPoolStateMachine<Waiter> {
         /// Requests that may wait for a free stream; beyond it they fail at once.
         public var maximumQueuedRequests: Int
         public var backoff: APNsBackoff
+        /// Requests in flight on every connection before another opens.
+        public var streamsPerConnection: Int
 
-        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000, backoff: APNsBackoff = .init()) {
+        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000, backoff: APNsBackoff = .init(),
+                    streamsPerConnection: Int = 100) {
             precondition(maximumConnections >= 1)
             self.maximumConnections = maximumConnections
             self.maximumQueuedRequests = maximumQueuedRequests
             self.backoff = backoff
+            self.streamsPerConnection = max(1, streamsPerConnection)
         }
     }
 
@@ -93,7 +103,7 @@ public struct APNsPoolStateMachine<Waiter> {
         if isShutDown { return [.fail(waiter, .shutDown)] }
         if let id = leastLoaded() {
             connections[id]!.inFlight += 1
-            return [.dispatch(waiter, to: id)]
+            return [.dispatch(waiter, to: id)] + connectIfBusy()
         }
         let live = connections.values.contains { $0.phase != .draining }
         if backingOff && !live {
@@ -197,7 +207,19 @@ public struct APNsPoolStateMachine<Waiter> {
 
     /// One new connection at a time, while requests wait and the maximum allows.
     private mutating func connectIfNeeded() -> [Action] {
-        guard !isShutDown, !backingOff, queuedCount > 0 else { return [] }
+        guard queuedCount > 0 else { return [] }
+        return connect()
+    }
+
+    /// Another connection when every usable one carries `streamsPerConnection` requests.
+    private mutating func connectIfBusy() -> [Action] {
+        let usable = connections.values.filter { $0.phase != .draining }
+        guard usable.allSatisfy({ $0.inFlight >= configuration.streamsPerConnection }) else { return [] }
+        return connect()
+    }
+
+    private mutating func connect() -> [Action] {
+        guard !isShutDown, !backingOff else { return [] }
         let counted = connections.values.filter { $0.phase != .draining }
         guard counted.count < configuration.maximumConnections,
             !counted.contains(where: { $0.phase == .connecting })

@@ -160,8 +160,9 @@ extension MockAPNsServer: Service {
     }
 }
 
-/// Connection errors (TLS handshake failures, HTTP/2 protocol errors) end the
-/// connection; they are the peer's problem, so they are logged at debug only.
+/// TLS and I/O errors end the connection; HTTP/2 errors were already answered by
+/// nio-http2 (see `errorCaught`). They are the peer's problem, so they are logged
+/// at debug only.
 final class MockAPNsConnectionErrorHandler: ChannelInboundHandler {
     typealias InboundIn = Any
     let logger: Logger
@@ -174,6 +175,10 @@ final class MockAPNsConnectionErrorHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         logger.debug("mock APNs connection error", metadata: ["connection": "\(connection)", "error": "\(error)"])
+        // nio-http2 has answered its own errors (RST_STREAM for a stream's, GOAWAY for the
+        // connection's): a DATA frame for a stream the GOAWAY excluded, say, must not end
+        // the streams still being served, as APNs would not.
+        if error is any NIOHTTP2Error { return }
         context.close(promise: nil)
     }
 }

@@ -119,6 +119,20 @@ struct ConnectionHandlerFrameTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    @Test func anHTTP2StreamErrorDoesNotEndTheOtherPushes() throws {
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        let inFlight = send(1)
+        _ = try outbound()
+        // nio-http2 has already reset stream 7 (a late frame, say); the connection stays.
+        channel.pipeline.fireErrorCaught(NIOHTTP2Errors.noSuchStream(streamID: 7))
+        #expect(channel.isActive)
+        try answer(1, status: "200")
+        #expect(try result(inFlight)?.get().status == 200)
+        // A TLS or I/O error does end it.
+        channel.pipeline.fireErrorCaught(TLSError.uncleanShutdown)
+        #expect(!channel.isActive)
+    }
+
     @Test func connectionLossFailsWhatWasWrittenAsLost() throws {
         let inFlight = send(1)
         _ = try outbound()

@@ -46,6 +46,19 @@ struct PoolStateMachineTests {
         #expect(summary(m.submit("next")) == ["dispatch next->1"])
     }
 
+    @Test func aBusyConnectionOpensAnotherBeforeItIsFullAndLoadSpreads() {
+        var m = M(configuration: .init(maximumConnections: 2, maximumQueuedRequests: 10, streamsPerConnection: 2))
+        _ = m.submit("a")
+        _ = m.connectionUpdated(0, phase: .ready, streamLimit: 10)
+        // The second request makes connection 0 carry its share: another opens, though 0 has room.
+        #expect(summary(m.submit("b")) == ["dispatch b->0", "connect 1"])
+        #expect(summary(m.submit("c")) == ["dispatch c->0"], "one connect at a time")
+        _ = m.connectionUpdated(1, phase: .ready, streamLimit: 10)
+        #expect(summary(m.submit("d")) == ["dispatch d->1"], "the least loaded takes it")
+        #expect(summary(m.submit("e")) == ["dispatch e->1"], "and no third connection beyond the maximum")
+        #expect(m.connectionCount == 2)
+    }
+
     @Test func boundedQueueFailsFast() {
         var m = machine(connections: 1, queue: 2)
         _ = m.submit("a"); _ = m.submit("b")
