@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
-debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl postgresql nghttp2-client)
+# procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
+debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl postgresql nghttp2-client procps)
 
 missing=()
 for p in "${debian_packages[@]}"; do
