@@ -31,8 +31,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     let softFrames: Int
     let hardFrames: Int
     private let db: SQLiteConnection
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private let monitor = SQLiteMonitor()
     private var passiveRequested = false
     private var restartRequested = false
     private var restartsDone = 0
@@ -51,26 +50,9 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         self.db = db
         self.softFrames = max(1, softFrames)
         self.hardFrames = max(self.softFrames, hardFrames)
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
     }
 
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    private func locked<T>(_ body: () throws -> T) rethrows -> T { try monitor.locked(body) }
 
     /// The writer, after a commit: the WAL now holds `frames` frames.
     func walHas(frames: Int) {
@@ -78,7 +60,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         locked {
             if !passiveRequested {
                 passiveRequested = true
-                pthread_cond_broadcast(condition)
+                monitor.broadcast()
             }
         }
     }
@@ -89,15 +71,15 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         locked {
             let target = restartsDone + 1
             restartRequested = true
-            pthread_cond_broadcast(condition)
-            while restartsDone < target && !isClosed { pthread_cond_wait(condition, mutex) }
+            monitor.broadcast()
+            while restartsDone < target && !isClosed { monitor.wait() }
         }
     }
 
     func close() {
         locked {
             isClosed = true
-            pthread_cond_broadcast(condition)
+            monitor.broadcast()
         }
     }
 
@@ -105,7 +87,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     func run() {
         while true {
             let restart: Bool? = locked {
-                while !passiveRequested && !restartRequested && !isClosed { pthread_cond_wait(condition, mutex) }
+                while !passiveRequested && !restartRequested && !isClosed { monitor.wait() }
                 if isClosed { return nil }
                 let restart = restartRequested
                 restartRequested = false
@@ -127,12 +109,12 @@ final class SQLiteCheckpointer: @unchecked Sendable {
                 if restart {
                     restarts += 1
                     restartsDone += 1
-                    pthread_cond_broadcast(condition)
+                    monitor.broadcast()
                 }
             }
         }
         // Wake a writer that might still wait (it checks isClosed).
-        _ = locked { pthread_cond_broadcast(condition) }
+        monitor.locked { monitor.broadcast() }
         db.close()
     }
 }

@@ -55,8 +55,7 @@ final class SQLiteDurability: @unchecked Sendable {
     private let walPath: String
     private let directoryPath: String
     private var walDescriptor: Int32 = -1
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private let monitor = SQLiteMonitor()
     private var queue: [Item] = []
     /// The highest epoch whose COMMIT has started (readers' snapshots can include it).
     private var committing: UInt64 = 0
@@ -85,27 +84,13 @@ final class SQLiteDurability: @unchecked Sendable {
         walPath = databasePath + "-wal"
         let slash = databasePath.lastIndex(of: "/")
         directoryPath = slash.map { String(databasePath[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
     }
 
     deinit {
         if walDescriptor >= 0 { closeDescriptor(walDescriptor) }
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
-    private func locked<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+    private func locked<T>(_ body: () throws -> T) rethrows -> T { try monitor.locked(body) }
 
     // MARK: The writer's side
 
@@ -129,14 +114,14 @@ final class SQLiteDurability: @unchecked Sendable {
     /// Blocks until the thread has taken everything queued.
     func waitForRoom() {
         locked {
-            while !queue.isEmpty && !isClosed { pthread_cond_wait(condition, mutex) }
+            while !queue.isEmpty && !isClosed { monitor.wait() }
         }
     }
 
     func submit(_ item: Item) {
         locked {
             queue.append(item)
-            pthread_cond_broadcast(condition)
+            monitor.broadcast()
         }
     }
 
@@ -144,7 +129,7 @@ final class SQLiteDurability: @unchecked Sendable {
     func close() {
         locked {
             isClosed = true
-            pthread_cond_broadcast(condition)
+            monitor.broadcast()
         }
     }
 
@@ -206,9 +191,9 @@ final class SQLiteDurability: @unchecked Sendable {
     func run() {
         while true {
             let (items, closed): ([Item], Bool) = locked {
-                while queue.isEmpty && !isClosed { pthread_cond_wait(condition, mutex) }
+                while queue.isEmpty && !isClosed { monitor.wait() }
                 defer { queue = [] }
-                pthread_cond_broadcast(condition) // room for the writer
+                monitor.broadcast() // room for the writer
                 return (queue, isClosed && queue.isEmpty)
             }
             if closed { break }
@@ -248,14 +233,14 @@ final class SQLiteDurability: @unchecked Sendable {
         }
         locked {
             isFinished = true
-            pthread_cond_broadcast(condition)
+            monitor.broadcast()
         }
     }
 
     /// After ``close()``: blocks until the thread has delivered everything and exited its loop.
     func waitUntilFinished() {
         locked {
-            while !isFinished { pthread_cond_wait(condition, mutex) }
+            while !isFinished { monitor.wait() }
         }
     }
 }

@@ -12,36 +12,21 @@ import NIOCore
 /// the applies that arrived during the previous fsync go into the next
 /// transaction); readers take one job each.
 final class SQLiteJobQueue<Job>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let condition: UnsafeMutablePointer<pthread_cond_t>
+    private let monitor = SQLiteMonitor()
     private var jobs = CircularBuffer<Job>(initialCapacity: 64)
     private var isClosed = false
     /// Set by ``poke()``; makes a `take(max:orWhenPoked: true)` return early.
     private var poked = false
 
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        condition = .allocate(capacity: 1)
-        condition.initialize(to: pthread_cond_t())
-        pthread_cond_init(condition, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        condition.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+    init() {}
 
     /// Queues `job`; false once the queue is closed (the job will never run).
     func push(_ job: Job) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        monitor.lock()
+        defer { monitor.unlock() }
         guard !isClosed else { return false }
         jobs.append(job)
-        if jobs.count == 1 { pthread_cond_signal(condition) }
+        if jobs.count == 1 { monitor.signal() }
         return true
     }
 
@@ -51,39 +36,39 @@ final class SQLiteJobQueue<Job>: @unchecked Sendable {
     /// last such take (the writer waits for jobs *or* for the durability
     /// thread, whichever comes first, without a second condition variable).
     func take(max: Int, orWhenPoked: Bool = false) -> [Job]? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        monitor.lock()
+        defer { monitor.unlock() }
         while jobs.isEmpty {
             if isClosed { return nil }
             if orWhenPoked && poked {
                 poked = false
                 return []
             }
-            pthread_cond_wait(condition, mutex)
+            monitor.wait()
         }
         let count = Swift.min(max, jobs.count)
         var taken: [Job] = []
         taken.reserveCapacity(count)
         for _ in 0..<count { taken.append(jobs.removeFirst()) }
         // More left (a reader pool, or a writer capped by `max`): wake another taker.
-        if !jobs.isEmpty { pthread_cond_signal(condition) }
+        if !jobs.isEmpty { monitor.signal() }
         return taken
     }
 
     /// Wakes a `take(max:orWhenPoked: true)` (or makes the next one return at once).
     func poke() {
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         poked = true
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
+        monitor.broadcast()
+        monitor.unlock()
     }
 
     /// Refuses new jobs and wakes every waiting thread so that each can drain and exit.
     func close() {
-        pthread_mutex_lock(mutex)
+        monitor.lock()
         isClosed = true
-        pthread_cond_broadcast(condition)
-        pthread_mutex_unlock(mutex)
+        monitor.broadcast()
+        monitor.unlock()
     }
 }
 
