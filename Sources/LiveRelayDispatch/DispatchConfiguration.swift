@@ -99,6 +99,12 @@ public struct DispatcherConfiguration: Sendable {
     public var queueFullRetryAfter: TimeAmount
     /// Seeds the jitter, so a test sees the same delays every run.
     public var randomSeed: UInt64
+    /// How long a token with nothing queued or in flight keeps its lane (its
+    /// ordering memory) before the scheduler forgets it. Without a limit the
+    /// scheduler would hold every token it ever sent to; after it, an update
+    /// older than one already sent would be sent too, and the device, which
+    /// ignores a timestamp not newer than its last, drops it.
+    public var laneRetention: TimeAmount
 
     public init(
         apps: [DispatchApp],
@@ -110,7 +116,8 @@ public struct DispatcherConfiguration: Sendable {
         credentialsCooldown: TimeAmount = .seconds(60),
         replyMargin: TimeAmount = .milliseconds(50),
         queueFullRetryAfter: TimeAmount = .seconds(1),
-        randomSeed: UInt64 = 0x5EED
+        randomSeed: UInt64 = 0x5EED,
+        laneRetention: TimeAmount = .seconds(60)
     ) {
         self.apps = apps
         self.transportFactory = transportFactory
@@ -122,5 +129,6 @@ public struct DispatcherConfiguration: Sendable {
         self.replyMargin = replyMargin
         self.queueFullRetryAfter = queueFullRetryAfter
         self.randomSeed = randomSeed
+        self.laneRetention = max(.milliseconds(1), laneRetention)
     }
 }

@@ -146,6 +146,7 @@ extension DispatchScheduler {
                 actions.replies.append((CallID(raw: callID), call.account.result))
             }
         }
+        if let sweep = nextSweep, sweep <= now { forgetIdleLanes(now: now) }
         if case let .draining(until) = phase, until <= now {
             phase = .finishing
             for a in apps.indices { failUnsent(app: a, .failed(reason: DispatchFailure.shuttingDown), &actions) }
@@ -153,6 +154,19 @@ extension DispatchScheduler {
         pump(now: now, &actions)
         checkDrained(&actions)
         return actions
+    }
+
+    /// Drops the lanes idle for ``DispatcherConfiguration/laneRetention``; looks
+    /// again a retention later while any lane is left (one pass over the lanes
+    /// per retention, not per push).
+    private mutating func forgetIdleLanes(now: NIODeadline) {
+        let retention = configuration.laneRetention
+        var remaining = 0
+        for a in apps.indices {
+            apps[a].lanes = apps[a].lanes.filter { !$0.value.isIdle || now - $0.value.lastTaken < retention }
+            remaining += apps[a].lanes.count
+        }
+        nextSweep = remaining > 0 ? now + retention : nil
     }
 
     /// Expires a push that is queued or waiting to retry; one in flight was sent in time.

@@ -96,6 +96,10 @@ public struct DispatchScheduler {
         var inReady = false
         /// The newest timestamp taken per activity id.
         var newest: [String: Int64] = [:]
+        /// When a push was last taken: an idle lane is forgotten ``DispatcherConfiguration/laneRetention`` later.
+        var lastTaken = NIODeadline.uptimeNanoseconds(0)
+
+        var isIdle: Bool { pending.isEmpty && busy == nil && !inReady }
     }
 
     struct AppState {
@@ -155,6 +159,8 @@ public struct DispatchScheduler {
     /// The call being enqueued, and its account if it became final during ``enqueue``.
     var enqueuing: UInt64?
     var finishedWhileEnqueuing: EnqueueResult?
+    /// When idle lanes are next looked for (nil while there are no lanes).
+    var nextSweep: NIODeadline?
 
     public init(configuration: DispatcherConfiguration) {
         self.configuration = configuration
@@ -190,9 +196,12 @@ public struct DispatchScheduler {
 
     public var inFlightCount: Int { inFlight }
 
+    /// Tokens the scheduler remembers for the app (their lanes), idle ones included.
+    public func laneCount(appID: String) -> Int? { appIndex[appID].map { apps[$0].lanes.count } }
+
     /// When ``tick(now:)`` has work (a retry due, a call's deadline, the end of draining).
     public var nextWakeup: NIODeadline? {
-        var earliest = [retryTimers.earliest, callTimers.earliest].compactMap { $0 }.min()
+        var earliest = [retryTimers.earliest, callTimers.earliest, nextSweep].compactMap { $0 }.min()
         if case let .draining(until) = phase { earliest = min(earliest ?? until, until) }
         return earliest
     }
@@ -260,7 +269,7 @@ public struct DispatchScheduler {
             if let refusal {
                 settle(call: callID, app: a, .failed(reason: refusal), &actions)
             } else {
-                take(first + UInt64(i), target: target, call: callID, app: a, &actions)
+                take(first + UInt64(i), target: target, call: callID, app: a, now: now, &actions)
             }
         }
         if calls[callID] != nil {
@@ -281,10 +290,13 @@ public struct DispatchScheduler {
 
     /// One target into its token's lane: superseded if a newer push of the
     /// activity was taken for the token, superseding the older one queued or retrying.
-    private mutating func take(_ id: UInt64, target: PushTarget, call: UInt64, app a: Int, _ actions: inout DispatchActions) {
+    private mutating func take(_ id: UInt64, target: PushTarget, call: UInt64, app a: Int, now: NIODeadline,
+                               _ actions: inout DispatchActions) {
         let token = target.token
         let activity = calls[call]!.activityID, timestamp = calls[call]!.timestamp
         var lane = apps[a].lanes.removeValue(forKey: token) ?? Lane()
+        lane.lastTaken = now
+        if nextSweep == nil { nextSweep = now + configuration.laneRetention }
         defer { apps[a].lanes[token] = lane }
         if let newest = lane.newest[activity], timestamp <= newest {
             settle(call: call, app: a, .superseded, &actions)

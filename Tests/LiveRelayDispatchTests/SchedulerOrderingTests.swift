@@ -66,6 +66,30 @@ import Testing
         #expect(d.everSent.last?.request.deviceToken == token(3))
     }
 
+    /// The ordering memory is bounded: a token idle for the retention is forgotten
+    /// (and only then may an older update reach it; the device ignores that one).
+    @Test func idleTokensAreForgottenAfterTheRetentionAndBusyOnesAreKept() throws {
+        var c = configuration()
+        c.laneRetention = .seconds(60)
+        var d = SchedulerDriver(c)
+        d.enqueue(try batch(timestamp: 11, tokens: [token(1), token(2)]))
+        d.respond(200, token: token(1))  // token(2) stays in flight
+        #expect(d.scheduler.laneCount(appID: "app-a") == 2)
+        #expect(d.scheduler.nextWakeup == start + .seconds(60))
+        d.advance(by: .seconds(59))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 2, "not idle for the retention yet")
+        let (stale, _) = d.enqueue(try batch(timestamp: 10, tokens: [token(1)]))
+        #expect(d.replies[stale] == EnqueueResult(superseded: 1), "still remembered: the older update is not sent")
+        d.advance(by: .seconds(1))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 2, "token(1) was taken again at 59 s; token(2) is in flight")
+        d.advance(by: .seconds(60))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 1, "token(1) forgotten; token(2), still in flight, kept")
+        d.respond(200, token: token(2))
+        d.advance(by: .seconds(60))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 0)
+        #expect(d.scheduler.nextWakeup == nil, "no lanes, no sweeps")
+    }
+
     @Test func aNewerPushWaitsForTheOneInFlightAndSupersedesItsRetry() throws {
         var d = SchedulerDriver()
         let (first, _) = d.enqueue(try batch(timestamp: 10, tokens: [token(1)]))
