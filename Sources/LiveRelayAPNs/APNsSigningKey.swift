@@ -1,3 +1,4 @@
+import LiveRelayDomain
 import COpenSSL
 
 /// An app's APNs auth key (the `.p8` file from Apple's developer portal) and

@@ -51,155 +51,26 @@ enum Base64URL {
     }
 }
 
-/// The flat JSON objects of a JWT header and claims set: string keys, string or
-/// integer values (true, false and null are accepted and ignored). Nesting,
-/// duplicate keys and trailing bytes are malformed: APNs tokens never have
-/// them, and a lenient parser is how JWT libraries get confused.
+/// The flat JSON objects of a JWT header and claims set, and of an APNs error
+/// body: string keys, string or integer values (true, false and null are
+/// accepted and ignored). Nesting, duplicate keys and trailing bytes are
+/// malformed: APNs tokens never have them, and a lenient parser is how JWT
+/// libraries get confused. Read with ``JSONValue``, then held to those rules.
 struct FlatJSONObject: Equatable {
-    enum Value: Equatable {
-        case string(String)
-        case integer(Int64)
-        case other
-    }
+    private var members: [String: JSONValue] = [:]
 
-    private(set) var members: [String: Value] = [:]
+    func string(_ key: String) -> String? { members[key]?.stringValue }
 
-    subscript(key: String) -> Value? { members[key] }
-
-    func string(_ key: String) -> String? {
-        if case .string(let value)? = members[key] { return value }
-        return nil
-    }
-
-    func integer(_ key: String) -> Int64? {
-        if case .integer(let value)? = members[key] { return value }
-        return nil
-    }
+    func integer(_ key: String) -> Int64? { members[key]?.integerValue }
 
     init?(_ bytes: [UInt8]) {
-        var parser = Parser(bytes: bytes)
-        guard let members = parser.parseObject() else { return nil }
-        parser.skipWhitespace()
-        guard parser.index == bytes.count else { return nil }
-        self.members = members
-    }
-
-    private struct Parser {
-        let bytes: [UInt8]
-        var index = 0
-
-        mutating func skipWhitespace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
-        }
-
-        mutating func expect(_ byte: UInt8) -> Bool {
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == byte else { return false }
-            index += 1
-            return true
-        }
-
-        mutating func parseObject() -> [String: Value]? {
-            guard expect(UInt8(ascii: "{")) else { return nil }
-            var members: [String: Value] = [:]
-            if expect(UInt8(ascii: "}")) { return members }
-            repeat {
-                skipWhitespace()
-                guard let key = parseString(), expect(UInt8(ascii: ":")), let value = parseValue(),
-                    members.updateValue(value, forKey: key) == nil
-                else { return nil }
-            } while expect(UInt8(ascii: ","))
-            return expect(UInt8(ascii: "}")) ? members : nil
-        }
-
-        mutating func parseValue() -> Value? {
-            skipWhitespace()
-            guard index < bytes.count else { return nil }
-            switch bytes[index] {
-            case UInt8(ascii: "\""):
-                return parseString().map(Value.string)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return parseInteger().map(Value.integer)
-            default:
-                for literal in ["true", "false", "null"] {
-                    let utf8 = Array(literal.utf8)
-                    if bytes.count - index >= utf8.count, Array(bytes[index..<index + utf8.count]) == utf8 {
-                        index += utf8.count
-                        return .other
-                    }
-                }
-                return nil
+        guard case let .object(pairs)? = try? JSONValue.parse(bytes) else { return nil }
+        for (key, value) in pairs {
+            switch value {
+            case .object, .array: return nil
+            case .string, .number, .bool, .null: break
             }
-        }
-
-        /// Integers only: `iat` is whole seconds, and a fraction or exponent is not what APNs expects.
-        mutating func parseInteger() -> Int64? {
-            let start = index
-            if bytes[index] == UInt8(ascii: "-") { index += 1 }
-            let digitsStart = index
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
-            let digits = index - digitsStart
-            guard digits > 0, digits <= 18, !(digits > 1 && bytes[digitsStart] == UInt8(ascii: "0")) else { return nil }
-            if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-                return nil
-            }
-            return Int64(String(decoding: bytes[start..<index], as: UTF8.self))
-        }
-
-        mutating func parseString() -> String? {
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-            index += 1
-            var out: [UInt8] = []
-            while index < bytes.count {
-                let byte = bytes[index]
-                index += 1
-                switch byte {
-                case UInt8(ascii: "\""):
-                    return String(validating: out, as: UTF8.self)
-                case UInt8(ascii: "\\"):
-                    guard index < bytes.count else { return nil }
-                    let escape = bytes[index]
-                    index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                    case UInt8(ascii: "n"): out.append(0x0A)
-                    case UInt8(ascii: "t"): out.append(0x09)
-                    case UInt8(ascii: "r"): out.append(0x0D)
-                    case UInt8(ascii: "b"): out.append(0x08)
-                    case UInt8(ascii: "f"): out.append(0x0C)
-                    case UInt8(ascii: "u"):
-                        // Enough for the ASCII identifiers in JWT headers; surrogates are malformed here.
-                        guard bytes.count - index >= 4,
-                            let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16),
-                            let scalar = Unicode.Scalar(code)
-                        else { return nil }
-                        index += 4
-                        out.append(contentsOf: Array(String(Character(scalar)).utf8))
-                    default: return nil
-                    }
-                case 0x00..<0x20:
-                    return nil
-                default:
-                    out.append(byte)
-                }
-            }
-            return nil
+            guard members.updateValue(value, forKey: key) == nil else { return nil }
         }
     }
-}
-
-/// JSON string escaping for the few values LiveRelay writes into a JWT (key and team ids).
-func jsonQuoted(_ value: String) -> String {
-    var out = "\""
-    for scalar in value.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\u{00}"..."\u{1F}":
-            let hex = String(scalar.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out + "\""
 }

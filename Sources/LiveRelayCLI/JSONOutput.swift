@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayClient
+import LiveRelayDomain
 import LiveRelayMessages
 
 /// JSON with keys in the order given, so a reply prints with its fields in
@@ -19,33 +20,18 @@ indirect enum JSONValue {
         switch self {
         case .object(let fields):
             if fields.isEmpty { return "{}" }
-            let body = fields.map { "\(inner)\(Self.quote($0.0)): \($0.1.rendered(indent: indent + 1))" }
+            let body = fields.map { "\(inner)\(jsonQuoted($0.0)): \($0.1.rendered(indent: indent + 1))" }
             return "{\n" + body.joined(separator: ",\n") + "\n\(pad)}"
         case .array(let items):
             if items.isEmpty { return "[]" }
             return "[\n" + items.map { inner + $0.rendered(indent: indent + 1) }.joined(separator: ",\n") + "\n\(pad)]"
-        case .string(let text): return Self.quote(text)
+        case .string(let text): return jsonQuoted(text)
         case .integer(let value): return String(value)
-        case .double(let value): return value.isFinite ? String(value) : Self.quote(String(value))
+        case .double(let value): return value.isFinite ? String(value) : jsonQuoted(String(value))
         case .bool(let value): return value ? "true" : "false"
         }
     }
 
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }
 
 /// The proto3 JSON mapping's choices where they help a reader: .proto field

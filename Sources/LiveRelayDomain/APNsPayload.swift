@@ -130,6 +130,15 @@ public enum APNsPayloadBuilder {
     }
 }
 
+/// A JSON string literal of `value`, escaped as the payload builder escapes: the
+/// one escaper for the JSON LiveRelay writes by hand (JWTs, APNs error bodies, the
+/// mock's records, the CLI's output).
+package func jsonQuoted(_ value: String) -> String {
+    var writer = JSONWriter()
+    writer.string(value)
+    return String(decoding: writer.bytes, as: UTF8.self)
+}
+
 /// Appends JSON tokens to a byte array.
 struct JSONWriter {
     var bytes: [UInt8] = []

@@ -1,3 +1,4 @@
+import LiveRelayDomain
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -60,16 +61,16 @@ public struct MockAPNsRecord: Sendable {
     public var jsonLine: String {
         var w = ""
         w += "{\"connection\":\(connection),\"stream\":\(streamID),\"received_ms\":\(receivedAtMilliseconds)"
-        w += ",\"method\":" + Self.quoted(method) + ",\"path\":" + Self.quoted(path)
+        w += ",\"method\":" + jsonQuoted(method) + ",\"path\":" + jsonQuoted(path)
         w += ",\"status\":\(status)"
-        if let reason { w += ",\"reason\":" + Self.quoted(reason) }
-        if let apnsID { w += ",\"apns_id\":" + Self.quoted(apnsID) }
+        if let reason { w += ",\"reason\":" + jsonQuoted(reason) }
+        if let apnsID { w += ",\"apns_id\":" + jsonQuoted(apnsID) }
         w += ",\"headers\":["
         for (i, header) in headers.enumerated() {
             let value = header.name == "authorization" ? Self.redactedAuthorization(header.value) : header.value
-            w += (i > 0 ? "," : "") + "[" + Self.quoted(header.name) + "," + Self.quoted(value) + "]"
+            w += (i > 0 ? "," : "") + "[" + jsonQuoted(header.name) + "," + jsonQuoted(value) + "]"
         }
-        w += "],\"body\":" + Self.quoted(bodyText) + "}"
+        w += "],\"body\":" + jsonQuoted(bodyText) + "}"
         return w
     }
 
@@ -78,23 +79,6 @@ public struct MockAPNsRecord: Sendable {
         return value[..<lastDot] + ".<redacted>"
     }
 
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
 }
 
 /// What the mock has done since it started (or since ``MockAPNsServer/reset()``).

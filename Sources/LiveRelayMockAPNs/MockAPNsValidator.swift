@@ -199,7 +199,7 @@ public struct MockAPNsValidator: Sendable {
 
     /// The mock's reason for a body that is not a Live Activity payload, nil when it is one.
     public static func payloadShapeError(_ body: [UInt8]) -> String? {
-        guard let json = try? MockJSON.parse(body), json.isObject else { return MockAPNsReasons.malformedPayload }
+        guard let json = try? JSONValue.parse(body), json.isObject else { return MockAPNsReasons.malformedPayload }
         guard let aps = json["aps"], aps.isObject else { return MockAPNsReasons.missingAps }
         guard aps["timestamp"]?.integerValue != nil else { return MockAPNsReasons.badTimestamp }
         guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else {

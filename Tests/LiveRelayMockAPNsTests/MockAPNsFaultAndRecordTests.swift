@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 @testable import LiveRelayMockAPNs
 import Testing
 
@@ -68,17 +69,17 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("the JSON reader keeps number text, decodes escapes and refuses what RFC 8259 refuses")
     func json() throws {
-        let value = try MockJSON.parse(Array(#" {"a":[1,-0.5e3,true,false,null],"s":"\u00e9\ud83d\ude00\n\"","i":-12} "#.utf8))
+        let value = try JSONValue.parse(Array(#" {"a":[1,-0.5e3,true,false,null],"s":"\u00e9\ud83d\ude00\n\"","i":-12} "#.utf8))
         #expect(value["i"]?.integerValue == -12)
         #expect(value["s"]?.stringValue == "é😀\n\"")
         #expect(value["a"] == .array([.number("1"), .number("-0.5e3"), .bool(true), .bool(false), .null]))
-        #expect(MockJSON.number("1e3").integerValue == nil)
-        #expect(MockJSON.number("99999999999999999999").integerValue == nil)
+        #expect(JSONValue.number("1e3").integerValue == nil)
+        #expect(JSONValue.number("99999999999999999999").integerValue == nil)
         for bad in ["", "{", "{\"a\":}", "[1,]", "01", "1.", "\"\\x\"", "\"\u{01}\"", "\"\\ud800\"", "{} x", "tru", "{\"a\" 1}"] {
-            #expect(throws: MockJSON.ParseError.self, "\(bad)") { try MockJSON.parse(Array(bad.utf8)) }
+            #expect(throws: JSONValue.ParseError.self, "\(bad)") { try JSONValue.parse(Array(bad.utf8)) }
         }
         let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
-        #expect(throws: MockJSON.ParseError.self) { try MockJSON.parse(Array(deep.utf8)) }
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(deep.utf8)) }
     }
 
     @Test("a JSON line keeps headers and body but not the JWT's signature")

@@ -1,20 +1,21 @@
-/// A small strict JSON reader for the one thing the mock needs: looking at
-/// the shape of a push's `aps` dictionary.
+/// A small strict JSON reader: the mock looks at the shape of a push's `aps`
+/// dictionary with it, and JWT headers and claims and APNs error bodies are
+/// read with it (``FlatJSONObject``).
 ///
 /// Why not JSONSerialization: it cannot tell `1` from `1.0` portably (the
 /// `timestamp` must be an integer), it accepts some non-RFC input, and its
 /// depth is not bounded by us. Payloads are at most 4 KiB, so building a tree
 /// is cheap; nesting is capped so a hostile body cannot blow the stack.
-enum MockJSON: Equatable, Sendable {
-    case object([(String, MockJSON)])
-    case array([MockJSON])
+package enum JSONValue: Equatable, Sendable {
+    case object([(String, JSONValue)])
+    case array([JSONValue])
     case string(String)
     /// The literal text, so integer-ness is decided by the text (`1` vs `1.0` vs `1e3`).
     case number(String)
     case bool(Bool)
     case null
 
-    static func == (lhs: MockJSON, rhs: MockJSON) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case let (.object(a), .object(b)):
             a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
@@ -29,32 +30,32 @@ enum MockJSON: Equatable, Sendable {
 
     /// The first member named `key` of an object (JSON leaves duplicates undefined; APNs's parser
     /// is not documented, and the first is what a streaming reader sees first).
-    subscript(key: String) -> MockJSON? {
+    package subscript(key: String) -> JSONValue? {
         guard case let .object(members) = self else { return nil }
         return members.first { $0.0 == key }?.1
     }
 
-    var isObject: Bool { if case .object = self { true } else { false } }
+    package var isObject: Bool { if case .object = self { true } else { false } }
 
     /// The value as an Int64 when it is written as one: digits with an optional minus sign, no
     /// fraction or exponent, in range.
-    var integerValue: Int64? {
+    package var integerValue: Int64? {
         guard case let .number(text) = self, !text.contains(where: { $0 == "." || $0 == "e" || $0 == "E" }) else {
             return nil
         }
         return Int64(text)
     }
 
-    var stringValue: String? { if case let .string(s) = self { s } else { nil } }
+    package var stringValue: String? { if case let .string(s) = self { s } else { nil } }
 
-    struct ParseError: Error, Equatable {
-        var offset: Int
-        var message: String
+    package struct ParseError: Error, Equatable {
+        package var offset: Int
+        package var message: String
     }
 
-    static let maxDepth = 32
+    package static let maxDepth = 32
 
-    static func parse(_ bytes: [UInt8]) throws(ParseError) -> MockJSON {
+    package static func parse(_ bytes: [UInt8]) throws(ParseError) -> JSONValue {
         var parser = Parser(bytes: bytes)
         parser.skipWhitespace()
         let value = try parser.value(depth: 0)
@@ -82,8 +83,8 @@ enum MockJSON: Equatable, Sendable {
             }
         }
 
-        mutating func value(depth: Int) throws(ParseError) -> MockJSON {
-            guard depth <= MockJSON.maxDepth else { throw error("nested too deeply") }
+        mutating func value(depth: Int) throws(ParseError) -> JSONValue {
+            guard depth <= JSONValue.maxDepth else { throw error("nested too deeply") }
             guard i < bytes.count else { throw error("unexpected end") }
             switch bytes[i] {
             case UInt8(ascii: "{"): return try object(depth: depth)
@@ -97,9 +98,9 @@ enum MockJSON: Equatable, Sendable {
             }
         }
 
-        mutating func object(depth: Int) throws(ParseError) -> MockJSON {
+        mutating func object(depth: Int) throws(ParseError) -> JSONValue {
             i += 1
-            var members: [(String, MockJSON)] = []
+            var members: [(String, JSONValue)] = []
             skipWhitespace()
             if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(members) }
             while true {
@@ -118,9 +119,9 @@ enum MockJSON: Equatable, Sendable {
             }
         }
 
-        mutating func array(depth: Int) throws(ParseError) -> MockJSON {
+        mutating func array(depth: Int) throws(ParseError) -> JSONValue {
             i += 1
-            var elements: [MockJSON] = []
+            var elements: [JSONValue] = []
             skipWhitespace()
             if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return .array(elements) }
             while true {
@@ -134,7 +135,7 @@ enum MockJSON: Equatable, Sendable {
             }
         }
 
-        mutating func number() throws(ParseError) -> MockJSON {
+        mutating func number() throws(ParseError) -> JSONValue {
             let start = i
             if bytes[i] == UInt8(ascii: "-") { i += 1 }
             guard i < bytes.count, isDigit(bytes[i]) else { throw error("bad number") }
