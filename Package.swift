@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
         .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
         .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
+        .library(name: "LiveRelayPushOutlet", targets: ["LiveRelayPushOutlet"]),
         .library(name: "LiveRelayStorePostgres", targets: ["LiveRelayStorePostgres"]),
         .library(name: "LiveRelayAPNs", targets: ["LiveRelayAPNs"]),
         .library(name: "LiveRelayAPNsClient", targets: ["LiveRelayAPNsClient"]),
@@ -122,29 +123,43 @@ let package = Package(
         // Activities and tokens as pure rules, and the APNs payload builder. No I/O.
         .target(
             name: "LiveRelayDomain",
-            dependencies: ["LiveRelayMessages"]
+            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
+        ),
+        // The push outlet: what the service hands the dispatcher (batches, admission,
+        // enqueue options and results, pruned tokens). Both import it; neither imports the other.
+        .target(
+            name: "LiveRelayPushOutlet",
+            dependencies: [
+                "LiveRelayAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
         // Where tokens and activities live: the store protocol and its implementations.
         .target(
             name: "LiveRelayStore",
             dependencies: [
                 "LiveRelayDomain",
+                "LiveRelayAPNs",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The service the server dispatches to: domain rules + store (+ APNs dispatch later).
+        // The service the server dispatches to: domain rules + store, pushes to the outlet.
         .target(
             name: "LiveRelayActivities",
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "LiveRelayService",
                 "LiveRelayDomain",
+                "LiveRelayAPNs",
+                "LiveRelayPushOutlet",
                 "LiveRelayStore",
                 "LiveRelayMessages",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // PostgreSQL store for deployments where several nodes share state (postgres-nio).
@@ -153,6 +168,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayStore",
                 "LiveRelayDomain",
+                "LiveRelayAPNs",
                 "LiveRelayMessages",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -166,7 +182,6 @@ let package = Package(
             name: "LiveRelayAPNs",
             dependencies: [
                 "COpenSSL",
-                "LiveRelayDomain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
@@ -185,6 +200,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The dispatcher pool: per-app bounded queues, fair scheduling, ordering, coalescing, retries, accounting.
@@ -192,12 +208,12 @@ let package = Package(
             name: "LiveRelayDispatch",
             dependencies: [
                 "LiveRelayAPNs",
-                "LiveRelayActivities",
-                "LiveRelayDomain",
+                "LiveRelayPushOutlet",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // `liverelay mock-apns`: an HTTP/2 TLS server that validates pushes like APNs and records them.
@@ -237,6 +253,8 @@ let package = Package(
                 "LiveRelayServer",
                 "LiveRelayClient",
                 "LiveRelayActivities",
+                "LiveRelayDomain",
+                "LiveRelayPushOutlet",
                 "LiveRelayStore",
                 "LiveRelayService",
                 "LiveRelayTLS",
@@ -255,9 +273,21 @@ let package = Package(
             ],
             path: "Sources/LiveRelayCLI"
         ),
+        // Test support shared by the test targets: waiting with a time limit, temporary
+        // directories, a manual wall clock and a recording push sink. Never linked into a product.
+        .target(
+            name: "LiveRelayTestSupport",
+            dependencies: [
+                "LiveRelayAPNs",
+                "LiveRelayPushOutlet",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/Support/LiveRelayTestSupport"
+        ),
         .testTarget(
             name: "LiveRelayServerTests",
-            dependencies: [
+            dependencies: ["LiveRelayTestSupport",
                 "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -268,7 +298,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayClientTests",
-            dependencies: [
+            dependencies: ["LiveRelayTestSupport",
                 "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -279,36 +309,37 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayDomainTests",
-            dependencies: ["LiveRelayDomain", "LiveRelayMessages"]
+            dependencies: ["LiveRelayTestSupport", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
         ),
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayStore", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            dependencies: ["LiveRelayTestSupport", "LiveRelayStore", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                            .target(name: "sqlite-crash-helper")]
         ),
         // Test support: opens a SQLite store and registers tokens until killed (the SIGKILL durability test).
         .executableTarget(
             name: "sqlite-crash-helper",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteCrashHelper"
         ),
         // Run by hand (release): SQLite store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "sqlite-store-benchmark",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
         ),
         // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "postgres-store-benchmark",
-            dependencies: ["LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/PostgresStoreBenchmark"
         ),
         .testTarget(
             name: "LiveRelayActivitiesTests",
-            dependencies: [
+            dependencies: ["LiveRelayTestSupport",
                 "LiveRelayActivities", "LiveRelayService", "LiveRelayDomain", "LiveRelayStore", "LiveRelayMessages",
+                "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayDispatch",
                 "LiveRelayWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -325,7 +356,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayTLSTests",
-            dependencies: [
+            dependencies: ["LiveRelayTestSupport",
                 "LiveRelayTLS",
                 "COpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -340,12 +371,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayAPNsTests",
-            dependencies: ["LiveRelayAPNs", "LiveRelayDomain", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["LiveRelayTestSupport", "LiveRelayAPNs", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
             name: "LiveRelayAPNsClientTests",
-            dependencies: [
-                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayMockAPNs", "LiveRelayTLS", "LiveRelayDomain",
+            dependencies: ["LiveRelayTestSupport",
+                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayMockAPNs", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -356,8 +387,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayMockAPNsTests",
-            dependencies: [
-                "LiveRelayMockAPNs", "LiveRelayAPNs", "LiveRelayTLS", "LiveRelayDomain",
+            dependencies: ["LiveRelayTestSupport",
+                "LiveRelayMockAPNs", "LiveRelayAPNs", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -370,9 +401,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayDispatchTests",
-            dependencies: [
-                "LiveRelayDispatch", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayStore",
-                "LiveRelayMessages", "LiveRelayService", "LiveRelayAPNsClient", "LiveRelayMockAPNs",
+            dependencies: ["LiveRelayTestSupport",
+                "LiveRelayDispatch", "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayAPNsClient", "LiveRelayMockAPNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Codec microbenchmark (issue 2): LiveRelayMessages (protobuf-c) vs swift-protobuf 1.39
+# Codec microbenchmark: LiveRelayMessages (protobuf-c) vs swift-protobuf 1.39
 # on the same request messages, and FrameDecoder / FrameEncoder throughput.
 # Builds Benchmarks/ in release (scratch: Benchmarks/.build) and prints markdown tables.
 #

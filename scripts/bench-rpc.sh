@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RPC ingest benchmark (issue 3, item 6): LiveRelay's null service next to
+# RPC ingest benchmark: LiveRelay's null service next to
 # grpc-swift-2 serving the same unary method (RegisterToken) with the same
 # request bytes, over TLS on 127.0.0.1, measured in the same run.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The LiveRelay benchmark run (issue 6): starts `liverelay serve` (release) on loopback in
+# The LiveRelay benchmark run: starts `liverelay serve` (release) on loopback in
 # its configurations, runs the standard scenarios with `liverelay bench`, runs the
 # grpc-swift-2 peer (Benchmarks/RPC through scripts/bench-rpc.sh), and rewrites the tables
 # of the "Bench harness" section of docs/BENCHMARKS.md (between the bench:begin/end markers).

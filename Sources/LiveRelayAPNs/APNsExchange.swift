@@ -1,4 +1,3 @@
-import LiveRelayDomain
 import NIOCore
 
 /// Where an app's pushes go. Apple's two environments, or any host and port:
@@ -95,6 +94,28 @@ public enum APNsTransportError: Error, Hashable, Sendable {
     case shutDown
     /// The answer was not a valid APNs response (a protocol error on the server's side).
     case malformedResponse(String)
+
+    /// The cases without their details, named as failure reasons.
+    public enum Kind: String, CaseIterable, Sendable {
+        case connectFailed = "ConnectFailed", refusedByGoAway = "RefusedByGoAway", connectionLost = "ConnectionLost"
+        case timedOut = "TimedOut", shutDown = "TransportShutDown", malformedResponse = "MalformedResponse"
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .connectFailed: .connectFailed
+        case .refusedByGoAway: .refusedByGoAway
+        case .connectionLost: .connectionLost
+        case .timedOut: .timedOut
+        case .shutDown: .shutDown
+        case .malformedResponse: .malformedResponse
+        }
+    }
+
+    /// The stable name of the failure: the failure reason in a call's
+    /// account and the `reason` label of the metrics, beside APNs's own
+    /// reasons (which are never spelt like these).
+    public var reason: String { kind.rawValue }
 
     /// True when the request may be sent again; pushes carry an increasing
     /// aps timestamp, so a duplicate delivery is harmless to the device.

@@ -1,4 +1,3 @@
-import LiveRelayDomain
 
 extension APNsResponse {
     /// Builds a response from what came off the wire: the `:status`, the

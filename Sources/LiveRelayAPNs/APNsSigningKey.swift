@@ -1,4 +1,3 @@
-import LiveRelayDomain
 import COpenSSL
 
 /// An app's APNs auth key (the `.p8` file from Apple's developer portal) and

@@ -1,4 +1,3 @@
-import LiveRelayDomain
 import NIOConcurrencyHelpers
 
 /// When to sign a new provider token, as a value with no clock and no I/O:
@@ -113,7 +112,7 @@ public final class ProviderTokenSource: Sendable {
 
     private let locked: NIOLockedValueBox<Locked>
     private let signer: @Sendable (Int64) throws -> String
-    private let clock: any DomainClock
+    private let clock: any WallClock
     /// The signing key's id, for logs and metrics (never the token).
     public let keyID: String
 
@@ -122,7 +121,7 @@ public final class ProviderTokenSource: Sendable {
     public convenience init(
         key: APNsSigningKey,
         policy: ProviderTokenRefresh.Policy = .init(),
-        clock: any DomainClock = SystemClock()
+        clock: any WallClock = SystemClock()
     ) {
         self.init(keyID: key.keyID, policy: policy, clock: clock) { issuedAt in
             try key.makeProviderToken(issuedAt: issuedAt)
@@ -133,7 +132,7 @@ public final class ProviderTokenSource: Sendable {
     public init(
         keyID: String,
         policy: ProviderTokenRefresh.Policy = .init(),
-        clock: any DomainClock = SystemClock(),
+        clock: any WallClock = SystemClock(),
         signer: @escaping @Sendable (Int64) throws -> String
     ) {
         self.keyID = keyID

@@ -246,7 +246,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard let stream = streams.removeValue(forKey: key) else { return }  // already failed (timeout, GOAWAY)
         keysByHTTP2ID[stream.http2ID] = nil
         let actions = machine.streamClosed(key, now: .now())
-        if case .success(let response) = result, response.status == 403, response.reason == "ExpiredProviderToken" {
+        if case .success(let response) = result, response.disposition == .refreshProviderTokenAndRetry {
             // Before the dispatcher sees the answer, so its retry carries the new token.
             tokenSource.reportExpired(generation: stream.generation)
         }

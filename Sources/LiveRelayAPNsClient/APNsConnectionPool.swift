@@ -241,7 +241,7 @@ struct APNsClientMetrics: Sendable {
     let connections: Gauge
     private let byStatus: [Int: Counter]
     private let otherStatus: Counter
-    private let byError: [String: Counter]
+    private let byError: [APNsTransportError.Kind: Counter]
 
     init(endpoint: String) {
         let dimensions = [("endpoint", endpoint)]
@@ -253,9 +253,10 @@ struct APNsClientMetrics: Sendable {
         }
         self.byStatus = byStatus
         otherStatus = Counter(label: "liverelay_apns_responses_total", dimensions: dimensions + [("status", "other")])
-        var byError: [String: Counter] = [:]
-        for error in ["connect_failed", "goaway", "connection_lost", "timed_out", "shut_down", "malformed"] {
-            byError[error] = Counter(label: "liverelay_apns_transport_errors_total", dimensions: dimensions + [("error", error)])
+        var byError: [APNsTransportError.Kind: Counter] = [:]
+        for kind in APNsTransportError.Kind.allCases {
+            byError[kind] = Counter(label: "liverelay_apns_transport_errors_total",
+                                    dimensions: dimensions + [("reason", kind.rawValue)])
         }
         self.byError = byError
     }
@@ -265,16 +266,7 @@ struct APNsClientMetrics: Sendable {
         case .success(let response):
             (byStatus[response.status] ?? otherStatus).increment()
         case .failure(let error):
-            let name: String
-            switch error {
-            case .connectFailed: name = "connect_failed"
-            case .refusedByGoAway: name = "goaway"
-            case .connectionLost: name = "connection_lost"
-            case .timedOut: name = "timed_out"
-            case .shutDown: name = "shut_down"
-            case .malformedResponse: name = "malformed"
-            }
-            byError[name]?.increment()
+            byError[error.kind]?.increment()
         }
     }
 }

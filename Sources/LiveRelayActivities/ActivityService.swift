@@ -1,5 +1,7 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 import LiveRelayService
 import LiveRelayStore
 import Logging
@@ -18,29 +20,29 @@ import NIOCore
 ///
 /// `wait_for_delivery` is passed to the sink with the call's deadline: the
 /// dispatcher answers once every push is final (`complete = true`), the
-/// recorder at once (it delivers nothing, so its pushes stay `queued`).
+/// test doubles that deliver nothing at once (their pushes stay `queued`).
 /// Counts are never made up: each comes from the sink's ``EnqueueResult``.
 public struct ActivityService: LiveRelayService {
     /// The version Ping reports.
     public static let version = "1.0"
 
     private let store: any ActivityStore
-    private let clock: any DomainClock
+    private let clock: any WallClock
     private let logger: Logger
     private let sink: any PushSink
     private let apps: AppDirectory
     private let serverVersion: String
 
     /// - Parameters:
-    ///   - store: where state lives; ``InMemoryActivityStore`` until SQLite lands.
+    ///   - store: where state lives (SQLite, PostgreSQL, or memory).
     ///   - clock: the source of "now" for every rule, timestamp and Ping.
-    ///   - sink: where accepted pushes go; records them by default.
+    ///   - sink: where accepted pushes go: the dispatcher.
     ///   - apps: which app ids exist and their bundle ids; every id by default.
     public init(
         store: any ActivityStore,
-        clock: any DomainClock = SystemClock(),
+        clock: any WallClock = SystemClock(),
         logger: Logger,
-        sink: any PushSink = RecordingPushSink(),
+        sink: any PushSink,
         apps: AppDirectory = .open,
         serverVersion: String = ActivityService.version
     ) {
@@ -97,7 +99,8 @@ public struct ActivityService: LiveRelayService {
             return context.fail(error)
         case let .success(app):
             if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
-            let options = EnqueueOptions(waitForDelivery: wait ?? false, deadline: context.deadline)
+            let options = EnqueueOptions(waitForDelivery: wait ?? false, deadline: context.deadline,
+                                         requestID: UInt64(context.requestID.rawValue))
             return store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
                 .flatMap { outcome in self.finish(outcome, options: options, context: context) }
                 .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
@@ -109,20 +112,11 @@ public struct ActivityService: LiveRelayService {
             PingReply(payload: request.payload, serverTimeMS: clock.now().milliseconds, serverVersion: serverVersion))
     }
 
-    // MARK: For dispatch and the server's housekeeping
-
-    /// Removes a token APNs declared dead (410, BadDeviceToken,
-    /// DeviceTokenNotForTopic); other answers leave it. Dispatch calls this.
-    public func prune(
-        _ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<TokenPruning.Outcome> {
-        StoreTokenPruner(store: store, clock: clock)
-            .prune(token, status: status, reason: reason, invalidSince: invalidSince, on: eventLoop)
-    }
+    // MARK: Housekeeping
 
     /// One expiry sweep (at most `limit` activities and tokens).
     public func sweep(limit: Int = 10_000, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
-        store.apply(Sweep(limit: limit), now: clock.now(), on: eventLoop).map { report in
+        let swept = store.apply(Sweep(limit: limit), now: clock.now(), on: eventLoop).map { report in
             if !report.isEmpty {
                 self.logger.info("swept activities and tokens", metadata: [
                     "expired": "\(report.expired.count)", "dismissed": "\(report.dismissed.count)",
@@ -131,17 +125,8 @@ public struct ActivityService: LiveRelayService {
             }
             return report
         }
-    }
-
-    /// Runs ``sweep(limit:on:)`` every `interval` until the task is cancelled
-    /// (at shutdown). Expiry is also enforced lazily by the rules, so the
-    /// interval only bounds how long dead tokens and records linger.
-    public func scheduleSweeps(on eventLoop: any EventLoop, every interval: TimeAmount = .seconds(60)) -> RepeatedTask {
-        eventLoop.scheduleRepeatedAsyncTask(initialDelay: interval, delay: interval) { _ in
-            self.sweep(on: eventLoop).map { _ in }.recover { error in
-                self.logger.error("sweep failed", metadata: ["error": "\(error)"])
-            }
-        }
+        swept.whenFailure { error in self.logger.error("sweep failed", metadata: ["error": "\(error)"]) }
+        return swept
     }
 
     // MARK: Internals

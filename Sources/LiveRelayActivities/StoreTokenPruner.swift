@@ -1,19 +1,21 @@
+import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayPushOutlet
 import LiveRelayStore
 import NIOCore
 
 /// Removes a token APNs declared dead (410, BadDeviceToken,
-/// DeviceTokenNotForTopic) straight through the store.
+/// DeviceTokenNotForTopic) straight through the store: the dispatcher's
+/// ``TokenPruner`` in a deployment.
 ///
-/// A value of its own rather than only ``ActivityService/prune(_:status:reason:invalidSince:on:)``
-/// because the dispatcher needs a pruner when it is built, and the service
-/// needs the dispatcher (its sink) when it is built: both take this instead
-/// of each other, so there is no construction cycle.
-public struct StoreTokenPruner: Sendable {
+/// A value of its own because the dispatcher needs a pruner when it is
+/// built, and the service needs the dispatcher (its sink) when it is built:
+/// both take this instead of each other, so there is no construction cycle.
+public struct StoreTokenPruner: TokenPruner {
     private let store: any ActivityStore
-    private let clock: any DomainClock
+    private let clock: any WallClock
 
-    public init(store: any ActivityStore, clock: any DomainClock = SystemClock()) {
+    public init(store: any ActivityStore, clock: any WallClock = SystemClock()) {
         self.store = store
         self.clock = clock
     }
@@ -21,9 +23,13 @@ public struct StoreTokenPruner: Sendable {
     /// Applies the domain's pruning rule: a token registered again after
     /// `invalidSince` (the 410 timestamp) is kept.
     public func prune(
-        _ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
+        _ token: TokenKey, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
     ) -> EventLoopFuture<TokenPruning.Outcome> {
-        store.apply(PruneToken(token, status: status, reason: reason, invalidSince: invalidSince),
-                    now: clock.now(), on: eventLoop)
+        store.apply(PruneToken(token, invalidSince: invalidSince), now: clock.now(), on: eventLoop)
+    }
+
+    public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        prune(TokenKey(appID: token.appID, hex: token.token), invalidSince: token.invalidSince, on: eventLoop)
+            .map { _ in }
     }
 }

@@ -9,6 +9,7 @@ import LiveRelayStore
 import LiveRelayTLS
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// One entry of the config file's `"apps"` list: an app LiveRelay pushes for.
 ///
@@ -51,37 +52,10 @@ struct AppConfiguration: Decodable {
     }
 }
 
-/// Where an app's pushes go, per token environment.
-enum APNsDestination: Hashable {
-    /// Apple: production tokens to production, sandbox tokens to the sandbox.
-    case apple
-    /// Every token to one server (a mock, a staging relay).
-    case custom(host: String, port: Int)
-
-    init(parsing text: String?) throws {
-        guard let text, text != "apple" else { self = .apple; return }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (1...65535).contains(port), colon > text.startIndex else {
-            throw CLIError("apns.endpoint must be \"apple\" or \"host:port\", not \"\(text)\"")
-        }
-        self = .custom(host: String(text[..<colon]), port: port)
-    }
-
-    func endpoint(for environment: APNsEnvironment) -> APNsEndpoint {
-        switch self {
-        case .apple: environment == .sandbox ? .sandbox : .production
-        case let .custom(host, port): .custom(host: host, port: port)
-        }
-    }
-}
-
 /// An app with everything its pushes need, read and checked before the server starts.
 struct PushingApp {
     var app: App
-    var key: APNsSigningKey
-    var destination: APNsDestination
-    /// The PEM a non-Apple endpoint must present (its certificate or CA).
-    var trustPEM: String?
+    var credentials: APNsCredentials
     var queueCapacity: Int
     var weight: Int
 
@@ -89,15 +63,22 @@ struct PushingApp {
 
     /// Reads the key file (relative paths against `base`); the key's bytes stay in memory only.
     init(_ configuration: AppConfiguration, base: String) throws {
-        let credentials = configuration.apns
-        let keyPath = DevSetup.absolute(credentials.keyFile, relativeTo: base)
+        let apns = configuration.apns
+        let keyPath = DevSetup.absolute(apns.keyFile, relativeTo: base)
+        let key: APNsSigningKey
         do {
-            key = try APNsSigningKey(contentsOfFile: keyPath, keyID: credentials.keyID, teamID: credentials.teamID)
+            key = try APNsSigningKey(contentsOfFile: keyPath, keyID: apns.keyID, teamID: apns.teamID)
         } catch {
             throw CLIError("app \(configuration.id): \(error)")
         }
-        destination = try APNsDestination(parsing: credentials.endpoint)
-        if let trust = credentials.trustCertificate {
+        let destination: APNsDestination
+        do {
+            destination = try APNsDestination(parsing: apns.endpoint)
+        } catch {
+            throw CLIError("app \(configuration.id): apns.endpoint: \(error)")
+        }
+        var trustPEM: String?
+        if let trust = apns.trustCertificate {
             let path = DevSetup.absolute(trust, relativeTo: base)
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw CLIError("app \(configuration.id): cannot read apns.trust_certificate \(path)")
@@ -105,6 +86,7 @@ struct PushingApp {
             trustPEM = String(decoding: data, as: UTF8.self)
         }
         app = App(id: configuration.id, bundleID: configuration.bundleID)
+        credentials = APNsCredentials(key: key, destination: destination, trustPEM: trustPEM)
         queueCapacity = configuration.queueCapacity ?? Self.defaultQueueCapacity
         weight = configuration.weight ?? 1
         guard queueCapacity > 0, weight > 0 else {
@@ -112,77 +94,49 @@ struct PushingApp {
         }
     }
 
-    init(app: App, key: APNsSigningKey, destination: APNsDestination, trustPEM: String?) {
+    init(app: App, credentials: APNsCredentials) {
         self.app = app
-        self.key = key
-        self.destination = destination
-        self.trustPEM = trustPEM
+        self.credentials = credentials
         self.queueCapacity = Self.defaultQueueCapacity
         self.weight = 1
     }
 }
 
-/// The APNs side of a running `liverelay serve`: the transports, the
-/// dispatcher that feeds them, and in the development setup the mock APNs
-/// they talk to. Built before the RPC server starts; shut down after it has
-/// drained, so every call that was answered has its pushes accounted for.
-final class APNsRuntime: Sendable {
+/// The APNs side of a running `liverelay serve`, as services: the APNs client
+/// (every connection pool, by route), the dispatcher that feeds it, and in
+/// the development setup the mock APNs they talk to. `Serve` lists them in
+/// its `ServiceGroup` so that shutdown runs in the right order.
+struct APNsRuntime {
+    let client: APNsClient
     let dispatcher: Dispatcher
     let directory: AppDirectory
     let mock: MockAPNsServer?
-    private let logger: Logger
 
-    /// One connection pool per (endpoint, signing key), shared by the apps
-    /// that share both; one provider token per key, shared by its pools.
-    init(apps: [PushingApp], mock: MockAPNsServer?, store: any ActivityStore, clock: any DomainClock,
+    /// Registers every app's credentials with the APNs client (apps that share
+    /// a destination and a key share its pool and provider token) and gives
+    /// the dispatcher each app's route.
+    init(apps: [PushingApp], mock: MockAPNsServer?, store: any ActivityStore, clock: any WallClock,
          group: any EventLoopGroup, logger: Logger) throws {
-        var sources: [String: ProviderTokenSource] = [:]
-        var pools: [String: any APNsTransport] = [:]
-        func pool(_ endpoint: APNsEndpoint, _ pushing: PushingApp) throws -> any APNsTransport {
-            let name = "\(endpoint)/\(pushing.key.teamID)/\(pushing.key.keyID)"
-            if let existing = pools[name] { return existing }
-            let sourceName = "\(pushing.key.teamID)/\(pushing.key.keyID)"
-            let source = sources[sourceName] ?? ProviderTokenSource(key: pushing.key, clock: clock)
-            sources[sourceName] = source
-            var configuration = APNsClientConfiguration(endpoint: endpoint)
-            if let trust = pushing.trustPEM {
-                configuration = .trusting(certificatePEM: trust, endpoint: endpoint)
-            }
-            let made = try APNsConnectionPool(configuration: configuration, tokenSource: source, group: group, logger: logger)
-            pools[name] = made
-            return made
+        let client = APNsClient(group: group, clock: clock, logger: logger)
+        let dispatchApps = try apps.map { pushing in
+            DispatchApp(appID: pushing.app.id, queueCapacity: pushing.queueCapacity,
+                        route: try client.register(pushing.credentials), weight: pushing.weight)
         }
-        var dispatchApps: [DispatchApp] = []
-        for pushing in apps {
-            let transport: any APNsTransport
-            switch pushing.destination {
-            case .apple:
-                transport = APNsEnvironmentRouter(production: try pool(.production, pushing), sandbox: try pool(.sandbox, pushing))
-            case let .custom(host, port):
-                transport = try pool(.custom(host: host, port: port), pushing)
-            }
-            dispatchApps.append(DispatchApp(appID: pushing.app.id, queueCapacity: pushing.queueCapacity,
-                                            transport: transport, weight: pushing.weight))
-        }
+        self.client = client
         self.dispatcher = Dispatcher(
-            configuration: DispatcherConfiguration(apps: dispatchApps),
+            configuration: DispatcherConfiguration(apps: dispatchApps), transports: client,
             eventLoop: group.next(), clock: clock, pruner: StoreTokenPruner(store: store, clock: clock), logger: logger)
         // No apps at all (a config file without "apps"): every app id is
         // accepted and its pushes fail as AppNotConfigured, visibly, in the summary.
         self.directory = apps.isEmpty ? .open : AppDirectory(apps: apps.map(\.app))
         self.mock = mock
-        self.logger = logger
     }
 
-    /// Sends or fails what is queued (within `gracePeriod`); the dispatcher
-    /// then closes the APNs connections; the mock stops last, so it answers to the end.
-    func shutdown(gracePeriod: TimeAmount = .seconds(10)) async {
-        do {
-            try await dispatcher.shutdown(gracePeriod: gracePeriod).get()
-        } catch {
-            logger.error("dispatcher shutdown", metadata: ["error": "\(error)"])
-        }
-        try? await mock?.shutdown()
+    /// In `ServiceGroup` order: the mock (stops last, so it answers to the
+    /// end), the APNs client (closes the connections once the dispatcher has
+    /// drained), the dispatcher.
+    var services: [any Service] {
+        (mock.map { [$0] } ?? []) + [client, dispatcher]
     }
 }
 
@@ -203,8 +157,8 @@ extension DevSetup {
             apps: [MockAPNsApp(bundleID: appID, teamID: apnsTeamID, keyID: apnsKeyID, publicKeyPEM: try key.publicKeyPEM)],
             recordFile: recordPath)
         let mock = try await MockAPNsServer.start(configuration: configuration, group: group, logger: logger)
-        let app = PushingApp(app: App(id: appID, bundleID: appID), key: key,
-                             destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM)
+        let app = PushingApp(app: App(id: appID, bundleID: appID), credentials: APNsCredentials(
+            key: key, destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM))
         let announcement = "  mock APNs on 127.0.0.1:\(mock.port) (key \(apnsKeyID) in \(keyPath)); every push it receives is appended to \(recordPath)"
         return (app, mock, announcement)
     }
@@ -215,7 +169,12 @@ extension DevSetup {
     static func externalAPNs(dataDirectory: String, endpoint: String, trustFile: String?) throws
         -> (app: PushingApp, announcement: String)
     {
-        let destination = try APNsDestination(parsing: endpoint)
+        let destination: APNsDestination
+        do {
+            destination = try APNsDestination(parsing: endpoint)
+        } catch {
+            throw CLIError("--apns-endpoint: \(error)")
+        }
         var trustPEM: String?
         if let trustFile {
             guard let data = FileManager.default.contents(atPath: trustFile) else {
@@ -224,7 +183,8 @@ extension DevSetup {
             trustPEM = String(decoding: data, as: UTF8.self)
         }
         let (key, keyPath) = try devSigningKey(dataDirectory: dataDirectory)
-        let app = PushingApp(app: App(id: appID, bundleID: appID), key: key, destination: destination, trustPEM: trustPEM)
+        let app = PushingApp(app: App(id: appID, bundleID: appID),
+                             credentials: APNsCredentials(key: key, destination: destination, trustPEM: trustPEM))
         return (app, "  dev.app pushes to APNs at \(endpoint) (key \(apnsKeyID) in \(keyPath))")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayClient
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayDomain
 import LiveRelayServer
@@ -95,18 +96,21 @@ struct Serve: AsyncParsableCommand {
             kind: self.store ?? setup.storeKind ?? .sqlite, postgresURL: self.postgresURL ?? setup.postgresURL,
             nullService: setup.nullService, dataDirectory: setup.dataDirectory
         ).open(logger: logger)
+        // The services in start order; graceful shutdown runs them down in reverse:
+        // the RPC server drains first, then the sweeper stops, the dispatcher sends or
+        // accounts for what is queued, the APNs client closes its connections, the
+        // in-process mock stops, and the store closes last.
+        var services: [any Service] = [ActivityStoreService(store)]
         let service: any LiveRelayService
-        var sweeps: RepeatedTask? = nil
-        var apns: APNsRuntime? = nil
         if setup.nullService {
             service = NullLiveRelayService()
         } else {
             let clock = SystemClock()
-            let runtime = try await self.startAPNs(setup: setup, store: store, clock: clock, logger: logger)
-            apns = runtime
-            let activities = ActivityService(store: store, clock: clock, logger: logger, sink: runtime.dispatcher,
-                                             apps: runtime.directory)
-            sweeps = activities.scheduleSweeps(on: MultiThreadedEventLoopGroup.singleton.next())
+            let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, logger: logger)
+            let activities = ActivityService(store: store, clock: clock, logger: logger, sink: apns.dispatcher,
+                                             apps: apns.directory)
+            services += apns.services
+            services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
             service = activities
         }
         logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, \(storeDescription)")"])
@@ -117,8 +121,9 @@ struct Serve: AsyncParsableCommand {
             ),
             service: service, authenticator: authenticator, logger: logger
         )
+        services.append(server)
         let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+            configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
@@ -133,15 +138,11 @@ struct Serve: AsyncParsableCommand {
                 throw CLIError("cannot serve on \(setup.host):\(setup.port): \(error)")
             }
         }
-        sweeps?.cancel()
-        // The RPC server has drained: no call can add pushes any more.
-        await apns?.shutdown()
-        try? await store.close()
     }
 
     /// The dispatcher and its transports: the config file's apps, or in the
     /// development setup dev.app pushing to an in-process mock APNs.
-    private func startAPNs(setup: Setup, store: any ActivityStore, clock: any DomainClock, logger: Logger) async throws -> APNsRuntime {
+    private func startAPNs(setup: Setup, store: any ActivityStore, clock: any WallClock, logger: Logger) async throws -> APNsRuntime {
         let group = MultiThreadedEventLoopGroup.singleton
         do {
             if setup.isDevelopment, let directory = setup.dataDirectory, let endpoint = self.apnsEndpoint {

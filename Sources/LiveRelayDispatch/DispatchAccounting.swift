@@ -1,5 +1,5 @@
 import LiveRelayAPNs
-import LiveRelayActivities
+import LiveRelayPushOutlet
 import NIOCore
 
 /// How one push ended. Every push ends in exactly one of these, once.
@@ -30,14 +30,6 @@ public enum DispatchFailure {
     public static let shuttingDown = "ShuttingDown"
     /// The reason for an APNs error answer that carried none.
     static func status(_ status: Int) -> String { "HTTP\(status)" }
-    /// The reason for a transport error.
-    static func transport(_ error: APNsTransportErrorName) -> String { error.rawValue }
-}
-
-/// Stable names for ``LiveRelayAPNs/APNsTransportError`` cases, as failure reasons.
-enum APNsTransportErrorName: String {
-    case connectFailed = "ConnectFailed", refusedByGoAway = "RefusedByGoAway", connectionLost = "ConnectionLost"
-    case timedOut = "TimedOut", shutDown = "TransportShutDown", malformedResponse = "MalformedResponse"
 }
 
 /// The running account of one call's pushes, as the reply reports it.

@@ -1,52 +1,25 @@
 import LiveRelayAPNs
 import NIOCore
 
-/// Which transport an app's pushes go through: one per (endpoint, signing
-/// key), because the provider token belongs to the key and the connections
-/// to the endpoint. Apps that share both share the transport and its limit.
-public struct TransportRoute: Hashable, Sendable, CustomStringConvertible {
-    public var endpoint: APNsEndpoint
-    /// The signing key's id (the JWT `kid`), or any name that tells transports apart.
-    public var keyID: String
-
-    public init(endpoint: APNsEndpoint, keyID: String) {
-        self.endpoint = endpoint
-        self.keyID = keyID
-    }
-
-    public var description: String { "\(endpoint)/\(keyID)" }
-}
-
 /// One app as the dispatcher sees it.
 public struct DispatchApp: Sendable {
     public var appID: String
     /// Unfinished pushes (queued, waiting to retry or in flight) above which
     /// new calls are refused; see ``Dispatcher/admit(appID:)`` for the exact rule.
     public var queueCapacity: Int
-    public var route: TransportRoute
+    /// The app's way to APNs (its destination and signing key), shared with
+    /// the apps that have the same; the transport comes from the dispatcher's
+    /// ``LiveRelayAPNs/APNsTransportProvider``.
+    public var route: APNsRoute
     /// The DRR quantum multiplier: an app of weight 2 gets twice the send
     /// slots of an app of weight 1 when both have work.
     public var weight: Int
-    /// A transport given directly (tests, a single mock); otherwise the
-    /// dispatcher's factory makes one per route.
-    public var transport: (any APNsTransport)?
 
-    /// An app whose transport the dispatcher's ``DispatcherConfiguration/transportFactory`` makes.
-    public init(appID: String, queueCapacity: Int, endpoint: APNsEndpoint, keyID: String, weight: Int = 1) {
+    public init(appID: String, queueCapacity: Int, route: APNsRoute, weight: Int = 1) {
         self.appID = appID
         self.queueCapacity = max(1, queueCapacity)
-        self.route = TransportRoute(endpoint: endpoint, keyID: keyID)
+        self.route = route
         self.weight = max(1, weight)
-        self.transport = nil
-    }
-
-    /// An app with a transport of its own (its per-transport limit is its own too).
-    public init(appID: String, queueCapacity: Int, transport: any APNsTransport, weight: Int = 1) {
-        self.appID = appID
-        self.queueCapacity = max(1, queueCapacity)
-        self.route = TransportRoute(endpoint: .custom(host: "transport-of-\(appID)", port: 0), keyID: appID)
-        self.weight = max(1, weight)
-        self.transport = transport
     }
 }
 
@@ -81,11 +54,9 @@ public struct RetryPolicy: Hashable, Sendable {
 /// Everything the dispatcher needs, as plain values.
 public struct DispatcherConfiguration: Sendable {
     public var apps: [DispatchApp]
-    /// Makes the transport of a route the first time an app needs it.
-    public var transportFactory: (@Sendable (TransportRoute) -> any APNsTransport)?
     /// Requests in flight over all transports.
     public var maxInFlight: Int
-    /// Requests in flight per transport, so one slow endpoint cannot take every slot.
+    /// Requests in flight per route (``LiveRelayAPNs/APNsRoute``), so one slow endpoint or key cannot take every slot.
     public var maxInFlightPerTransport: Int
     /// Sends an app may make per DRR turn (times its weight) before the next app's turn.
     public var quantum: Int
@@ -99,6 +70,10 @@ public struct DispatcherConfiguration: Sendable {
     public var queueFullRetryAfter: TimeAmount
     /// Seeds the jitter, so a test sees the same delays every run.
     public var randomSeed: UInt64
+    /// How long a graceful shutdown keeps sending what is queued before failing the rest `ShuttingDown`.
+    public var drainGracePeriod: TimeAmount
+    /// The instance part of every `apns-id` (``LiveRelayAPNs/APNsCallID``): random per process by default.
+    public var apnsIDInstance: UInt32
     /// How long a token with nothing queued or in flight keeps its lane (its
     /// ordering memory) before the scheduler forgets it. Without a limit the
     /// scheduler would hold every token it ever sent to; after it, an update
@@ -108,7 +83,6 @@ public struct DispatcherConfiguration: Sendable {
 
     public init(
         apps: [DispatchApp],
-        transportFactory: (@Sendable (TransportRoute) -> any APNsTransport)? = nil,
         maxInFlight: Int = 2_000,
         maxInFlightPerTransport: Int = 1_000,
         quantum: Int = 16,
@@ -117,10 +91,11 @@ public struct DispatcherConfiguration: Sendable {
         replyMargin: TimeAmount = .milliseconds(50),
         queueFullRetryAfter: TimeAmount = .seconds(1),
         randomSeed: UInt64 = 0x5EED,
+        drainGracePeriod: TimeAmount = .seconds(10),
+        apnsIDInstance: UInt32 = .random(in: 0...UInt32.max),
         laneRetention: TimeAmount = .seconds(60)
     ) {
         self.apps = apps
-        self.transportFactory = transportFactory
         self.maxInFlight = max(1, maxInFlight)
         self.maxInFlightPerTransport = max(1, maxInFlightPerTransport)
         self.quantum = max(1, quantum)
@@ -129,6 +104,8 @@ public struct DispatcherConfiguration: Sendable {
         self.replyMargin = replyMargin
         self.queueFullRetryAfter = queueFullRetryAfter
         self.randomSeed = randomSeed
+        self.apnsIDInstance = apnsIDInstance
+        self.drainGracePeriod = drainGracePeriod
         self.laneRetention = max(.milliseconds(1), laneRetention)
     }
 }

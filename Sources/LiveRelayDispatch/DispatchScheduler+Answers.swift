@@ -1,6 +1,5 @@
 import LiveRelayAPNs
-import LiveRelayActivities
-import LiveRelayDomain
+import LiveRelayPushOutlet
 import NIOCore
 
 extension DispatchScheduler {
@@ -14,7 +13,7 @@ extension DispatchScheduler {
         guard let push = pushes[id], push.state == .inFlight else { return actions }
         let a = push.app
         inFlight -= 1
-        routeInFlight[apps[a].route] -= 1
+        routeInFlight[push.route] -= 1
         apps[a].counters.inFlight -= 1
         var lane = apps[a].lanes.removeValue(forKey: push.token) ?? Lane()
         if lane.busy == id { lane.busy = nil }
@@ -29,7 +28,7 @@ extension DispatchScheduler {
             case .pruneToken:
                 finish(id, .pruned, &actions)
                 actions.prunes.append(PrunedToken(
-                    token: TokenKey(appID: apps[a].id, hex: push.token), status: response.status, reason: reason,
+                    appID: apps[a].id, token: push.token, reason: reason,
                     invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) }))
                 // The token is dead for every push queued to it, not only this one.
                 for other in lane.pending { finish(other, .pruned, &actions) }
@@ -51,7 +50,7 @@ extension DispatchScheduler {
                 retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
             }
         case let .transportError(error):
-            let reason = Self.name(error).rawValue
+            let reason = error.reason
             if error.isRetryable {
                 retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
             } else {
@@ -102,17 +101,6 @@ extension DispatchScheduler {
 
     private mutating func backoff(after attempts: Int) -> TimeAmount {
         configuration.retry.delay(afterAttempt: attempts, random: random.unit())
-    }
-
-    static func name(_ error: APNsTransportError) -> APNsTransportErrorName {
-        switch error {
-        case .connectFailed: .connectFailed
-        case .refusedByGoAway: .refusedByGoAway
-        case .connectionLost: .connectionLost
-        case .timedOut: .timedOut
-        case .shutDown: .shutDown
-        case .malformedResponse: .malformedResponse
-        }
     }
 
     // MARK: Time

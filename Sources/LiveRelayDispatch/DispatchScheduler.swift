@@ -1,6 +1,5 @@
 import LiveRelayAPNs
-import LiveRelayActivities
-import LiveRelayDomain
+import LiveRelayPushOutlet
 import NIOCore
 
 /// One push in the scheduler: a (call, token) pair, numbered in call order.
@@ -19,24 +18,8 @@ public struct CallID: Hashable, Sendable, CustomStringConvertible {
 public struct DispatchSend: Sendable {
     public var push: PushID
     public var appID: String
-    public var route: TransportRoute
+    public var route: APNsRoute
     public var request: APNsRequest
-}
-
-/// A token APNs declared dead, for the pruner.
-public struct PrunedToken: Hashable, Sendable {
-    public var token: TokenKey
-    public var status: Int
-    public var reason: String
-    /// From the 410 body's `timestamp` (milliseconds): a registration after it survives.
-    public var invalidSince: UnixTime?
-
-    public init(token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil) {
-        self.token = token
-        self.status = status
-        self.reason = reason
-        self.invalidSince = invalidSince
-    }
 }
 
 /// What came back for one send.
@@ -85,6 +68,8 @@ public struct DispatchScheduler {
         var environment: APNsEnvironment
         var state = State.queued
         var attempts = 0
+        /// The route it was last sent by (the app's route may change while it is in flight).
+        var route = 0
     }
 
     /// One token's pushes of one app.
@@ -124,6 +109,8 @@ public struct DispatchScheduler {
         var headers: APNsHeaders
         var first: UInt64
         var count: Int
+        /// Names the call in every push's `apns-id`.
+        var apnsCall: APNsCallID
         var sendBy: NIODeadline?
         var waits: Bool
         var replied = false
@@ -141,14 +128,15 @@ public struct DispatchScheduler {
     }
 
     let configuration: DispatcherConfiguration
-    public let routes: [TransportRoute]
-    var apps: [AppState]
-    var appIndex: [String: Int]
+    public private(set) var routes: [APNsRoute] = []
+    var routeIndex: [APNsRoute: Int] = [:]
+    var apps: [AppState] = []
+    var appIndex: [String: Int] = [:]
     var pushes: [UInt64: Push] = [:]
     var calls: [UInt64: Call] = [:]
     var active = CircularBuffer<Int>()
     var inFlight = 0
-    var routeInFlight: [Int]
+    var routeInFlight: [Int] = []
     var unfinished = 0
     var retryTimers = DeadlineHeap<UInt64>()
     var callTimers = DeadlineHeap<CallTimer>()
@@ -164,25 +152,34 @@ public struct DispatchScheduler {
 
     public init(configuration: DispatcherConfiguration) {
         self.configuration = configuration
-        var routes: [TransportRoute] = []
-        var routeIndex: [TransportRoute: Int] = [:]
-        var apps: [AppState] = []
-        var appIndex: [String: Int] = [:]
-        for app in configuration.apps where appIndex[app.appID] == nil {
-            let route = routeIndex[app.route] ?? routes.count
-            if route == routes.count {
-                routes.append(app.route)
-                routeIndex[app.route] = route
-            }
-            appIndex[app.appID] = apps.count
-            apps.append(AppState(id: app.appID, capacity: app.queueCapacity, route: route,
-                                 quantum: configuration.quantum * app.weight))
-        }
-        self.routes = routes
-        self.apps = apps
-        self.appIndex = appIndex
-        self.routeInFlight = Array(repeating: 0, count: routes.count)
         self.random = SplitMix64(seed: configuration.randomSeed)
+        for app in configuration.apps where appIndex[app.appID] == nil { configure(app) }
+    }
+
+    /// Adds an app, or changes one's capacity, weight or route while it has
+    /// work: pushes already queued go by the new route; those in flight are
+    /// counted against the route they went by. A new route clears the app's
+    /// credential suspension, so replaced credentials are tried at once.
+    public mutating func configure(_ app: DispatchApp) {
+        let route: Int
+        if let known = routeIndex[app.route] {
+            route = known
+        } else {
+            route = routes.count
+            routes.append(app.route)
+            routeIndex[app.route] = route
+            routeInFlight.append(0)
+        }
+        let quantum = configuration.quantum * app.weight
+        guard let a = appIndex[app.appID] else {
+            appIndex[app.appID] = apps.count
+            apps.append(AppState(id: app.appID, capacity: app.queueCapacity, route: route, quantum: quantum))
+            return
+        }
+        if apps[a].route != route { apps[a].credentialError = nil }
+        apps[a].capacity = app.queueCapacity
+        apps[a].route = route
+        apps[a].quantum = quantum
     }
 
     // MARK: Queries
@@ -248,7 +245,9 @@ public struct DispatchScheduler {
         let first = nextPush
         nextPush += UInt64(n)
         var call = Call(app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
-                        headers: batch.headers, first: first, count: n, sendBy: sendBy, waits: waitForDelivery)
+                        headers: batch.headers, first: first, count: n,
+                        apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
+                        sendBy: sendBy, waits: waitForDelivery)
         call.account.result.queued = n
         calls[callID] = call
         apps[a].counters.enqueued += n
@@ -381,6 +380,7 @@ public struct DispatchScheduler {
             apps[a].lanes[token] = lane
             pushes[id]!.state = .inFlight
             pushes[id]!.attempts += 1
+            pushes[id]!.route = route
             inFlight += 1
             routeInFlight[route] += 1
             apps[a].counters.inFlight += 1
@@ -388,6 +388,7 @@ public struct DispatchScheduler {
             actions.sends.append(DispatchSend(
                 push: PushID(raw: id), appID: apps[a].id, route: routes[route],
                 request: APNsRequest(deviceToken: token, headers: call.headers, payload: call.payload,
+                                     apnsID: call.apnsCall.apnsID(push: id - call.first),
                                      environment: pushes[id]!.environment)))
             passedOver = 0
             apps[a].deficit -= 1

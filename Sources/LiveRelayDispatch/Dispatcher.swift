@@ -1,29 +1,8 @@
 import LiveRelayAPNs
-import LiveRelayActivities
-import LiveRelayDomain
+import LiveRelayPushOutlet
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-
-/// Removes tokens APNs declared dead. ``StoreTokenPruner`` in a deployment.
-public protocol TokenPruner: Sendable {
-    func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void>
-}
-
-extension StoreTokenPruner: TokenPruner {
-    public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
-        prune(token.token, status: token.status, reason: token.reason, invalidSince: token.invalidSince, on: eventLoop)
-            .map { _ in }
-    }
-}
-
-/// A pruner that does nothing (a dispatcher without a store: benchmarks, the mock).
-public struct DiscardingTokenPruner: TokenPruner {
-    public init() {}
-    public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
-        eventLoop.makeSucceededVoidFuture()
-    }
-}
 
 /// The APNs dispatcher pool as a ``PushSink``: it runs a ``DispatchScheduler``
 /// and does what its actions say (write requests to transports, answer
@@ -43,12 +22,14 @@ public struct DiscardingTokenPruner: TokenPruner {
 /// turns a push's apns-expiration (UNIX seconds) into a monotonic deadline.
 public final class Dispatcher: PushSink, @unchecked Sendable {
     private let eventLoop: any EventLoop
-    private let clock: any DomainClock
+    private let clock: any WallClock
     private let pruner: any TokenPruner
     private let logger: Logger
     private let metrics: DispatchMetrics
     private let replyMargin: TimeAmount
-    private let transports: [TransportRoute: any APNsTransport]
+    private let apnsIDInstance: UInt32
+    let drainGracePeriod: TimeAmount
+    private let transports: any APNsTransportProvider
 
     private let lock = NIOLock()
     // Guarded by `lock`.
@@ -59,10 +40,13 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     private var wakeup: (at: NIODeadline, task: Scheduled<Void>)?
     private var shutdownPromise: EventLoopPromise<Void>?
 
+    /// - Parameter transports: the APNs client (its pools by route); the
+    ///   dispatcher looks a route's transport up per send and never shuts it down.
     public init(
         configuration: DispatcherConfiguration,
+        transports: any APNsTransportProvider,
         eventLoop: any EventLoop,
-        clock: any DomainClock = SystemClock(),
+        clock: any WallClock = SystemClock(),
         pruner: any TokenPruner,
         logger: Logger
     ) {
@@ -72,12 +56,8 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         self.logger = logger
         self.metrics = DispatchMetrics()
         self.replyMargin = configuration.replyMargin
-        var transports: [TransportRoute: any APNsTransport] = [:]
-        for app in configuration.apps where transports[app.route] == nil {
-            if let transport = app.transport ?? configuration.transportFactory?(app.route) {
-                transports[app.route] = transport
-            }
-        }
+        self.apnsIDInstance = configuration.apnsIDInstance
+        self.drainGracePeriod = configuration.drainGracePeriod
         self.transports = transports
         self.scheduler = DispatchScheduler(configuration: configuration)
     }
@@ -103,9 +83,8 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             replyBy = deadline - replyMargin
             sendBy = replyBy
         }
-        if batch.headers.expiration > 0 {
-            let left = batch.headers.expiration * 1000 - clock.now().milliseconds
-            let expires = now + .milliseconds(left)
+        if let expiresAt = batch.expiresAt {
+            let expires = now + .milliseconds(expiresAt.milliseconds - clock.now().milliseconds)
             sendBy = min(sendBy ?? expires, expires)
         }
         // The promise is registered under the lock, before any answer can complete the call.
@@ -113,6 +92,11 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             let step = scheduler.enqueue(batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
                                          replyBy: options.waitForDelivery ? replyBy : nil, now: now)
             outbox.append(step.actions)
+            logger.debug("pushes queued", metadata: [
+                "request_id": "\(options.requestID.map(String.init) ?? "-")", "app": "\(batch.appID)",
+                "activity": "\(batch.activityID)", "targets": "\(batch.targets.count)",
+                "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: step.call.raw))-*",
+            ])
             if let immediate = step.immediate { return eventLoop.makeSucceededFuture(immediate) }
             let promise = eventLoop.makePromise(of: EnqueueResult.self)
             waiters[step.call] = promise
@@ -122,7 +106,12 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         return future
     }
 
-    // MARK: Queries and shutdown
+    // MARK: Configuration, queries and shutdown
+
+    /// Adds an app or changes one while the server runs (``DispatchScheduler/configure(_:)``).
+    public func configure(_ app: DispatchApp) {
+        lock.withLock { scheduler.configure(app) }
+    }
 
     /// The app's totals, or nil for an app the configuration does not know.
     public func counters(appID: String) -> DispatchCounters? { lock.withLock { scheduler.counters(appID: appID) } }
@@ -136,9 +125,10 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     public var unfinishedCount: Int { lock.withLock { scheduler.unfinishedCount } }
 
     /// Stops admitting (new calls get UNAVAILABLE), sends what is queued for
-    /// up to `gracePeriod`, fails the rest with `ShuttingDown`, waits for the
-    /// answers in flight, then shuts every transport down. Every waiting call
-    /// is answered with its full account before the future succeeds.
+    /// up to `gracePeriod`, fails the rest with `ShuttingDown` and waits for
+    /// the answers in flight. Every waiting call is answered with its full
+    /// account before the future succeeds. The transports stay open: their
+    /// owner (the APNs client) closes them after this.
     public func shutdown(gracePeriod: TimeAmount = .seconds(10)) -> EventLoopFuture<Void> {
         let now = eventLoop.now
         let promise: EventLoopPromise<Void> = lock.withLock {
@@ -179,7 +169,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
 
     private func perform(_ actions: DispatchActions) {
         for send in actions.sends {
-            guard let transport = transports[send.route] else {
+            guard let transport = transports.transport(for: send.route) else {
                 answer(send.push, .transportError(.connectFailed("no transport for \(send.route)")))
                 continue
             }
@@ -197,10 +187,10 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         }
         for dead in actions.prunes {
             logger.info("pruning a token APNs declared dead", metadata: [
-                "app": "\(dead.token.appID)", "status": "\(dead.status)", "reason": "\(dead.reason)",
+                "app": "\(dead.appID)", "reason": "\(dead.reason)",
             ])
             pruner.prune(dead, on: eventLoop).whenFailure { error in
-                self.logger.error("pruning failed", metadata: ["app": "\(dead.token.appID)", "error": "\(error)"])
+                self.logger.error("pruning failed", metadata: ["app": "\(dead.appID)", "error": "\(error)"])
             }
         }
         for (appID, error) in actions.credentialRejections {
@@ -240,11 +230,8 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     }
 
     private func finishShutdown() {
-        let all = Array(transports.values)
         let promise = lock.withLock { shutdownPromise }
-        EventLoopFuture.andAllComplete(all.map { $0.shutdown() }, on: eventLoop).whenComplete { _ in
-            self.logger.info("dispatcher stopped")
-            promise?.succeed()
-        }
+        logger.info("dispatcher stopped")
+        promise?.succeed()
     }
 }

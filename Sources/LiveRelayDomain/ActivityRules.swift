@@ -1,4 +1,6 @@
+import LiveRelayAPNs
 import LiveRelayMessages
+import LiveRelayPushOutlet
 
 /// What a StartActivity, UpdateActivity or EndActivity came to.
 public enum ActivityCallOutcome: Hashable, Sendable {
@@ -57,9 +59,10 @@ public struct StartActivity: StoreMutation {
             lastTimestamp: stamp, lastContentState: request.contentStateJSON, createdAt: now)
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
-            headers: APNsHeaders(bundleID: app.bundleID, priority: request.priority,
+            headers: APNsHeaders(bundleID: app.bundleID, priority: request.priority.apnsPriority,
                                  expiration: activity.expiresAt.seconds),
-            targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) })
+            targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) },
+            expiresAt: activity.expiresAt)
         let count = UInt32(batch.targets.count)
         let reply = StoredReply(
             timestamp: stamp, state: .starting,
@@ -150,12 +153,12 @@ public struct ChangeActivity: StoreMutation {
         var content = self.content
         var writes: [StoreWrite] = []
         let payload: APNsPayload
-        let expiration: Int64
+        let expiration: UnixTime
         switch event {
         case .update, .start:
             payload = try APNsPayloadBuilder.update(timestamp: stamp, content: content)
             activity.lastContentState = content.contentStateJSON ?? activity.lastContentState
-            expiration = activity.expiresAt.seconds
+            expiration = activity.expiresAt
         case .end:
             content.contentStateJSON = content.contentStateJSON ?? activity.lastContentState
             payload = try APNsPayloadBuilder.end(timestamp: stamp, content: content)
@@ -164,7 +167,7 @@ public struct ChangeActivity: StoreMutation {
             activity.dismissAt = content.dismissalDate.map { UnixTime(seconds: $0) } ?? now + ActivityLifetime.dismissalWindow
             activity.state = (activity.dismissAt ?? now) <= now ? .dismissed : .ended
             // The end push may still reach a device that was offline until the activity would leave the screen.
-            expiration = (now + ActivityLifetime.dismissalWindow).seconds
+            expiration = now + ActivityLifetime.dismissalWindow
             // Update tokens die with their activity: nothing can be sent to them after the end.
             writes += tokens.map { .deleteToken($0.key) }
         }
@@ -173,8 +176,9 @@ public struct ChangeActivity: StoreMutation {
         let live = tokens.filter { !$0.isExpired(at: now) }
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
-            headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration),
-            targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) })
+            headers: APNsHeaders(bundleID: app.bundleID, priority: priority.apnsPriority, expiration: expiration.seconds),
+            targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) },
+            expiresAt: expiration)
         let count = UInt32(live.count)
         let reply = StoredReply(timestamp: stamp, state: activity.state,
                                 summary: DeliverySummary(targeted: count, queued: count))
@@ -270,4 +274,9 @@ public struct Fingerprint {
         f.add(5, r.alert); f.add(6, r.priority)
         return f.hash
     }
+}
+
+extension Optional where Wrapped == Priority {
+    /// The `apns-priority` the caller asked for: 5 for `low`, else 10 (APNs's default).
+    package var apnsPriority: Int { self == .low ? 5 : 10 }
 }

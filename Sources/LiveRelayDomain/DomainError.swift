@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayMessages
 
 /// Why a rule refused a request.

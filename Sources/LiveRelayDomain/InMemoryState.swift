@@ -1,3 +1,5 @@
+import LiveRelayAPNs
+
 /// The whole state as plain dictionaries with the three hot indexes: the
 /// reference semantics every store must match, the in-memory store's
 /// storage, and the state domain tests run rules against.

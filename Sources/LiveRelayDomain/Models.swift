@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayMessages
 
 /// An app LiveRelay pushes for. Its bundle id makes the `apns-topic`.
@@ -14,9 +15,9 @@ public struct App: Hashable, Sendable {
 /// The apps a deployment knows, so that an unknown app id is NOT_FOUND rather
 /// than a push to a topic nobody owns.
 ///
-/// ``open`` treats every app id as an app whose bundle id is the app id: the
-/// development default until apps are configured (the APNs issue brings their
-/// signing keys and endpoints).
+/// ``open`` treats every app id as an app whose bundle id is the app id: what
+/// a server without configured apps uses (their pushes then fail visibly
+/// with `AppNotConfigured`).
 public struct AppDirectory: Sendable {
     private let apps: [String: App]?
 
@@ -32,12 +33,6 @@ public struct AppDirectory: Sendable {
         guard let apps else { return App(id: id, bundleID: id) }
         return apps[id]
     }
-}
-
-/// The APNs environment of a token: it picks the endpoint, and a token sent to
-/// the wrong one fails with BadDeviceToken, so it is required and never guessed.
-public enum APNsEnvironment: String, Hashable, Sendable {
-    case sandbox, production
 }
 
 /// A token's identity within its app: the hex is what APNs knows it by.

@@ -1,3 +1,5 @@
+import LiveRelayAPNs
+
 /// What a rule may read from the current state.
 ///
 /// Rules are pure functions of what they read here and of `now`; a store runs
@@ -59,46 +61,4 @@ public struct MutationPlan<Outcome: Sendable>: Sendable {
 public protocol StoreMutation: Sendable {
     associatedtype Outcome: Sendable
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Outcome>
-}
-
-/// One token a push goes to.
-public struct PushTarget: Hashable, Sendable {
-    public var token: String
-    public var environment: APNsEnvironment
-    public init(token: String, environment: APNsEnvironment) {
-        self.token = token
-        self.environment = environment
-    }
-}
-
-/// The pushes one accepted call produced: one payload and one set of headers
-/// for every target, as APNs needs them.
-///
-/// For dispatch: `timestamp` orders the pushes of one activity. Batches of
-/// the same activity can reach a sink out of order (two calls race after
-/// their commits); a sink must never send a push of an activity to a token
-/// after one with a higher timestamp to the same token, and may drop a
-/// queued one that a newer batch supersedes.
-public struct PushBatch: Hashable, Sendable {
-    public var appID: String
-    public var activityID: String
-    public var event: APNsEvent
-    /// The aps `timestamp`, strictly increasing per activity.
-    public var timestamp: Int64
-    public var payload: APNsPayload
-    public var headers: APNsHeaders
-    public var targets: [PushTarget]
-
-    public init(
-        appID: String, activityID: String, event: APNsEvent, timestamp: Int64, payload: APNsPayload,
-        headers: APNsHeaders, targets: [PushTarget]
-    ) {
-        self.appID = appID
-        self.activityID = activityID
-        self.event = event
-        self.timestamp = timestamp
-        self.payload = payload
-        self.headers = headers
-        self.targets = targets
-    }
 }

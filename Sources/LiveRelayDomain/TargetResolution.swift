@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayMessages
 
 /// Turns StartActivity's targets into push-to-start tokens.

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayMessages
 
 /// RegisterToken as a store mutation: reads the token, its slot and its activity, applies ``TokenRegistration``.
@@ -34,23 +35,10 @@ public struct RegisterToken: StoreMutation {
     }
 }
 
-/// When APNs's answer means a token is dead.
+/// What pruning a dead token came to.
 public enum TokenPruning {
-    /// 410 (Unregistered, ExpiredToken), and 400 BadDeviceToken or
-    /// DeviceTokenNotForTopic: sending to the token again can never succeed.
-    /// Every other answer is about the request, the credentials or APNs itself.
-    public static func shouldPrune(status: Int, reason: String) -> Bool {
-        switch (status, reason) {
-        case (410, _): true
-        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): true
-        default: false
-        }
-    }
-
     public enum Outcome: Hashable, Sendable {
         case pruned(Token)
-        /// The answer does not mean the token is dead.
-        case notDead
         /// The token was registered again after APNs found it invalid (410's
         /// `timestamp`): the new registration wins.
         case reregistered(Token)
@@ -58,23 +46,20 @@ public enum TokenPruning {
     }
 }
 
-/// Removes a token APNs declared dead; called by dispatch.
+/// Removes a token APNs declared dead. Whether an answer means "dead" is
+/// decided once, by `APNsDisposition` in LiveRelayAPNs; this rule only keeps
+/// a token registered again after APNs found it invalid.
 public struct PruneToken: StoreMutation {
     public var token: TokenKey
-    public var status: Int
-    public var reason: String
     /// APNs's 410 `timestamp`: when it last found the token invalid.
     public var invalidSince: UnixTime?
 
-    public init(_ token: TokenKey, status: Int, reason: String, invalidSince: UnixTime? = nil) {
+    public init(_ token: TokenKey, invalidSince: UnixTime? = nil) {
         self.token = token
-        self.status = status
-        self.reason = reason
         self.invalidSince = invalidSince
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenPruning.Outcome> {
-        guard TokenPruning.shouldPrune(status: status, reason: reason) else { return MutationPlan(outcome: .notDead) }
         guard let existing = state.token(token) else { return MutationPlan(outcome: .notFound) }
         if let invalidSince, existing.updatedAt > invalidSince {
             return MutationPlan(outcome: .reregistered(existing))

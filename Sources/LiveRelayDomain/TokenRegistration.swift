@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayMessages
 
 /// RegisterToken's rules: idempotent registration, rotation per device slot, removal.

@@ -242,12 +242,4 @@ enum Rules {
         if let result = s.utf8.withContiguousStorageIfAvailable(body) { return result }
         return Array(s.utf8).withUnsafeBufferPointer(body)
     }
-
-    @inline(__always)
-    static func allBytes(_ s: String, _ predicate: (UInt8) -> Bool) -> Bool {
-        withBytes(s) { bytes in
-            for c in bytes where !predicate(c) { return false }
-            return true
-        }
-    }
 }

@@ -1,3 +1,5 @@
+import LiveRelayAPNs
+
 /// SplitMix64: a tiny seeded generator. Seeded rather than system randomness
 /// so a test that injects 10% errors sees the same pushes fail on every run.
 public struct MockAPNsRandom: RandomNumberGenerator, Sendable {
@@ -42,9 +44,8 @@ public struct MockAPNsFaultPlan: Sendable {
             cumulative += error.rate
             if draw < cumulative {
                 var injected = verdict
-                injected.status = error.status
-                injected.reason = error.reason
-                injected.timestampMilliseconds = nil
+                injected.response = APNsResponse(status: error.status, reason: error.reason,
+                                                 apnsID: verdict.response.apnsID)
                 return injected
             }
         }

@@ -1,4 +1,4 @@
-import LiveRelayDomain
+import LiveRelayAPNs
 import NIOConcurrencyHelpers
 import NIOCore
 

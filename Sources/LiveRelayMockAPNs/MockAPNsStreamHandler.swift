@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -73,7 +74,7 @@ final class MockAPNsConnection {
         guard !draining else { return }
         draining = true
         shared.recorder.count { $0.goAwaysSent += 1 }
-        let data = channel.allocator.buffer(string: "{\"reason\":\"\(reason)\"}")
+        let data = channel.allocator.buffer(string: "{\"reason\":" + jsonQuoted(reason) + "}")
         let frame = HTTP2Frame(streamID: .rootStream,
                                payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: data))
         channel.writeAndFlush(frame, promise: nil)

@@ -36,35 +36,32 @@ public struct MockAPNsConnectionState: Sendable, Hashable {
     public init() {}
 }
 
-/// The mock's answer to one request.
+/// The mock's answer to one request: the ``APNsResponse`` a client reads
+/// (the same type, so the mock and the client cannot disagree on the answer
+/// table or the error body), plus what only the mock needs.
 public struct MockAPNsVerdict: Sendable, Hashable {
-    public var status: Int
-    /// nil on 200.
-    public var reason: String?
-    /// 410 only: when the token became invalid, milliseconds since 1970.
-    public var timestampMilliseconds: Int64?
-    /// Echoed from the request when it was a valid UUID, otherwise the one the caller supplied.
-    public var apnsID: String
+    public var response: APNsResponse
     /// True when this request carried a provider token the mock accepted (the
     /// connection may then raise its stream limit).
     public var providerTokenAccepted: Bool
 
+    /// - Parameter apnsID: echoed from the request when it was a valid UUID, otherwise one the mock made.
     public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String,
                 providerTokenAccepted: Bool = false) {
-        self.status = status
-        self.reason = reason
-        self.timestampMilliseconds = timestampMilliseconds
-        self.apnsID = apnsID
+        self.response = APNsResponse(status: status, reason: reason, timestampMilliseconds: timestampMilliseconds,
+                                     apnsID: apnsID)
         self.providerTokenAccepted = providerTokenAccepted
     }
 
+    public var status: Int { response.status }
+    /// nil on 200.
+    public var reason: String? { response.reason }
+    /// 410 only: when the token became invalid, milliseconds since 1970.
+    public var timestampMilliseconds: Int64? { response.timestampMilliseconds }
+    public var apnsID: String { response.apnsID ?? "" }
+
     /// APNs's error body, `{"reason":"..."}` plus `"timestamp"` for 410; nil on 200 (APNs sends no body).
-    public var responseBody: [UInt8]? {
-        guard let reason else { return nil }
-        var text = "{\"reason\":\"" + reason + "\""
-        if let timestampMilliseconds { text += ",\"timestamp\":" + String(timestampMilliseconds) }
-        return Array((text + "}").utf8)
-    }
+    public var responseBody: [UInt8]? { response.status == 200 ? nil : response.bodyBytes }
 }
 
 /// Judges a request the way APNs would, as a pure function of the request,

@@ -3,11 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LiveRelayAPNs
 import LiveRelayDomain
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// The store `liverelay serve` uses until SQLite lands, and the store of tests.
+/// The store of `liverelay serve --store memory` (forgotten on exit) and of tests.
 ///
 /// Real, not a fake: dictionaries with the three hot indexes
 /// (``InMemoryState``), and each `apply` plans and writes under one lock, so

@@ -1,4 +1,5 @@
 import CSQLite
+import LiveRelayAPNs
 import LiveRelayDomain
 import NIOConcurrencyHelpers
 import NIOCore

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 
 /// ``StateReader`` for plans running inside a PostgreSQL batch transaction.

@@ -119,6 +119,8 @@ public struct ClientConnectionStateMachine: Sendable {
         case awaitingWelcome(Connection)
         case ready(Connection)
         case closed
+        /// Only while a mutating method holds the connection out of `state`:
+        /// seeing it anywhere else means the machine was re-entered, a bug.
         case modifying
     }
 
@@ -138,7 +140,8 @@ public struct ClientConnectionStateMachine: Sendable {
     public var serverSettings: ServerSettings {
         switch self.state {
         case .awaitingWelcome(let connection), .ready(let connection): return connection.serverSettings
-        case .idle, .closed, .modifying: return ServerSettings()
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed: return ServerSettings()
         }
     }
 
@@ -147,7 +150,8 @@ public struct ClientConnectionStateMachine: Sendable {
     public var outstandingCount: Int {
         switch self.state {
         case .awaitingWelcome(let connection), .ready(let connection): return connection.pending.count
-        case .idle, .closed, .modifying: return 0
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed: return 0
         }
     }
 
@@ -158,7 +162,8 @@ public struct ClientConnectionStateMachine: Sendable {
                 .compactMap { $0 }.min()
         case .ready(let connection):
             return connection.nextTimeout(configuration: self.configuration)
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return nil
         }
     }
@@ -198,7 +203,8 @@ public struct ClientConnectionStateMachine: Sendable {
             let result = connection.startRequest(method: method, payload: payload, timeout: timeout, now: now)
             self.state = .ready(connection)
             return result
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return .fail(CallFailure(status: .unavailable, message: "connection is not open", disposition: .notProcessed))
         }
     }
@@ -259,7 +265,8 @@ public struct ClientConnectionStateMachine: Sendable {
                 let actions = connection.receive(frame, configuration: self.configuration)
                 return self.finish(connection, actions, ready: true)
             }
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return []
         }
     }
@@ -270,7 +277,8 @@ public struct ClientConnectionStateMachine: Sendable {
         case .awaitingWelcome(let connection), .ready(let connection):
             self.state = .modifying
             return self.connectionError(error.goAwayCode, error.description, connection)
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return []
         }
     }
@@ -294,7 +302,8 @@ public struct ClientConnectionStateMachine: Sendable {
             var actions = connection.expireDeadlines(now: now)
             connection.keepaliveIfDue(now: now, configuration: self.configuration, into: &actions)
             return self.finish(connection, actions, ready: true)
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return []
         }
     }
@@ -314,7 +323,8 @@ public struct ClientConnectionStateMachine: Sendable {
         case .idle:
             self.state = .closed
             return []
-        case .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .closed:
             return []
         }
     }
@@ -326,7 +336,8 @@ public struct ClientConnectionStateMachine: Sendable {
             var connection = connection
             self.state = .closed
             return connection.failAll(status: .unavailable, message: "connection closed", disposition: .mayHaveBeenProcessed)
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             self.state = .closed
             return []
         }
@@ -344,7 +355,8 @@ public struct ClientConnectionStateMachine: Sendable {
             self.state = .modifying
             let actions = body(&connection)
             return self.finish(connection, actions, ready: true)
-        case .idle, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .idle, .closed:
             return []
         }
     }
@@ -381,4 +393,9 @@ public struct ClientConnectionStateMachine: Sendable {
         actions.append(.close)
         return actions
     }
+}
+
+extension ClientConnectionStateMachine {
+    /// The trap for a machine re-entered while one of its methods was running.
+    static var reentered: String { "ClientConnectionStateMachine re-entered while it was being modified" }
 }

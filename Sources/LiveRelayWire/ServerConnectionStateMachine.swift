@@ -92,6 +92,8 @@ public struct ServerConnectionStateMachine: Sendable {
         case closed
         /// A placeholder while the open state is mutated in place, so that its
         /// dictionaries are uniquely referenced and never copied.
+        /// Only while a mutating method holds the connection out of `state`:
+        /// seeing it anywhere else means the machine was re-entered, a bug.
         case modifying
     }
 
@@ -117,7 +119,8 @@ public struct ServerConnectionStateMachine: Sendable {
             return connectedAt + self.configuration.helloTimeout
         case .open(let open):
             return open.nextTimeout(configuration: self.configuration)
-        case .authenticating, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .authenticating, .closed:
             return nil
         }
     }
@@ -137,7 +140,8 @@ public struct ServerConnectionStateMachine: Sendable {
             self.state = .modifying
             let actions = open.receive(frame, now: now, configuration: self.configuration)
             return self.finish(open: open, actions: actions)
-        case .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .closed:
             return []
         }
     }
@@ -211,7 +215,8 @@ public struct ServerConnectionStateMachine: Sendable {
             self.state = .modifying
             let actions = open.timerFired(now: now, configuration: self.configuration)
             return self.finish(open: open, actions: actions)
-        case .authenticating, .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .authenticating, .closed:
             return []
         }
     }
@@ -227,7 +232,8 @@ public struct ServerConnectionStateMachine: Sendable {
             self.state = .modifying
             let actions = open.beginGracefulShutdown()
             return self.finish(open: open, actions: actions)
-        case .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .closed:
             return []
         }
     }
@@ -285,7 +291,8 @@ public struct ServerConnectionStateMachine: Sendable {
             self.state = .modifying
             let actions = open.connectionError(code, reason)
             return self.finish(open: open, actions: actions)
-        case .closed, .modifying:
+        case .modifying: preconditionFailure(Self.reentered)
+        case .closed:
             return []
         }
     }
@@ -337,4 +344,9 @@ public struct ServerConnectionStateMachine: Sendable {
 
 func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+}
+
+extension ServerConnectionStateMachine {
+    /// The trap for a machine re-entered while one of its methods was running.
+    static var reentered: String { "ServerConnectionStateMachine re-entered while it was being modified" }
 }

@@ -1,7 +1,7 @@
 import LiveRelayAPNs
-import LiveRelayDomain
 import LiveRelayMockAPNs
 import LiveRelayTLS
+import LiveRelayTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -21,9 +21,9 @@ struct PoolIntegrationTests {
     static func request(_ n: Int) -> APNsRequest {
         let digits = String(n, radix: 16)
         let token = String(repeating: "a", count: 64 - digits.count) + digits
-        let payload = try! APNsPayloadBuilder.update(timestamp: 1_700_000_000 + Int64(n),
-                                                     content: LiveActivityContent(contentStateJSON: "{\"n\":\(n)}"))
-        return APNsRequest(deviceToken: token, headers: APNsHeaders(bundleID: bundleID, priority: nil, expiration: 0),
+        let payload = APNsPayload(bytes: Array(
+            #"{"aps":{"timestamp":\#(1_700_000_000 + n),"event":"update","content-state":{"n":\#(n)}}}"#.utf8))
+        return APNsRequest(deviceToken: token, headers: APNsHeaders(bundleID: bundleID, expiration: 0),
                            payload: payload, apnsID: "00000000-0000-0000-0000-\(String(repeating: "0", count: 12 - digits.count))\(digits)")
     }
 

@@ -35,6 +35,36 @@ struct APNsDispositionTests {
         #expect(!APNsDisposition.refreshProviderTokenAndRetry.isFinal && !APNsDisposition.retryWithBackoff.isFinal)
     }
 
+    /// A transport failure has one name, used by the call's account and the metrics alike, never an APNs reason.
+    @Test func transportErrorsHaveOneStableReasonEach() {
+        let errors: [APNsTransportError] = [.connectFailed("dns"), .refusedByGoAway, .connectionLost, .timedOut,
+                                            .shutDown, .malformedResponse("no :status")]
+        #expect(errors.map(\.reason) == ["ConnectFailed", "RefusedByGoAway", "ConnectionLost", "TimedOut",
+                                         "TransportShutDown", "MalformedResponse"])
+        #expect(errors.map(\.kind) == APNsTransportError.Kind.allCases)
+        let apnsReasons = Set(Self.table.flatMap { $0.reasons.compactMap { $0 } })
+        #expect(apnsReasons.isDisjoint(with: errors.map(\.reason)))
+    }
+
+    /// The body the mock writes goes through the one escaper and reads back through the client's reader.
+    @Test func errorBodiesAreEscapedAndReadBack() {
+        let response = APNsResponse(status: 410, reason: "Odd\"Reason\\", timestampMilliseconds: 1_700_000_000_123)
+        #expect(response.bodyBytes == Array(#"{"reason":"Odd\"Reason\\","timestamp":1700000000123}"#.utf8))
+        #expect(APNsResponse(status: 410, apnsID: nil, body: response.bodyBytes) == response)
+        #expect(APNsResponse(status: 200).bodyBytes.isEmpty)
+    }
+
+    /// Every push's apns-id is a lowercase UUID that starts with its call's prefix.
+    @Test func apnsIDsAreUUIDsNamingTheirCall() {
+        let call = APNsCallID(instance: 0xDEAD_BEEF, call: 0x1234_5678_9ABC)
+        #expect(call.description == "eadbeef5-6789-4abc")
+        let id = call.apnsID(push: 0x3F)
+        #expect(id == "eadbeef5-6789-4abc-8000-00000000003f")
+        #expect(id.hasPrefix(call.description))
+        let other = APNsCallID(instance: 0xDEAD_BEEF, call: 0x1234_5678_9ABD)
+        #expect(other.apnsID(push: 0x3F) != id)
+    }
+
     /// Every reason the verifier can give maps to a 403 credential answer, or the refresh for an expired token.
     @Test func verifierReasonsAreInTheTable() {
         let all: [ProviderTokenRejection] = [.missing, .malformed, .wrongAlgorithm, .badSignature, .unknownKeyID,

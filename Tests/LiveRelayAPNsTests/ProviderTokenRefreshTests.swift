@@ -1,4 +1,4 @@
-import LiveRelayDomain
+import LiveRelayTestSupport
 import NIOConcurrencyHelpers
 import Testing
 @testable import LiveRelayAPNs

@@ -1,8 +1,11 @@
+import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import Testing
@@ -195,13 +198,15 @@ import Testing
         #expect(reply == PingReply(payload: [1, 2, 0, 255], serverTimeMS: t0.milliseconds, serverVersion: "1.0"))
     }
 
-    @Test func pruningRemovesADeadToken() async throws {
+    @Test func theStorePrunerRemovesADeadTokenUnlessRegisteredSince() async throws {
         let h = Harness()
         try await h.register(pushToStart(hex(1)))
+        let pruner = StoreTokenPruner(store: h.store, clock: h.clock)
         let key = TokenKey(appID: appID, hex: hex(1))
-        #expect(try await h.service.prune(key, status: 429, reason: "TooManyRequests", on: h.loop).get() == .notDead)
-        guard case .pruned = try await h.service.prune(key, status: 400, reason: "DeviceTokenNotForTopic", on: h.loop).get()
-        else { Issue.record("expected pruned"); return }
+        guard case .reregistered = try await pruner.prune(key, invalidSince: t0 - .seconds(1), on: h.loop).get()
+        else { Issue.record("expected reregistered"); return }
+        #expect(h.store.snapshot.tokenCount == 1)
+        try await pruner.prune(PrunedToken(appID: appID, token: hex(1), reason: "DeviceTokenNotForTopic"), on: h.loop).get()
         #expect(h.store.snapshot.tokenCount == 0)
     }
 
@@ -227,7 +232,7 @@ import Testing
     func batch(_ timestamp: Int64, targets: Int = 2) throws -> PushBatch {
         PushBatch(appID: appID, activityID: "order-1", event: .update, timestamp: timestamp,
                   payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
-                  headers: APNsHeaders(bundleID: appID, priority: nil, expiration: 0),
+                  headers: APNsHeaders(bundleID: appID, expiration: 0),
                   targets: (0..<targets).map { PushTarget(token: hex($0), environment: .sandbox) })
     }
 
@@ -306,7 +311,7 @@ import Testing
         for i in 0..<4 { try await h.register(pushToStart(hex(i), device: "d\(i)")) }
         let deadline = NIODeadline.now() + .seconds(30)
         let reply = try await h.service.startActivity(startRequest(wait: true), context: h.context(deadline: deadline)).get()
-        #expect(sink.options == [EnqueueOptions(waitForDelivery: true, deadline: deadline)])
+        #expect(sink.options == [EnqueueOptions(waitForDelivery: true, deadline: deadline, requestID: 1)])
         let summary = try #require(reply.summary)
         #expect(summary.delivered == 1)
         #expect(summary.pruned == 1)

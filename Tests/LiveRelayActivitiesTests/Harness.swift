@@ -1,8 +1,11 @@
+import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayTestSupport
 import LiveRelayWire
 import Logging
 import NIOCore

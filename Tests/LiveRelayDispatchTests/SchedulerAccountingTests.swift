@@ -1,7 +1,7 @@
 import LiveRelayAPNs
-import LiveRelayActivities
 import LiveRelayDispatch
-import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 

@@ -1,7 +1,7 @@
 import LiveRelayAPNs
-import LiveRelayActivities
 import LiveRelayDispatch
-import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 
@@ -30,8 +30,8 @@ import Testing
 
     @Test func sendSlotsAreSharedInProportionToWeightWhileBothAppsHaveWork() throws {
         let config = DispatcherConfiguration(
-            apps: [DispatchApp(appID: "a", queueCapacity: 100_000, endpoint: .sandbox, keyID: "k1"),
-                   DispatchApp(appID: "b", queueCapacity: 100_000, endpoint: .sandbox, keyID: "k2", weight: 3)],
+            apps: [DispatchApp(appID: "a", queueCapacity: 100_000, route: testRoute("k1")),
+                   DispatchApp(appID: "b", queueCapacity: 100_000, route: testRoute("k2"), weight: 3)],
             maxInFlight: 1, quantum: 2)
         var d = SchedulerDriver(config)
         d.enqueue(try batch(app: "a", tokens: (0..<400).map(token)), wait: false)

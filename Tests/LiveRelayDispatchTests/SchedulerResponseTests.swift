@@ -1,7 +1,7 @@
 import LiveRelayAPNs
-import LiveRelayActivities
 import LiveRelayDispatch
-import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 
@@ -40,8 +40,8 @@ import Testing
         #expect(d.outstanding.isEmpty, "a final answer is never retried")
         #expect(d.scheduler.unfinishedCount == 0)
         let pruning = c.expected.pruned == 1
-        #expect(d.prunes == (pruning ? [PrunedToken(token: TokenKey(appID: "app-a", hex: token(1)), status: c.status,
-                                                     reason: c.reason!, invalidSince: UnixTime(milliseconds: 1_699_999_000_123))] : []))
+        #expect(d.prunes == (pruning ? [PrunedToken(appID: "app-a", token: token(1), reason: c.reason!,
+                                                     invalidSince: UnixTime(milliseconds: 1_699_999_000_123))] : []))
         #expect((d.scheduler.credentialError(appID: "app-a") != nil) == (c.status == 403))
     }
 

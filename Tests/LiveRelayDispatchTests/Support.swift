@@ -1,7 +1,7 @@
 import LiveRelayAPNs
-import LiveRelayActivities
 import LiveRelayDispatch
-import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -17,9 +17,10 @@ func batch(
     expiration: Int64 = 0
 ) throws -> PushBatch {
     PushBatch(appID: app, activityID: activity, event: .update, timestamp: timestamp,
-              payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
-              headers: APNsHeaders(bundleID: "com.example." + app, priority: nil, expiration: expiration),
-              targets: tokens.map { PushTarget(token: $0, environment: .production) })
+              payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":\#(timestamp),"event":"update"}}"#.utf8)),
+              headers: APNsHeaders(bundleID: "com.example." + app, expiration: expiration),
+              targets: tokens.map { PushTarget(token: $0, environment: .production) },
+              expiresAt: expiration > 0 ? UnixTime(seconds: expiration) : nil)
 }
 
 /// The aps timestamp a request carries, read back from its payload.
@@ -37,7 +38,7 @@ func configuration(
                                                         maxBackoff: .milliseconds(250), jitter: 0)
 ) -> DispatcherConfiguration {
     DispatcherConfiguration(
-        apps: apps.map { DispatchApp(appID: $0.0, queueCapacity: $0.1, endpoint: .sandbox, keyID: "key-" + $0.0) },
+        apps: apps.map { DispatchApp(appID: $0.0, queueCapacity: $0.1, route: testRoute("key-" + $0.0)) },
         maxInFlight: maxInFlight, maxInFlightPerTransport: perTransport, quantum: quantum, retry: retry,
         credentialsCooldown: .seconds(60))
 }
@@ -95,72 +96,6 @@ struct SchedulerDriver {
     mutating func advance(by amount: TimeAmount) {
         now = now + amount
         absorb(scheduler.tick(now: now))
-    }
-}
-
-/// An APNsTransport the test controls: every request waits on a promise the
-/// test completes, or is answered at once by `script`.
-final class FakeTransport: APNsTransport, @unchecked Sendable {
-    private let lock = NIOLock()
-    private let eventLoop: any EventLoop
-    private var waiting: [(APNsRequest, EventLoopPromise<APNsResponse>)] = []
-    private var _requests: [APNsRequest] = []
-    private var _shutdownCalls = 0
-    private var attempts: [String: Int] = [:]
-    /// Answers a request at once when it returns a result; nil leaves it waiting.
-    let script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)?
-
-    /// How long a scripted answer takes (on the loop's clock).
-    let delay: TimeAmount
-
-    init(eventLoop: any EventLoop, delay: TimeAmount = .zero,
-         script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)? = nil) {
-        self.eventLoop = eventLoop
-        self.delay = delay
-        self.script = script
-    }
-
-    var requests: [APNsRequest] { lock.withLock { _requests } }
-    var waitingCount: Int { lock.withLock { waiting.count } }
-    var shutdownCalls: Int { lock.withLock { _shutdownCalls } }
-
-    func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse> {
-        let promise = eventLoop.makePromise(of: APNsResponse.self)
-        let attempt: Int = lock.withLock {
-            _requests.append(request)
-            attempts[request.deviceToken, default: 0] += 1
-            return attempts[request.deviceToken]!
-        }
-        if let result = script?(request, attempt) {
-            if delay == .zero {
-                promise.completeWith(result.mapError { $0 as any Error })
-            } else {
-                eventLoop.scheduleTask(in: delay) { promise.completeWith(result.mapError { $0 as any Error }) }
-            }
-        } else {
-            lock.withLock { waiting.append((request, promise)) }
-        }
-        return promise.futureResult
-    }
-
-    /// Completes the oldest waiting request.
-    func answerNext(_ result: Result<APNsResponse, APNsTransportError>) {
-        let next = lock.withLock { waiting.isEmpty ? nil : waiting.removeFirst() }
-        next?.1.completeWith(result.mapError { $0 as any Error })
-    }
-
-    /// Completes every waiting request.
-    func answerAll(_ result: Result<APNsResponse, APNsTransportError>) {
-        let all = lock.withLock {
-            defer { waiting.removeAll() }
-            return waiting
-        }
-        for (_, promise) in all { promise.completeWith(result.mapError { $0 as any Error }) }
-    }
-
-    func shutdown() -> EventLoopFuture<Void> {
-        lock.withLock { _shutdownCalls += 1 }
-        return eventLoop.makeSucceededVoidFuture()
     }
 }
 

@@ -1,5 +1,7 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 import Testing
 
 let order1 = ActivityKey(appID: app.id, activityID: "order-1")

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import Testing
@@ -93,13 +94,13 @@ import Testing
     }
 
     @Test func headersForALiveActivityPush() {
-        let high = APNsHeaders(bundleID: "com.example.app", priority: nil, expiration: 1_700_028_800)
+        let high = APNsHeaders(bundleID: "com.example.app", priority: Priority?.none.apnsPriority, expiration: 1_700_028_800)
         #expect(high.fields.map { "\($0.name): \($0.value)" } == [
             "apns-push-type: liveactivity", "apns-topic: com.example.app.push-type.liveactivity",
             "apns-priority: 10", "apns-expiration: 1700028800",
         ])
-        #expect(APNsHeaders(bundleID: "b", priority: .unspecified, expiration: 0).priority == 10)
-        #expect(APNsHeaders(bundleID: "b", priority: .high, expiration: 0).priority == 10)
-        #expect(APNsHeaders(bundleID: "b", priority: .low, expiration: 0).priority == 5)
+        #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.unspecified).apnsPriority, expiration: 0).priority == 10)
+        #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.high).apnsPriority, expiration: 0).priority == 10)
+        #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.low).apnsPriority, expiration: 0).priority == 5)
     }
 }

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import Testing
@@ -49,36 +50,18 @@ import Testing
     }
 }
 
+/// Which answers mean "dead" is `APNsDisposition`'s (LiveRelayAPNsTests); the rule only removes.
 @Suite struct PruneTests {
-    @Test(arguments: [
-        (410, "Unregistered", true), (410, "ExpiredToken", true), (400, "BadDeviceToken", true),
-        (400, "DeviceTokenNotForTopic", true), (400, "BadTopic", false), (400, "BadCollapseId", false),
-        (403, "ExpiredProviderToken", false), (403, "InvalidProviderToken", false), (413, "PayloadTooLarge", false),
-        (429, "TooManyRequests", false), (500, "InternalServerError", false), (503, "ServiceUnavailable", false),
-        (200, "", false),
-    ])
-    func whichAnswersMeanTheTokenIsDead(status: Int, reason: String, dead: Bool) {
-        #expect(TokenPruning.shouldPrune(status: status, reason: reason) == dead)
-    }
-
     @Test func aDeadTokenIsRemovedFromItsIndexes() throws {
         var state = InMemoryState()
         _ = try state.apply(RegisterToken(pushToStart(hex(1), user: "u")), now: t0)
         let key = TokenKey(appID: app.id, hex: hex(1))
-        guard case .pruned = try state.apply(PruneToken(key, status: 400, reason: "BadDeviceToken"), now: t0) else {
+        guard case .pruned = try state.apply(PruneToken(key), now: t0) else {
             Issue.record("expected pruned"); return
         }
         #expect(state.token(key) == nil)
         #expect(state.pushToStartTokens(appID: app.id, externalUserID: "u", attributesType: "DeliveryAttributes").isEmpty)
-        #expect(try state.apply(PruneToken(key, status: 410, reason: "Unregistered"), now: t0) == .notFound)
-    }
-
-    @Test func otherAnswersKeepTheToken() throws {
-        var state = InMemoryState()
-        _ = try state.apply(RegisterToken(pushToStart(hex(1))), now: t0)
-        let key = TokenKey(appID: app.id, hex: hex(1))
-        #expect(try state.apply(PruneToken(key, status: 503, reason: "ServiceUnavailable"), now: t0) == .notDead)
-        #expect(state.token(key) != nil)
+        #expect(try state.apply(PruneToken(key), now: t0) == .notFound)
     }
 
     @Test func aTokenRegisteredAgainAfterAPNsFoundItInvalidIsKept() throws {
@@ -86,10 +69,10 @@ import Testing
         _ = try state.apply(RegisterToken(pushToStart(hex(1))), now: t0)
         _ = try state.apply(RegisterToken(pushToStart(hex(1), user: "u")), now: t0 + .seconds(100))
         let key = TokenKey(appID: app.id, hex: hex(1))
-        let outcome = try state.apply(PruneToken(key, status: 410, reason: "Unregistered", invalidSince: t0 + .seconds(50)), now: t0 + .seconds(200))
+        let outcome = try state.apply(PruneToken(key, invalidSince: t0 + .seconds(50)), now: t0 + .seconds(200))
         guard case .reregistered = outcome else { Issue.record("got \(outcome)"); return }
         #expect(state.token(key) != nil)
-        guard case .pruned = try state.apply(PruneToken(key, status: 410, reason: "Unregistered", invalidSince: t0 + .seconds(150)), now: t0 + .seconds(200))
+        guard case .pruned = try state.apply(PruneToken(key, invalidSince: t0 + .seconds(150)), now: t0 + .seconds(200))
         else { Issue.record("expected pruned"); return }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 @testable import LiveRelayStore

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
@@ -196,8 +197,12 @@ enum StoreBehaviourSuite {
         let store = try await make()
         try await apply(store, RegisterToken(pushToStart(hex(1), user: "u")))
         let key = TokenKey(appID: appID, hex: hex(1))
-        #expect(try await apply(store, PruneToken(key, status: 500, reason: "InternalServerError")) == .notDead)
-        guard case .pruned = try await apply(store, PruneToken(key, status: 410, reason: "Unregistered")) else {
+        // Registered (at t0) after APNs found it invalid: the registration wins.
+        guard case .reregistered = try await apply(store, PruneToken(key, invalidSince: t0 - .seconds(1))) else {
+            Issue.record("expected reregistered"); return
+        }
+        #expect(try await store.token(key, on: group.any()).get() != nil)
+        guard case .pruned = try await apply(store, PruneToken(key, invalidSince: t0)) else {
             Issue.record("expected pruned"); return
         }
         #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["u"], attributesType: "DeliveryAttributes", on: group.any()).get().isEmpty)

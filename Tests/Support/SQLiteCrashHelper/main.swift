@@ -18,6 +18,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore

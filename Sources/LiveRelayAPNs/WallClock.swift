@@ -36,59 +36,21 @@ public struct UnixTime: Hashable, Comparable, Sendable, CustomStringConvertible 
     public var description: String { "\(milliseconds)ms" }
 }
 
-/// Where the service gets "now" from: the system clock in production, a
-/// ``ManualClock`` in tests so that the 8-hour expiry and same-second updates
-/// can be exercised without sleeping.
-public protocol DomainClock: Sendable {
+/// Where the rules, the provider tokens and the dispatcher get wall-clock
+/// "now" from: ``SystemClock`` in production, a manual clock in tests so that
+/// the 8-hour expiry, token refreshes and same-second updates can be exercised
+/// without sleeping.
+public protocol WallClock: Sendable {
     func now() -> UnixTime
 }
 
 /// The wall clock (CLOCK_REALTIME): APNs timestamps are wall-clock UNIX seconds.
-public struct SystemClock: DomainClock {
+public struct SystemClock: WallClock {
     public init() {}
 
     public func now() -> UnixTime {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return UnixTime(milliseconds: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
-    }
-}
-
-/// A clock that moves only when told to, shared safely between threads.
-public final class ManualClock: DomainClock, @unchecked Sendable {
-    private let lock = DomainMutex()
-    private var current: UnixTime
-
-    public init(_ start: UnixTime = UnixTime(seconds: 1_700_000_000)) { self.current = start }
-
-    public func now() -> UnixTime { lock.withLock { current } }
-
-    public func set(_ time: UnixTime) { lock.withLock { current = time } }
-
-    public func advance(by duration: UnixTime.Duration) {
-        lock.withLock { current = current + duration }
-    }
-}
-
-/// A plain pthread mutex: the domain depends on nothing that offers one, and
-/// `Synchronization.Mutex` needs a newer macOS than the package's floor.
-final class DomainMutex: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
     }
 }

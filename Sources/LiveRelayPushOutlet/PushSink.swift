@@ -1,15 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-import LiveRelayDomain
-import NIOConcurrencyHelpers
+import LiveRelayAPNs
 import NIOCore
 
 /// Where the service hands the pushes of an accepted call: the APNs
-/// dispatcher (LiveRelayDispatch) in a deployment, ``RecordingPushSink`` for
-/// tests and `--null` runs.
+/// dispatcher (LiveRelayDispatch) in a deployment, a recording double in tests.
+/// This module is the only thing the service and the dispatcher share, so
+/// neither imports the other.
 ///
 /// A mutating call talks to its sink twice:
 /// 1. ``admit(appID:)`` before the store write. A refusal there is the only
@@ -34,7 +29,7 @@ public protocol PushSink: Sendable {
 }
 
 extension PushSink {
-    /// Sinks without queues (the recorder, test doubles) always have room.
+    /// Sinks without queues (test doubles) always have room.
     public func admit(appID: String) -> PushAdmission { .admitted }
 
     /// Sinks that cannot deliver ignore the options: their reply is "queued".
@@ -49,10 +44,13 @@ public struct EnqueueOptions: Hashable, Sendable {
     public var waitForDelivery: Bool
     /// The call's deadline: a push not sent by then is counted as expired.
     public var deadline: NIODeadline?
+    /// The RPC's request id, for the sink's logs (beside the call's `apns-id`s).
+    public var requestID: UInt64?
 
-    public init(waitForDelivery: Bool = false, deadline: NIODeadline? = nil) {
+    public init(waitForDelivery: Bool = false, deadline: NIODeadline? = nil, requestID: UInt64? = nil) {
         self.waitForDelivery = waitForDelivery
         self.deadline = deadline
+        self.requestID = requestID
     }
 }
 
@@ -98,46 +96,4 @@ public struct EnqueueResult: Hashable, Sendable {
 
     /// Every push the result accounts for.
     public var total: Int { queued + delivered + pruned + superseded + expired + failed }
-}
-
-/// Records the batches it is given, so `liverelay serve` and tests work end to
-/// end before APNs dispatch exists; nothing is sent anywhere.
-///
-/// It keeps dispatch's ordering promise at the activity level: a batch whose
-/// timestamp is not above the newest one recorded for its activity arrives
-/// after it (two racing calls) and is counted as superseded, never recorded
-/// behind it. Only the newest `capacity` batches are kept, so a long-running
-/// server does not grow without bound; counters cover everything.
-public final class RecordingPushSink: PushSink, @unchecked Sendable {
-    private let lock = NIOLock()
-    private let capacity: Int
-    private var recorded: [PushBatch] = []
-    private var newest: [ActivityKey: Int64] = [:]
-    private var pushCount = 0
-
-    public init(capacity: Int = 10_000) {
-        self.capacity = max(1, capacity)
-    }
-
-    /// The batches kept, oldest first.
-    public var batches: [PushBatch] { lock.withLock { Array(recorded.suffix(capacity)) } }
-
-    /// Every push ever recorded (not superseded), including batches no longer kept.
-    public var recordedPushCount: Int { lock.withLock { pushCount } }
-
-    public func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
-        let result: EnqueueResult = lock.withLock {
-            let key = ActivityKey(appID: batch.appID, activityID: batch.activityID)
-            if let last = newest[key], batch.timestamp <= last {
-                return EnqueueResult(superseded: batch.targets.count)
-            }
-            newest[key] = batch.timestamp
-            recorded.append(batch)
-            // Trim in halves so appending stays O(1) amortized.
-            if recorded.count > 2 * capacity { recorded.removeFirst(recorded.count - capacity) }
-            pushCount += batch.targets.count
-            return EnqueueResult(queued: batch.targets.count)
-        }
-        return eventLoop.makeSucceededFuture(result)
-    }
 }

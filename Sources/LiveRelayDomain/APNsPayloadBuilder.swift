@@ -1,28 +1,5 @@
+import LiveRelayAPNs
 import LiveRelayMessages
-
-/// The `event` of a Live Activity push.
-public enum APNsEvent: String, Hashable, Sendable {
-    case start, update, end
-}
-
-/// The exact bytes of one push's JSON body, `{"aps":{...}}`.
-///
-/// Bytes rather than a dictionary: the same buffer goes to every token of a
-/// fan-out (arrays are copy-on-write), the size APNs enforces is the size of
-/// exactly these bytes, and tests and the mock APNs compare them verbatim.
-public struct APNsPayload: Hashable, Sendable {
-    /// APNs's limit for a per-device push (broadcasts allow 5 KB; LiveRelay does not broadcast).
-    public static let maxBytes = 4096
-
-    public let bytes: [UInt8]
-    public var count: Int { bytes.count }
-
-    /// Bytes as they are: for peers (the mock APNs, tests) that received a payload, not built one.
-    public init(bytes: [UInt8]) { self.bytes = bytes }
-
-    /// The JSON as text, for logs and tests.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
-}
 
 /// What a start, update or end push shows; every field is optional and absent ones are left out.
 public struct LiveActivityContent: Hashable, Sendable {
@@ -127,80 +104,5 @@ public enum APNsPayloadBuilder {
             throw .payloadTooLarge(size: w.bytes.count, limit: APNsPayload.maxBytes)
         }
         return APNsPayload(bytes: w.bytes)
-    }
-}
-
-/// A JSON string literal of `value`, escaped as the payload builder escapes: the
-/// one escaper for the JSON LiveRelay writes by hand (JWTs, APNs error bodies, the
-/// mock's records, the CLI's output).
-package func jsonQuoted(_ value: String) -> String {
-    var writer = JSONWriter()
-    writer.string(value)
-    return String(decoding: writer.bytes, as: UTF8.self)
-}
-
-/// Appends JSON tokens to a byte array.
-struct JSONWriter {
-    var bytes: [UInt8] = []
-
-    init() { bytes.reserveCapacity(512) }
-
-    mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
-
-    mutating func integer(_ value: Int64) { bytes.append(contentsOf: String(value).utf8) }
-
-    /// Swift's shortest round-trip form ("0.5", "1e-07", "100.0") is valid JSON for finite values.
-    mutating func number(_ value: Double) {
-        precondition(value.isFinite, "validated as finite")
-        bytes.append(contentsOf: String(value).utf8)
-    }
-
-    /// RFC 8259 escaping: quote, backslash and control characters; everything
-    /// else (including non-ASCII) goes out as UTF-8.
-    mutating func string(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for c in value.utf8 {
-            switch c {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])
-            case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-            case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-            case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
-            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
-            case 0x00..<0x20:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          hex[Int(c >> 4)], hex[Int(c & 0xF)]])
-            default: bytes.append(c)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-    }
-}
-
-/// The HTTP/2 headers of one Live Activity push, besides `authorization`
-/// (the APNs issue signs those) and the `:path` with the token.
-public struct APNsHeaders: Hashable, Sendable {
-    /// Always `liveactivity`: APNs rejects a Live Activity payload under any other push type.
-    public var pushType: String
-    /// `<bundle id>.push-type.liveactivity`.
-    public var topic: String
-    /// 10 (immediate, counts against the activity's hourly budget) or 5 (opportunistic, free).
-    public var priority: Int
-    /// UNIX seconds until which APNs may store and retry the push for an offline device.
-    public var expiration: Int64
-
-    public init(bundleID: String, priority: Priority?, expiration: Int64) {
-        self.pushType = "liveactivity"
-        self.topic = bundleID + ".push-type.liveactivity"
-        self.priority = priority == .low ? 5 : 10
-        self.expiration = expiration
-    }
-
-    /// In the order they go on the wire.
-    public var fields: [(name: String, value: String)] {
-        [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
-         ("apns-expiration", String(expiration))]
     }
 }

@@ -1,0 +1,61 @@
+// The vocabulary of one Live Activity push as APNs defines it: event, body,
+// headers and the token's environment. The domain builds them; the
+// dispatcher, the HTTP/2 client and the mock APNs only carry and check them.
+
+/// The `event` of a Live Activity push.
+public enum APNsEvent: String, Hashable, Sendable {
+    case start, update, end
+}
+
+/// The exact bytes of one push's JSON body, `{"aps":{...}}`.
+///
+/// Bytes rather than a dictionary: the same buffer goes to every token of a
+/// fan-out (arrays are copy-on-write), the size APNs enforces is the size of
+/// exactly these bytes, and tests and the mock APNs compare them verbatim.
+public struct APNsPayload: Hashable, Sendable {
+    /// APNs's limit for a per-device push (broadcasts allow 5 KB; LiveRelay does not broadcast).
+    public static let maxBytes = 4096
+
+    public let bytes: [UInt8]
+    public var count: Int { bytes.count }
+
+    /// Bytes as they are: for peers (the mock APNs, tests) that received a payload, not built one.
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// The JSON as text, for logs and tests.
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+}
+
+/// The APNs environment of a token: it picks the endpoint, and a token sent to
+/// the wrong one fails with BadDeviceToken, so it is required and never guessed.
+public enum APNsEnvironment: String, Hashable, Sendable {
+    case sandbox, production
+}
+
+/// The HTTP/2 headers of one Live Activity push, besides `authorization`
+/// (the transport adds the provider token when the stream opens), `apns-id`
+/// and the `:path` with the token.
+public struct APNsHeaders: Hashable, Sendable {
+    /// Always `liveactivity`: APNs rejects a Live Activity payload under any other push type.
+    public var pushType: String
+    /// `<bundle id>.push-type.liveactivity`.
+    public var topic: String
+    /// 10 (immediate, counts against the activity's hourly budget) or 5 (opportunistic, free).
+    public var priority: Int
+    /// UNIX seconds until which APNs may store and retry the push for an offline device.
+    public var expiration: Int64
+
+    /// - Parameter priority: 10 (the default) or 5.
+    public init(bundleID: String, priority: Int = 10, expiration: Int64) {
+        self.pushType = "liveactivity"
+        self.topic = bundleID + ".push-type.liveactivity"
+        self.priority = priority
+        self.expiration = expiration
+    }
+
+    /// In the order they go on the wire.
+    public var fields: [(name: String, value: String)] {
+        [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
+         ("apns-expiration", String(expiration))]
+    }
+}

@@ -1,0 +1,68 @@
+import NIOCore
+
+/// Where an app's pushes go, per token environment.
+public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
+    /// Apple: production tokens to api.push.apple.com, sandbox tokens to
+    /// api.sandbox.push.apple.com (a sandbox token sent to production answers
+    /// BadDeviceToken and would be pruned).
+    case apple
+    /// Every token to one server: `liverelay mock-apns`, a staging relay, a test.
+    case custom(host: String, port: Int)
+
+    /// `"apple"` (or nil) or `"host:port"`.
+    public init(parsing text: String?) throws(APNsDestinationError) {
+        guard let text, text != "apple" else { self = .apple; return }
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (1...65535).contains(port), colon > text.startIndex else {
+            throw APNsDestinationError(text: text)
+        }
+        self = .custom(host: String(text[..<colon]), port: port)
+    }
+
+    /// The endpoint a token of `environment` is sent to.
+    public func endpoint(for environment: APNsEnvironment) -> APNsEndpoint {
+        switch self {
+        case .apple: environment == .sandbox ? .sandbox : .production
+        case let .custom(host, port): .custom(host: host, port: port)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .apple: "apple"
+        case let .custom(host, port): "\(host):\(port)"
+        }
+    }
+}
+
+/// A destination that is neither "apple" nor "host:port".
+public struct APNsDestinationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var text: String
+    public var description: String { "an APNs endpoint must be \"apple\" or \"host:port\", not \"\(text)\"" }
+}
+
+/// The way to APNs that pushes share: one destination and one signing key
+/// (team id, key id). The provider token belongs to the key and the
+/// connections to the endpoints, so apps that share both share one transport,
+/// and the dispatcher's per-transport in-flight limit counts per route.
+public struct APNsRoute: Hashable, Sendable, CustomStringConvertible {
+    public var destination: APNsDestination
+    public var teamID: String
+    public var keyID: String
+
+    public init(destination: APNsDestination, teamID: String, keyID: String) {
+        self.destination = destination
+        self.teamID = teamID
+        self.keyID = keyID
+    }
+
+    public var description: String { "\(destination)/\(teamID)/\(keyID)" }
+}
+
+/// Gives the transport of a route: the APNs client's connection pools in a
+/// server, fakes in tests. Looked up per send, so credentials registered or
+/// replaced while the server runs take effect at once.
+public protocol APNsTransportProvider: Sendable {
+    /// nil when the route has no credentials (its pushes fail `ConnectFailed`).
+    func transport(for route: APNsRoute) -> (any APNsTransport)?
+}

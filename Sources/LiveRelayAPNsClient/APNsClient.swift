@@ -1,0 +1,118 @@
+import LiveRelayAPNs
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What an app needs to reach APNs: its signing key and where its pushes go.
+public struct APNsCredentials: Sendable {
+    public var key: APNsSigningKey
+    public var destination: APNsDestination
+    /// The PEM certificate (or CA) a non-Apple destination must present; nil trusts the system store.
+    public var trustPEM: String?
+
+    public init(key: APNsSigningKey, destination: APNsDestination, trustPEM: String? = nil) {
+        self.key = key
+        self.destination = destination
+        self.trustPEM = trustPEM
+    }
+
+    /// The route the dispatcher sends these credentials' pushes by.
+    public var route: APNsRoute { APNsRoute(destination: destination, teamID: key.teamID, keyID: key.keyID) }
+}
+
+/// Every APNs connection of one server: one ``APNsConnectionPool`` per
+/// (endpoint, signing key), one ``ProviderTokenSource`` per key shared by its
+/// pools, and the routing of an `apple` destination's tokens to production or
+/// the sandbox by the environment they were registered for.
+///
+/// The owner of the transports: apps are only mapped to routes
+/// (``register(_:)``), so several apps with one key share one pool and one
+/// provider token (APNs refuses a key's token refreshed too often), and an
+/// app's credentials can be added or replaced while the server runs: the
+/// dispatcher looks the transport up per send.
+public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
+    private struct Route {
+        var transport: any APNsTransport
+        var pools: [APNsConnectionPool]
+        /// What the route was built from: registering the same again changes nothing.
+        var identity: String
+    }
+
+    private let group: any EventLoopGroup
+    private let clock: any WallClock
+    private let logger: Logger
+    private let configure: @Sendable (APNsEndpoint, String?) -> APNsClientConfiguration
+    private let lock = NIOLock()
+    // Guarded by `lock`.
+    private var routes: [APNsRoute: Route] = [:]
+    private var sources: [String: ProviderTokenSource] = [:]
+    private var retired: [APNsConnectionPool] = []
+    private var isShutDown = false
+
+    /// - Parameter configure: the pool configuration for an endpoint and a
+    ///   trust PEM; by default ``APNsClientConfiguration``'s defaults, trusting
+    ///   only the PEM when one is given.
+    public init(
+        group: any EventLoopGroup, clock: any WallClock = SystemClock(), logger: Logger,
+        configure: @escaping @Sendable (APNsEndpoint, String?) -> APNsClientConfiguration = APNsClient.defaultConfiguration
+    ) {
+        self.group = group
+        self.clock = clock
+        self.logger = logger
+        self.configure = configure
+    }
+
+    public static func defaultConfiguration(_ endpoint: APNsEndpoint, trustPEM: String?) -> APNsClientConfiguration {
+        trustPEM.map { .trusting(certificatePEM: $0, endpoint: endpoint) } ?? APNsClientConfiguration(endpoint: endpoint)
+    }
+
+    /// Makes (or keeps) the transport of `credentials`' route and returns the
+    /// route. New key material or a new trust PEM for a known route replaces
+    /// its pools; the old ones finish the streams they carry, then close.
+    @discardableResult
+    public func register(_ credentials: APNsCredentials) throws -> APNsRoute {
+        let route = credentials.route
+        let publicKey = try credentials.key.publicKeyPEM
+        let identity = publicKey + "\n" + (credentials.trustPEM ?? "")
+        try lock.withLock {
+            if routes[route]?.identity == identity { return }
+            precondition(!isShutDown, "APNsClient.register after shutdown")
+            let sourceKey = "\(route.teamID)/\(route.keyID)/\(publicKey)"
+            let source = sources[sourceKey] ?? ProviderTokenSource(key: credentials.key, clock: clock)
+            sources[sourceKey] = source
+            func pool(_ endpoint: APNsEndpoint) throws -> APNsConnectionPool {
+                try APNsConnectionPool(configuration: configure(endpoint, credentials.trustPEM), tokenSource: source,
+                                       group: group, logger: logger)
+            }
+            let made: Route
+            switch credentials.destination {
+            case .apple:
+                let production = try pool(.production), sandbox = try pool(.sandbox)
+                made = Route(transport: APNsEnvironmentRouter(production: production, sandbox: sandbox),
+                             pools: [production, sandbox], identity: identity)
+            case let .custom(host, port):
+                let only = try pool(.custom(host: host, port: port))
+                made = Route(transport: only, pools: [only], identity: identity)
+            }
+            if let replaced = routes.updateValue(made, forKey: route) {
+                retired += replaced.pools
+                replaced.pools.forEach { _ = $0.shutdown() }
+            }
+        }
+        logger.info("APNs credentials registered", metadata: ["apns.route": "\(route)"])
+        return route
+    }
+
+    public func transport(for route: APNsRoute) -> (any APNsTransport)? {
+        lock.withLock { routes[route]?.transport }
+    }
+
+    /// Finishes the streams in flight on every connection, then closes them.
+    public func shutdown() -> EventLoopFuture<Void> {
+        let pools: [APNsConnectionPool] = lock.withLock {
+            isShutDown = true
+            return routes.values.flatMap(\.pools) + retired
+        }
+        return EventLoopFuture.andAllComplete(pools.map { $0.shutdown() }, on: group.any())
+    }
+}

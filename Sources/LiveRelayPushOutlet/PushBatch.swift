@@ -1,0 +1,74 @@
+import LiveRelayAPNs
+import NIOCore
+
+/// One token a push goes to.
+public struct PushTarget: Hashable, Sendable {
+    public var token: String
+    public var environment: APNsEnvironment
+    public init(token: String, environment: APNsEnvironment) {
+        self.token = token
+        self.environment = environment
+    }
+}
+
+/// The pushes one accepted call produced: one payload and one set of headers
+/// for every target, as APNs needs them.
+///
+/// For dispatch: `timestamp` orders the pushes of one activity. Batches of
+/// the same activity can reach a sink out of order (two calls race after
+/// their commits); a sink must never send a push of an activity to a token
+/// after one with a higher timestamp to the same token, and may drop a
+/// queued one that a newer batch supersedes.
+public struct PushBatch: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public var event: APNsEvent
+    /// The aps `timestamp`, strictly increasing per activity.
+    public var timestamp: Int64
+    public var payload: APNsPayload
+    public var headers: APNsHeaders
+    public var targets: [PushTarget]
+    /// When the pushes stop being worth sending (the activity's end of life):
+    /// a push not sent by then expires. The `apns-expiration` header says the
+    /// same to APNs; the dispatcher reads this field, never the header.
+    public var expiresAt: UnixTime?
+
+    public init(
+        appID: String, activityID: String, event: APNsEvent, timestamp: Int64, payload: APNsPayload,
+        headers: APNsHeaders, targets: [PushTarget], expiresAt: UnixTime? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.event = event
+        self.timestamp = timestamp
+        self.payload = payload
+        self.headers = headers
+        self.targets = targets
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A token APNs declared dead (410, BadDeviceToken, DeviceTokenNotForTopic),
+/// as the dispatcher reports it: the decision is made (``APNsDisposition``),
+/// the pruner only removes the token unless it was registered again since.
+public struct PrunedToken: Hashable, Sendable {
+    public var appID: String
+    /// Lowercase hex.
+    public var token: String
+    /// APNs's reason, for the logs.
+    public var reason: String
+    /// From the 410 body's `timestamp`: a registration after it survives.
+    public var invalidSince: UnixTime?
+
+    public init(appID: String, token: String, reason: String, invalidSince: UnixTime? = nil) {
+        self.appID = appID
+        self.token = token
+        self.reason = reason
+        self.invalidSince = invalidSince
+    }
+}
+
+/// Removes tokens APNs declared dead; the store's pruner in a deployment.
+public protocol TokenPruner: Sendable {
+    func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void>
+}
