@@ -1,11 +1,38 @@
 #!/usr/bin/env bash
 # Installs what LiveRelay needs on a fresh Debian 12 machine (idempotent).
 # Needs root for apt-get; skips what is already present.
+#
+#   scripts/setup.sh          everything: building and serving, and the tests
+#                             (PostgreSQL, h2load, protoc, the Python peers)
+#   scripts/setup.sh --serve  only what building and running `liverelay serve`
+#                             needs (scripts/run.sh); nothing from PyPI
 set -euo pipefail
 
+mode=all
+case "${1:-}" in
+  "") ;;
+  --serve) mode=serve ;;
+  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+  *) echo "setup: unknown argument '$1' (--serve, or nothing for everything)" >&2; exit 2 ;;
+esac
+
+# Building and serving: the system libraries Package.swift links, with their
+# headers (libprotobuf-c for CLiveRelayProto, libssl/libcrypto 3 for COpenSSL,
+# libsqlite3 for CSQLite), and the openssl command with which an operator makes
+# the certificates and keys of a production config.
+serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev openssl)
+# The tests on top:
+# pkg-config: the system libraries' compiler and linker flags, for builds by hand (swift build does not call it).
+# protobuf-compiler: protoc, for the contract check of the hand-written descriptors and the Python interop peer.
+# postgresql: the throwaway server of the PostgreSQL store's tests (scripts/postgres.sh).
 # nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
 # procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
-debian_packages=(libprotobuf-c-dev libssl-dev protobuf-compiler libsqlite3-dev pkg-config openssl postgresql nghttp2-client procps)
+test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps)
+
+debian_packages=("${serve_packages[@]}")
+if [ "$mode" = all ]; then
+  debian_packages+=("${test_packages[@]}")
+fi
 
 missing=()
 for p in "${debian_packages[@]}"; do
@@ -20,6 +47,12 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.x expected at /opt/swift)" >&2; exit 1; }
+
+if [ "$mode" = serve ]; then
+  exit 0
 fi
 
 # The Python protobuf package is the independent peer of the interop tests.
@@ -38,5 +71,3 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
     || python3 -m pip install -q --break-system-packages 'aioapns==4.0' 2>/dev/null \
     || { echo "setup: could not install aioapns==4.0 from PyPI" >&2; exit 1; }
 fi
-
-command -v swift >/dev/null || { echo "setup: swift is not on PATH (Swift 6.x expected at /opt/swift)" >&2; exit 1; }

@@ -19,8 +19,10 @@ import NIOCore
 /// reply reports the sink's account of them.
 ///
 /// `wait_for_delivery` is passed to the sink with the call's deadline: the
-/// dispatcher answers once every push is final (`complete = true`), the
-/// test doubles that deliver nothing at once (their pushes stay `queued`).
+/// dispatcher answers once every push is final (`complete = true`), or fails
+/// the call with DEADLINE_EXCEEDED at its deadline if pushes are still in
+/// flight then; test doubles that deliver nothing answer at once (their
+/// pushes stay `queued`).
 /// Counts are never made up: each comes from the sink's ``EnqueueResult``.
 public struct ActivityService: LiveRelayService {
     /// The version Ping reports.
@@ -225,6 +227,13 @@ public struct ActivityService: LiveRelayService {
             case .alreadyExists: return RPCError(.alreadyExists, error.message, details: details)
             case .failedPrecondition: return RPCError(.failedPrecondition, error.message, details: details)
             }
+        case let error as DeliveryDeadlineExceeded:
+            let a = error.account
+            return RPCError(
+                .deadlineExceeded,
+                "deadline passed with \(a.queued) of \(a.total) pushes not final (delivered \(a.delivered), failed \(a.failed), "
+                    + "pruned \(a.pruned), superseded \(a.superseded), expired \(a.expired)); the call itself took effect",
+                details: ErrorDetails(reason: "DeliveryIncomplete"))
         case ActivityStoreError.closed:
             return RPCError(.unavailable, "the store is closed (server shutting down)")
         default:

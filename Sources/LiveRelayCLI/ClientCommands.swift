@@ -129,10 +129,10 @@ struct RegisterToken: AsyncParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "The app id.") var app: String
-    @Option(help: "The token, lowercase hex.") var token: String
+    @Option(help: "The token, lowercase hex (an APNs device token is 64 hex digits).") var token: String
     @Option(help: "push-to-start or update.") var kind: TokenKindOption = .pushToStart
     @Option(help: "The APNs environment: sandbox or production.") var environment: EnvironmentOption = .sandbox
-    @Option(help: "The ActivityAttributes type (required for push-to-start tokens).") var attributesType: String?
+    @Option(help: "The ActivityAttributes type, a Swift type name (required for push-to-start tokens, also to remove one).") var attributesType: String?
     @Option(help: "The activity id (required for update tokens).") var activity: String?
     @Option(help: "Your id for the user, for targeting by user.") var externalUser: String?
     @Option(help: "Your id for the device.") var device: String?
@@ -160,10 +160,10 @@ struct StartActivity: AsyncParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @Option(help: "The app id.") var app: String
     @Option(help: "The activity id.") var activity: String
-    @Option(help: "The ActivityAttributes type.") var attributesType: String
+    @Option(help: "The ActivityAttributes type, a Swift type name.") var attributesType: String
     @Option(help: "The attributes, a JSON object (inline or @file).") var attributes: String
     @Option(help: "The content state, a JSON object (inline or @file).") var contentState: String
-    @Option(help: "A push-to-start token to target (repeatable).") var token: [String] = []
+    @Option(help: "A push-to-start token to target, registered before (repeatable).") var token: [String] = []
     @Option(help: "An external user id to target (repeatable).") var externalUser: [String] = []
     @Flag(help: "Target every push-to-start token of the app.") var allDevices = false
     @OptionGroup var alert: AlertOptions

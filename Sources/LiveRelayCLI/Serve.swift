@@ -19,13 +19,37 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the LiveRelay server.",
         discussion: """
-            Without --config: a development setup in --data-dir (default \(DevSetup.defaultDataDirectory)): a
-            self-signed certificate (cert.pem, key.pem) and an API key for the app "dev.app", printed once on
-            the first start. SIGTERM or SIGINT shut down gracefully (GOAWAY, in-flight calls finish).
+            Without --config: a development setup in --data-dir (default \(DevSetup.defaultDataDirectory)):
+            a self-signed certificate (cert.pem, key.pem), an API key for the app
+            "dev.app" (printed once, on the first start) and an in-process mock
+            APNs for dev.app. SIGTERM or SIGINT shut down gracefully (GOAWAY,
+            in-flight calls finish).
+
+            --config FILE, a JSON object (relative paths are relative to the
+            file; unknown keys are refused):
+              "listen": {"host", "port"}
+              "tls": {"certificate", "private_key", "client_ca",
+                      "client_auth": "none" | "optional" | "require"}
+              "insecure_plaintext": true   serve without TLS (tests only)
+              "api_key_file": path of the API keys, {"keys": [{"key_id",
+                  "secret_sha256", "app_ids", "allowed_methods",
+                  "created_at", "label"}]}; empty "app_ids": every app;
+                  empty "allowed_methods": no RPC at all
+              "data_dir": holds liverelay.sqlite3 (and api-keys.json when
+                  there is no "api_key_file")
+              "store": {"kind": "sqlite" | "memory" | "postgres",
+                        "postgres_url"}
+              "limits": {"max_frame_size", "max_requests_in_flight",
+                  "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms"}
+              "apps": [{"id", "bundle_id", "queue_capacity", "weight",
+                  "apns": {"team_id", "key_id", "key_file",
+                           "endpoint": "apple" | "HOST:PORT",
+                           "trust_certificate"}}]
+              "null_service": true   empty OK replies (benchmarks)
             """
     )
 
-    @Option(help: "A JSON config file (listen address, TLS, API-key file, limits); see ServeConfigurationFile.swift.")
+    @Option(help: "A JSON config file for a production setup (its keys are listed above).")
     var config: String?
 
     @Option(help: "Address to listen on (default 127.0.0.1, or the config file's).")
@@ -46,7 +70,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "For --store postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=require&schema=liverelay (default: $LIVERELAY_POSTGRES_URL, which keeps the password out of ps).")
     var postgresURL: String?
 
-    @Option(help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
+    // Named explicitly: the automatic name of `mockAPNsPort` would be --mock-ap-ns-port.
+    @Option(name: .customLong("mock-apns-port"), help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
     var mockAPNsPort: Int = 0
 
     @Option(name: .customLong("apns-endpoint"), help: "Development setup only: send dev.app's pushes to this host:port (e.g. a `liverelay mock-apns` of its own) instead of the in-process mock; the key stays <data dir>/apns-dev-key.p8.")

@@ -63,8 +63,10 @@ public struct DispatcherConfiguration: Sendable {
     public var retry: RetryPolicy
     /// How long an app whose credentials APNs rejected is not sent to; its pushes fail with the reason meanwhile.
     public var credentialsCooldown: TimeAmount
-    /// A waiting call is answered this long before its deadline, so the reply
-    /// beats the server's DEADLINE_EXCEEDED; unsent pushes expire at that moment.
+    /// A push of a call with a deadline that is not sent this long before the
+    /// deadline expires unsent: APNs's answer could not come back in time. A
+    /// waiting call is answered at its deadline itself: DEADLINE_EXCEEDED
+    /// (``DeliveryDeadlineExceeded``) when pushes are still in flight then.
     public var replyMargin: TimeAmount
     /// The retry hint of a RESOURCE_EXHAUSTED.
     public var queueFullRetryAfter: TimeAmount

@@ -230,7 +230,9 @@ public struct DispatchScheduler {
     /// - Parameters:
     ///   - sendBy: pushes not sent by then expire (the call's deadline less
     ///     the reply margin, or the apns-expiration, whichever is first).
-    ///   - replyBy: when a waiting call is answered even if pushes are still in flight.
+    ///   - replyBy: when a waiting call is answered even if pushes are still in
+    ///     flight (its deadline; the dispatcher fails such a call with
+    ///     ``DeliveryDeadlineExceeded``).
     public mutating func enqueue(
         _ batch: PushBatch, waitForDelivery: Bool, sendBy: NIODeadline?, replyBy: NIODeadline?, now: NIODeadline
     ) -> (call: CallID, immediate: EnqueueResult?, actions: DispatchActions) {

@@ -80,8 +80,11 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         var replyBy: NIODeadline?
         var sendBy: NIODeadline?
         if let deadline = options.deadline {
-            replyBy = deadline - replyMargin
-            sendBy = replyBy
+            // A waiting call is answered at its deadline, not before (DEADLINE_EXCEEDED
+            // if pushes are still in flight then); a push not sent by the margin before
+            // it is not sent at all, since its answer could not come back in time.
+            replyBy = deadline
+            sendBy = deadline - replyMargin
         }
         if let expiresAt = batch.expiresAt {
             let expires = now + .milliseconds(expiresAt.milliseconds - clock.now().milliseconds)
@@ -183,7 +186,10 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         }
         if !actions.replies.isEmpty {
             let promises = lock.withLock { actions.replies.map { (waiters.removeValue(forKey: $0.call), $0.result) } }
-            for (promise, result) in promises { promise?.succeed(result) }
+            for (promise, result) in promises {
+                // Only a waiting call's deadline answers it with pushes still in flight.
+                if result.queued > 0 { promise?.fail(DeliveryDeadlineExceeded(account: result)) } else { promise?.succeed(result) }
+            }
         }
         for dead in actions.prunes {
             logger.info("pruning a token APNs declared dead", metadata: [

@@ -43,7 +43,11 @@ public struct StartActivity: StoreMutation {
             }
             return MutationPlan(outcome: .replayed(record.reply))
         }
-        if state.activity(key) != nil { throw .activityAlreadyExists(key) }
+        // An activity known only from update tokens registered before any push
+        // (a device reported its token before this Start arrived) is taken over
+        // by the Start; one that was started, or already pushed to, is taken.
+        let preRegistered = state.activity(key)
+        if let preRegistered, !preRegistered.isOnlyPreRegistered(at: now) { throw .activityAlreadyExists(key) }
 
         let resolution = TargetResolution.resolve(
             request.targets ?? Targets(), appID: appID, attributesType: attributesType, state: state, now: now)
@@ -54,9 +58,11 @@ public struct StartActivity: StoreMutation {
         let payload = try APNsPayloadBuilder.start(
             timestamp: stamp, attributesType: attributesType, attributesJSON: attributesJSON, content: content)
 
+        // With update tokens already registered, the activity runs on a device: active,
+        // and its 8-hour clock runs from the first token.
         let activity = Activity(
-            appID: appID, id: activityID, attributesType: attributesType, state: .starting,
-            lastTimestamp: stamp, lastContentState: request.contentStateJSON, createdAt: now)
+            appID: appID, id: activityID, attributesType: attributesType, state: preRegistered == nil ? .starting : .active,
+            lastTimestamp: stamp, lastContentState: request.contentStateJSON, createdAt: preRegistered?.createdAt ?? now)
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
             headers: APNsHeaders(bundleID: app.bundleID, priority: request.priority.apnsPriority,
@@ -65,7 +71,7 @@ public struct StartActivity: StoreMutation {
             expiresAt: activity.expiresAt)
         let count = UInt32(batch.targets.count)
         let reply = StoredReply(
-            timestamp: stamp, state: .starting,
+            timestamp: stamp, state: activity.state,
             summary: DeliverySummary(targeted: count, queued: count, unresolved: resolution.unresolved))
 
         var writes: [StoreWrite] = [.putActivity(activity)]

@@ -224,6 +224,14 @@ public struct Activity: Hashable, Sendable {
     public func isFinished(at now: UnixTime) -> Bool {
         state.isFinished || expiresAt <= now
     }
+
+    /// Known only because a device registered an update token for it (the app
+    /// started it locally, or the token beat the StartActivity that started
+    /// it): nothing was ever pushed for it and it has not finished, so a
+    /// StartActivity under its id proceeds instead of being ALREADY_EXISTS.
+    public func isOnlyPreRegistered(at now: UnixTime) -> Bool {
+        lastTimestamp == 0 && !isFinished(at: now)
+    }
 }
 
 /// Which call an idempotency key was first used with.

@@ -60,7 +60,7 @@ public struct RegisterTokenRequest: LiveRelayMessage {
         try Rules.typeName(attributesType, required: kind == .pushToStart)
         try Rules.activityID(activityID, required: kind == .update)
         try Rules.text(externalUserID, max: Rules.maxUserID, "external_user_id")
-        try Rules.text(deviceID, max: Rules.maxUserID, "device_id")
+        try Rules.text(deviceID, max: Rules.maxIdentifier, "device_id")
         try Rules.nonNegative(expiresAt, "expires_at")
     }
 }

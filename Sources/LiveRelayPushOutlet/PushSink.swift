@@ -21,7 +21,8 @@ public protocol PushSink: Sendable {
     func admit(appID: String) -> PushAdmission
 
     /// Takes a batch; the future succeeds once the pushes are queued (or, with
-    /// `options.waitForDelivery`, once every push is final or the deadline is near).
+    /// `options.waitForDelivery`, once every push is final). A waiting call whose
+    /// deadline comes first fails with ``DeliveryDeadlineExceeded``.
     func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult>
 
     /// The batch with default options: reply once queued, no deadline.
@@ -51,6 +52,17 @@ public struct EnqueueOptions: Hashable, Sendable {
         self.waitForDelivery = waitForDelivery
         self.deadline = deadline
         self.requestID = requestID
+    }
+}
+
+/// A waiting call's deadline passed before every push was final: the call is
+/// DEADLINE_EXCEEDED (docs/PROTOCOL.md section 6), never an OK reply with
+/// `complete = false`. `account` is what the sink knew at the deadline.
+public struct DeliveryDeadlineExceeded: Error, Hashable, Sendable {
+    public var account: EnqueueResult
+
+    public init(account: EnqueueResult) {
+        self.account = account
     }
 }
 

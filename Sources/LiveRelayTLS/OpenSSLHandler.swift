@@ -380,15 +380,27 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     // MARK: - Failure and timers
 
-    /// Reports the first fatal error of the connection, sends any alert OpenSSL queued, and closes.
+    /// Sends any alert OpenSSL queued (protocol_version to a TLS 1.0 or 1.1
+    /// client, handshake_failure, ...), reports the first fatal error of the
+    /// connection, and closes once the alert is written. The alert goes out
+    /// before the error is reported: a handler that closes the channel on
+    /// errorCaught (the RPC server does) would otherwise close it first, and
+    /// the peer would see a bare close.
     private func fail(context: ChannelHandlerContext, with error: TLSError) {
         guard stateMachine.failed() else { return }
         cancelTimers()
         failPendingWrites(error)
+        let alertWritten = flushNetwork(context: context)
         context.fireErrorCaught(error)
         let promise = closePromise
         closePromise = nil
-        closeAfterFlushing(context: context, promise: promise)
+        if let alertWritten {
+            alertWritten.assumeIsolated().whenComplete { _ in
+                context.close(promise: promise)
+            }
+        } else {
+            context.close(promise: promise)
+        }
     }
 
     private func handshakeTimedOut(context: ChannelHandlerContext) {

@@ -67,12 +67,15 @@ public struct ClientSettings: Hashable, Sendable {
         self.maxFrameSize = maxFrameSize
     }
 
-    /// Reads the settings a client sent; server-only and unknown ids are ignored.
+    /// Reads the settings a client sent. Only MAX_FRAME_SIZE is a client's
+    /// setting; server-only ids (MAX_REQUESTS_IN_FLIGHT, IDLE_TIMEOUT_MS) and
+    /// unknown ids are ignored whatever their value, not validated
+    /// (docs/PROTOCOL.md section 4).
     public init(validating settings: [Setting]) throws(SettingsError) {
         self.init()
-        for setting in settings {
+        for setting in settings where setting.id == .maxFrameSize {
             if let reason = setting.invalidReason { throw SettingsError(reason: reason) }
-            if setting.id == .maxFrameSize { self.maxFrameSize = setting.value }
+            self.maxFrameSize = setting.value
         }
     }
 

@@ -12,13 +12,16 @@ struct CLIDispatchTests {
         let binary = try E2E.liverelayBinary()
         let dataDir = try E2E.makeTemporaryDirectory(prefix: "liverelay-cli-dispatch")
         defer { try? FileManager.default.removeItem(at: dataDir) }
-        let server = try ServerProcess.start(binary: binary, dataDir: dataDir)
+        // --mock-apns-port under the name the README gives it (not --mock-ap-ns-port).
+        let mockPort = try E2E.freePort()
+        let server = try ServerProcess.start(binary: binary, dataDir: dataDir, extraArguments: ["--mock-apns-port", String(mockPort)])
         defer { server.stop() }
         guard let (port, _) = server.waitUntilListening(timeout: 60) else {
             Issue.record("the server did not start:\n\(server.transcript())")
             return
         }
         let key = try #require(server.apiKey(), "no API key printed:\n\(server.transcript())")
+        #expect(server.transcript().contains("mock APNs on 127.0.0.1:\(mockPort) "), "\(server.transcript())")
 
         let common = ["--port", String(port), "--ca-file", dataDir.path + "/cert.pem"]
         func cli(_ arguments: [String]) throws -> [String: Any] {
@@ -69,6 +72,24 @@ struct CLIDispatchTests {
         #expect(bodies[0] == #"{"aps":{"timestamp":\#(timestamps[0]),"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{"orderID":"1"},"input-push-token":1,"alert":{"title":"Order placed"}}}"#)
         #expect(bodies[1] == #"{"aps":{"timestamp":\#(timestamps[1]),"event":"update","content-state":{"status":"shipped"}}}"#)
         #expect(bodies[2].hasPrefix(#"{"aps":{"timestamp":\#(timestamps[2]),"event":"end","content-state":{"status":"delivered"}"#))
+    }
+
+    /// `serve --help` names the flags as the README does (no `--mock-ap-ns-port`)
+    /// and describes the config file itself instead of pointing at a source file.
+    @Test
+    func serveHelpNamesTheFlagsAndDescribesTheConfigFile() throws {
+        let binary = try E2E.liverelayBinary()
+        let result = try E2E.run(binary.path, ["serve", "--help"], environment: [:], timeout: 60)
+        #expect(result.status == 0, "\(result.output)")
+        for flag in ["--mock-apns-port", "--apns-endpoint", "--apns-trust", "--postgres-url", "--data-dir", "--null-service"] {
+            #expect(result.output.contains(flag), "\(flag) missing:\n\(result.output)")
+        }
+        #expect(!result.output.contains("ap-ns"), "\(result.output)")
+        #expect(!result.output.contains(".swift"), "\(result.output)")
+        for key in ["\"listen\"", "\"tls\"", "\"api_key_file\"", "\"app_ids\"", "\"allowed_methods\"", "\"limits\"",
+                    "\"store\"", "\"apps\"", "\"queue_capacity\""] {
+            #expect(result.output.contains(key), "\(key) missing:\n\(result.output)")
+        }
     }
 
     static func records(at path: String) throws -> [[String: Any]] {

@@ -320,5 +320,26 @@ import Testing
         #expect(summary.queued == 0)
         #expect(summary.complete)
     }
+
+    /// A sink whose waiting call reached its deadline with pushes in flight.
+    struct DeadlineSink: PushSink {
+        func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+            eventLoop.makeFailedFuture(DeliveryDeadlineExceeded(account: EnqueueResult(queued: 2, delivered: 1, expired: 1)))
+        }
+    }
+
+    /// docs/PROTOCOL.md section 6: a waiting call whose deadline passes is
+    /// DEADLINE_EXCEEDED, never OK with `complete = false`; the state change stays.
+    @Test func aWaitingCallPastItsDeadlineIsDeadlineExceededAndItsStateChangeStays() async throws {
+        let h = Harness(sink: DeadlineSink())
+        for i in 0..<4 { try await h.register(pushToStart(hex(i), device: "d\(i)")) }
+        let error = await rpcError(h.service.startActivity(startRequest(wait: true),
+                                                           context: h.context(deadline: .now() + .seconds(30))))
+        #expect(error?.status == .deadlineExceeded)
+        #expect(error?.details.reason == "DeliveryIncomplete")
+        #expect(error?.message.hasPrefix("deadline passed with 2 of 4 pushes not final (delivered 1, failed 0, pruned 0, superseded 0, expired 1)") == true,
+                "\(String(describing: error))")
+        #expect(h.store.snapshot.activityCount == 1, "the call took effect: a resend with its idempotency key replays it")
+    }
 }
 

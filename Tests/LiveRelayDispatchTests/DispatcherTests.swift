@@ -96,4 +96,39 @@ import Testing
         #expect(delivery.floodUnfinished > 9_900)
         try await tearDown(d, floodTransport, quietTransport)
     }
+
+    /// docs/PROTOCOL.md section 6: a waiting call is answered at its deadline,
+    /// not before, and with pushes still in flight that answer is a failure
+    /// (DEADLINE_EXCEEDED), not an OK reply with `complete = false`. A push not
+    /// sent by the reply margin before the deadline expires unsent.
+    @Test func aWaitingCallWithAPushInFlightAtItsDeadlineFailsAtTheDeadline() async throws {
+        let transport = FakeTransport(eventLoop: loop) { request, _ in
+            request.deviceToken == token(0) ? .success(APNsResponse(status: 200)) : nil  // token 1 is never answered
+        }
+        let d = dispatcher([("app", 100, transport)], maxInFlight: 1)
+        let deadline = loop.now + .seconds(1)
+        // The promise completes on the dispatcher's own loop, so the callback sees the virtual time of the answer.
+        let call = d.enqueue(try batch(app: "app", tokens: [token(0), token(1), token(2)]),
+                             options: EnqueueOptions(waitForDelivery: true, deadline: deadline), on: loop)
+        let answered = NIOLockedValueBox<(at: NIODeadline, result: Result<EnqueueResult, any Error>)?>(nil)
+        call.whenComplete { result in answered.withLockedValue { $0 = (self.loop.now, result) } }
+
+        await loop.advanceTime(to: deadline - .milliseconds(51))
+        #expect(transport.requests.map(\.deviceToken) == [token(0), token(1)], "token 2 waits for the one slot")
+        #expect(d.counters(appID: "app")?.expired == 0)
+        await loop.advanceTime(to: deadline - .milliseconds(50))
+        #expect(d.counters(appID: "app")?.expired == 1, "token 2 was not sent in time: it expires unsent")
+        await loop.advanceTime(to: deadline - .milliseconds(1))
+        #expect(answered.withLockedValue { $0 } == nil, "no answer before the deadline")
+        await loop.advanceTime(to: deadline)
+        let answer = try #require(answered.withLockedValue { $0 })
+        #expect(answer.at == deadline)
+        guard case let .failure(error as DeliveryDeadlineExceeded) = answer.result else {
+            Issue.record("expected DeliveryDeadlineExceeded, got \(answer.result)")
+            return
+        }
+        #expect(error.account == EnqueueResult(queued: 1, delivered: 1, expired: 1))
+        #expect(transport.requests.count == 2, "token 2 was never sent")
+        try await tearDown(d, transport)
+    }
 }

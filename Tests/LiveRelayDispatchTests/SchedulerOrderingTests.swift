@@ -174,4 +174,22 @@ import Testing
         #expect(d.scheduler.admit(appID: "app-a") == .admitted, "room again below capacity")
         #expect(d.scheduler.counters(appID: "app-a")?.refusedCalls == 1)
     }
+
+    /// How admission counts (docs/PROTOCOL.md, RESOURCE_EXHAUSTED): pushes, not
+    /// calls; a call is admitted while the app's unfinished pushes are below
+    /// queue_capacity, and then its whole fan-out is taken, even one larger
+    /// than the whole capacity; later calls wait until the count is below it again.
+    @Test func aCallLargerThanTheWholeCapacityIsTakenAndLaterCallsWaitUntilBelowCapacity() throws {
+        var d = SchedulerDriver(configuration(apps: [("app-a", 5)], maxInFlight: 1))
+        #expect(d.scheduler.admit(appID: "app-a") == .admitted, "an empty queue")
+        let (_, queued) = d.enqueue(try batch(tokens: (0..<12).map(token)), wait: false)
+        #expect(queued == EnqueueResult(queued: 12))
+        #expect(d.scheduler.counters(appID: "app-a")?.unfinished == 12)
+        for _ in 0..<7 { d.respond(200) }
+        #expect(d.scheduler.admit(appID: "app-a") == .queueFull(unfinished: 5, capacity: 5, retryAfterMS: 1_000),
+                "at capacity is full")
+        d.respond(200)
+        #expect(d.scheduler.admit(appID: "app-a") == .admitted, "4 unfinished: below capacity")
+        #expect(d.scheduler.counters(appID: "app-a")?.refusedCalls == 1)
+    }
 }

@@ -149,11 +149,21 @@ func validationError(_ message: some LiveRelayMessage) -> MessageError? {
 
     // MARK: lengths of free text
 
-    @Test func externalUserAndDeviceIDLength() {
+    @Test func externalUserIDLength() {
         var r = Fixtures.register; r.externalUserID = String(repeating: "u", count: 257)
         #expect(validationError(r)?.field == "external_user_id")
-        r = Fixtures.register; r.deviceID = String(repeating: "d", count: 257)
-        #expect(validationError(r) == MessageError(.tooLong(length: 257, max: 256), field: "device_id"))
+        r = Fixtures.register; r.externalUserID = String(repeating: "u", count: 256)
+        #expect(validationError(r) == nil)
+    }
+
+    /// docs/PROTOCOL.md section 11: a device id is an identifier, at most 128 bytes (counted in bytes, not characters).
+    @Test func deviceIDIsAtMost128Bytes() {
+        var r = Fixtures.register; r.deviceID = String(repeating: "d", count: 128)
+        #expect(validationError(r) == nil)
+        r.deviceID = String(repeating: "d", count: 129)
+        #expect(validationError(r) == MessageError(.tooLong(length: 129, max: 128), field: "device_id"))
+        r.deviceID = String(repeating: "é", count: 65)  // 65 characters, 130 bytes
+        #expect(validationError(r) == MessageError(.tooLong(length: 130, max: 128), field: "device_id"))
     }
 
     @Test func expiresAtNonNegative() {

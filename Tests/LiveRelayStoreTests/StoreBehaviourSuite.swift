@@ -29,6 +29,7 @@ enum StoreBehaviourSuite {
         StoreBehaviour(description: "concurrent registrations all land", run: concurrentRegistrations),
         StoreBehaviour(description: "concurrent updates get distinct increasing timestamps", run: concurrentUpdates),
         StoreBehaviour(description: "an end deletes the activity's update tokens", run: endDeletesUpdateTokens),
+        StoreBehaviour(description: "a start takes over an activity known only from its update token", run: startAfterPreRegistration),
         StoreBehaviour(description: "the sweep expires activities and their tokens", run: sweep),
         StoreBehaviour(description: "pruning removes a dead token", run: prune),
         StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
@@ -176,6 +177,41 @@ enum StoreBehaviourSuite {
         #expect(end.batch.targets.map(\.token) == [hex(1)])
         #expect(try await store.updateTokens(of: order1, on: group.any()).get().isEmpty)
         #expect(try await store.activity(order1, on: group.any()).get()?.state == .ended)
+        try await store.close()
+    }
+
+    /// docs/PROTOCOL.md section 11: an update token may arrive before any
+    /// StartActivity for its activity (a locally started activity, or a token
+    /// that beat the Start). It makes the activity known, so updates reach it,
+    /// and a StartActivity under that id then proceeds instead of ALREADY_EXISTS.
+    static func startAfterPreRegistration(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = group.any()
+        #expect(try await apply(store, RegisterToken(updateToken(hex(1)))).reply.result == .created)
+        let known = try #require(try await store.activity(order1, on: loop).get())
+        #expect(known.state == .active)
+        #expect(known.lastTimestamp == 0, "nothing pushed yet")
+
+        try await apply(store, RegisterToken(pushToStart(hex(2))))
+        let started = try #require(try await apply(store, StartActivity(start(), app: app), now: t0 + .seconds(5)).accepted)
+        #expect(started.batch.targets.map(\.token) == [hex(2)])
+        #expect(started.reply.state == .active, "a device already runs it")
+        let stored = try #require(try await store.activity(order1, on: loop).get())
+        #expect(stored.attributesType == "DeliveryAttributes")
+        #expect(stored.lastTimestamp == t0.seconds + 5)
+        #expect(stored.createdAt == t0, "its 8 hours run from the first token")
+        #expect(try await store.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(1)], "the token stays")
+
+        let updated = try #require(try await apply(store, ChangeActivity(update(), app: app), now: t0 + .seconds(6)).accepted)
+        #expect(updated.batch.targets.map(\.token) == [hex(1)])
+        // Once started (or pushed to), the id is taken.
+        #expect(await refusal(store, StartActivity(start(key: "again"), app: app), now: t0 + .seconds(7)) == .activityAlreadyExists(order1))
+
+        // A locally started activity that was updated (never started through LiveRelay) is taken as well.
+        let local = ActivityKey(appID: appID, activityID: "local-1")
+        try await apply(store, RegisterToken(updateToken(hex(3), activity: "local-1", device: "device-2")))
+        #expect(try await apply(store, ChangeActivity(update("local-1"), app: app), now: t0 + .seconds(8)).accepted?.batch.targets.map(\.token) == [hex(3)])
+        #expect(await refusal(store, StartActivity(start("local-1"), app: app), now: t0 + .seconds(9)) == .activityAlreadyExists(local))
         try await store.close()
     }
 

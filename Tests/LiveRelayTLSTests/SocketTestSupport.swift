@@ -39,8 +39,13 @@ final class LoggingHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     let log: EventLog
+    /// Close the channel on any error, as the RPC server's connection handler does.
+    let closeOnError: Bool
 
-    init(log: EventLog) { self.log = log }
+    init(log: EventLog, closeOnError: Bool = false) {
+        self.log = log
+        self.closeOnError = closeOnError
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted(let alpn)? = event as? TLSEvent {
@@ -52,6 +57,7 @@ final class LoggingHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         log.append("error \(error)")
+        if closeOnError { context.close(promise: nil) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -86,7 +92,9 @@ final class TestTLSServer {
 
     var port: Int { channel?.localAddress?.port ?? 0 }
 
-    init(configuration: TLSConfiguration) throws {
+    /// - Parameter closeOnError: the handler behind TLS closes the channel on
+    ///   any error, as LiveRelayServer's RPCConnectionHandler does.
+    init(configuration: TLSConfiguration, closeOnError: Bool = false) throws {
         let context = try TLSContext(configuration: configuration)
         let log = self.log
         do {
@@ -96,7 +104,7 @@ final class TestTLSServer {
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
                         try sync.addHandler(OpenSSLHandler(context: context, role: .server))
-                        try sync.addHandler(LoggingHandler(log: log))
+                        try sync.addHandler(LoggingHandler(log: log, closeOnError: closeOnError))
                         try sync.addHandler(EchoHandler())
                     }
                 }

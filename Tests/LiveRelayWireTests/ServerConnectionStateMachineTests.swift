@@ -111,6 +111,28 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
         )
     }
 
+    /// Section 4: a setting only the server defines is ignored in a HELLO,
+    /// even with a value that would be invalid from a server.
+    @Test func serverOnlySettingsInAHelloAreIgnored() {
+        var server = Server(configuration: serverConfiguration(maxInFlight: 2), now: t(0))
+        let hello = Frame.hello(Frame.Hello(apiKey: buffer("k"), clientName: "", settings: [
+            Setting(.maxRequestsInFlight, 0), Setting(.idleTimeoutMilliseconds, 1), Setting(.maxFrameSize, 16_384),
+        ]))
+        #expect(server.receive(hello, now: t(0)) == [.authenticate(apiKey: buffer("k"), clientName: "", version: 1)])
+        #expect(
+            server.authenticationSucceeded(now: t(1))
+                == [.write(.welcome(Frame.Welcome(version: 1, settings: ServerSettings(maxRequestsInFlight: 2).settings)))]
+        )
+        // The server's own limit of 2 holds (not the client's 0), and the client's MAX_FRAME_SIZE was taken.
+        #expect(server.receive(request(1), now: t(2)) == [dispatch(1)])
+        #expect(server.receive(request(2), now: t(2)) == [dispatch(2), .pauseReading])
+        #expect(
+            server.respond(1, payload: ByteBuffer(repeating: 7, count: 16_385), now: t(3))
+                == [.write(errorFrame(1, .resourceExhausted, "response of 16385 bytes exceeds the client's MAX_FRAME_SIZE of 16384")),
+                    .resumeReading]
+        )
+    }
+
     @Test func authenticationFailed() {
         var server = Server(now: t(0))
         _ = server.receive(testHello, now: t(0))
