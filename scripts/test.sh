@@ -16,6 +16,9 @@ if [ -z "${LIVERELAY_POSTGRES_URL:-}" ]; then
 fi
 export LIVERELAY_POSTGRES_URL
 
+# The module graph follows the path of one call (docs/ARCHITECTURE.md).
+python3 scripts/check-modules.py
+
 swift build --build-tests
 # A hung test must fail the run with a clear message, not run into the CI's own limit.
 timeout --signal=TERM 2700 swift test --skip-build || {

@@ -61,7 +61,7 @@ public struct ActivityService: LiveRelayService {
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
         return store.apply(RegisterToken(request), now: clock.now(), on: context.eventLoop)
-            .map { $0.reply }
+            .map { Self.reply(to: $0.result) }
             .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
     }
 
@@ -178,11 +178,11 @@ public struct ActivityService: LiveRelayService {
         switch outcome {
         case let .replayed(stored):
             return context.eventLoop.makeSucceededFuture(
-                CallReply(timestamp: stored.timestamp, summary: stored.summary, replayed: true, state: stored.state))
+                CallReply(timestamp: stored.timestamp, summary: Self.planned(stored), replayed: true, state: stored.state))
         case let .accepted(call):
             let reply = { @Sendable (result: EnqueueResult) -> CallReply in
                 CallReply(timestamp: call.reply.timestamp,
-                          summary: Self.summary(call.reply.summary, after: result),
+                          summary: Self.summary(Self.planned(call.reply), after: result),
                           replayed: false, state: call.reply.state)
             }
             guard !call.batch.targets.isEmpty else { return context.eventLoop.makeSucceededFuture(reply(EnqueueResult())) }
@@ -191,8 +191,31 @@ public struct ActivityService: LiveRelayService {
                 "event": "\(call.batch.event.rawValue)", "timestamp": "\(call.batch.timestamp)",
                 "targets": "\(call.batch.targets.count)", "bytes": "\(call.batch.payload.count)",
             ])
+            // The state is durable: its pushes go whatever the caller does now. A caller
+            // that cancelled meanwhile no longer waits for them, so neither does the call.
+            var options = options
+            if context.cancellation.isCancelled { options.waitForDelivery = false }
             return sink.enqueue(call.batch, options: options, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
         }
+    }
+
+    /// RegisterToken's reply for the rule's result.
+    static func reply(to result: TokenRegistration.Result) -> RegisterTokenReply {
+        switch result {
+        case .created: RegisterTokenReply(result: .created)
+        case let .rotated(replaced): RegisterTokenReply(result: .rotated, replacedToken: replaced)
+        case .unchanged: RegisterTokenReply(result: .unchanged)
+        case .removed: RegisterTokenReply(result: .removed)
+        case .notFound: RegisterTokenReply(result: .notFound)
+        }
+    }
+
+    /// The summary as the rule planned it: every target queued, the unresolved ones named.
+    static func planned(_ reply: StoredReply) -> DeliverySummary {
+        let targeted = UInt32(clamping: reply.targeted)
+        return DeliverySummary(targeted: targeted, queued: targeted, unresolved: reply.unresolved.map {
+            UnresolvedTarget(kind: $0.kind.wire, value: $0.value, reason: $0.reason)
+        })
     }
 
     /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.
@@ -239,6 +262,16 @@ public struct ActivityService: LiveRelayService {
         default:
             logger.error("store failure", metadata: ["call": "\(call)", "error": "\(error)"])
             return RPCError(.internal, "internal error in \(call)")
+        }
+    }
+}
+
+extension UnresolvedStartTarget.Kind {
+    var wire: TargetKind {
+        switch self {
+        case .pushToStartToken: .pushToStartToken
+        case .externalUserID: .externalUserID
+        case .allDevices: .allDevices
         }
     }
 }

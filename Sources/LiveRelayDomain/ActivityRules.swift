@@ -19,24 +19,59 @@ public struct AcceptedCall: Hashable, Sendable {
     public var reply: StoredReply
 }
 
+/// A StartActivity as the rules use it: the fields of a request the message
+/// layer has already validated (required fields, sizes, JSON objects, token
+/// hex), so the rule never validates again inside the store's transaction.
+public struct StartCommand: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public var attributesType: String
+    /// A JSON object, spliced into the payload as it is.
+    public var attributesJSON: String
+    public var content: LiveActivityContent
+    /// `apns-priority`: 10 or 5.
+    public var priority: Int
+    public var targets: Targets
+    public var idempotencyKey: String?
+    /// ``Fingerprint`` of the request, compared with a stored one on replays.
+    public var fingerprint: UInt64
+
+    /// The fields of a request that passed `StartActivityRequest.validate()` (every decoded request has).
+    public init(validated request: StartActivityRequest) {
+        appID = request.appID ?? ""
+        activityID = request.activityID ?? ""
+        attributesType = request.attributesType ?? ""
+        attributesJSON = request.attributesJSON ?? "{}"
+        content = LiveActivityContent(
+            contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
+            dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
+        priority = request.priority.apnsPriority
+        targets = request.targets ?? Targets()
+        idempotencyKey = request.idempotencyKey?.nonEmpty
+        fingerprint = Fingerprint.of(request)
+    }
+}
+
 /// StartActivity's rule: a new activity under the caller's id, sent to the resolved push-to-start tokens.
 public struct StartActivity: StoreMutation {
-    public var request: StartActivityRequest
+    public var command: StartCommand
     public var app: App
 
-    public init(_ request: StartActivityRequest, app: App) {
-        self.request = request
+    public init(_ command: StartCommand, app: App) {
+        self.command = command
         self.app = app
     }
 
-    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
-        do { try request.validate() } catch { throw DomainError(error) }
-        let appID = request.appID ?? "", activityID = request.activityID ?? ""
-        let attributesType = request.attributesType ?? "", attributesJSON = request.attributesJSON ?? "{}"
-        let key = ActivityKey(appID: appID, activityID: activityID)
-        let fingerprint = Fingerprint.of(request)
+    /// A request that passed validation (every decoded request has).
+    public init(_ request: StartActivityRequest, app: App) { self.init(StartCommand(validated: request), app: app) }
 
-        if let idempotencyKey = request.idempotencyKey?.nonEmpty,
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
+        let appID = command.appID, activityID = command.activityID
+        let attributesType = command.attributesType
+        let key = ActivityKey(appID: appID, activityID: activityID)
+        let fingerprint = command.fingerprint
+
+        if let idempotencyKey = command.idempotencyKey,
            let record = state.idempotencyRecord(key, key: idempotencyKey) {
             guard record.operation == .start, record.fingerprint == fingerprint else {
                 throw .idempotencyKeyReused(key: idempotencyKey, key, firstUsedFor: record.operation)
@@ -50,32 +85,29 @@ public struct StartActivity: StoreMutation {
         if let preRegistered, !preRegistered.isOnlyPreRegistered(at: now) { throw .activityAlreadyExists(key) }
 
         let resolution = TargetResolution.resolve(
-            request.targets ?? Targets(), appID: appID, attributesType: attributesType, state: state, now: now)
+            command.targets, appID: appID, attributesType: attributesType, state: state, now: now)
         let stamp = now.seconds
-        let content = LiveActivityContent(
-            contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
-            dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
         let payload = try APNsPayloadBuilder.start(
-            timestamp: stamp, attributesType: attributesType, attributesJSON: attributesJSON, content: content)
+            timestamp: stamp, attributesType: attributesType, attributesJSON: command.attributesJSON,
+            content: command.content)
 
         // With update tokens already registered, the activity runs on a device: active,
         // and its 8-hour clock runs from the first token.
         let activity = Activity(
             appID: appID, id: activityID, attributesType: attributesType, state: preRegistered == nil ? .starting : .active,
-            lastTimestamp: stamp, lastContentState: request.contentStateJSON, createdAt: preRegistered?.createdAt ?? now)
+            lastTimestamp: stamp, lastContentState: command.content.contentStateJSON,
+            createdAt: preRegistered?.createdAt ?? now)
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
-            headers: APNsHeaders(bundleID: app.bundleID, priority: request.priority.apnsPriority,
+            headers: APNsHeaders(bundleID: app.bundleID, priority: command.priority,
                                  expiration: activity.expiresAt.seconds),
             targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) },
             expiresAt: activity.expiresAt)
-        let count = UInt32(batch.targets.count)
-        let reply = StoredReply(
-            timestamp: stamp, state: activity.state,
-            summary: DeliverySummary(targeted: count, queued: count, unresolved: resolution.unresolved))
+        let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: batch.targets.count,
+                                unresolved: resolution.unresolved)
 
         var writes: [StoreWrite] = [.putActivity(activity)]
-        if let idempotencyKey = request.idempotencyKey?.nonEmpty {
+        if let idempotencyKey = command.idempotencyKey {
             writes.append(.putIdempotencyRecord(IdempotencyRecord(
                 appID: appID, activityID: activityID, key: idempotencyKey, operation: .start,
                 fingerprint: fingerprint, reply: reply, createdAt: now)))
@@ -92,17 +124,13 @@ public struct ChangeActivity: StoreMutation {
     /// Which RPC the call was, for idempotency records.
     public let operation: IdempotentOperation
     public let content: LiveActivityContent
-    public let priority: Priority?
+    /// `apns-priority`: 10 or 5.
+    public let priority: Int
     public let idempotencyKey: String?
     public let fingerprint: UInt64
     public let app: App
-    private let source: Source
 
-    private enum Source: Sendable {
-        case update(UpdateActivityRequest)
-        case end(EndActivityRequest)
-    }
-
+    /// The fields of a request that passed `UpdateActivityRequest.validate()` (every decoded request has).
     public init(_ request: UpdateActivityRequest, app: App) {
         self.appID = request.appID ?? ""
         self.activityID = request.activityID ?? ""
@@ -111,13 +139,13 @@ public struct ChangeActivity: StoreMutation {
         self.content = LiveActivityContent(
             contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
             dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
-        self.priority = request.priority
+        self.priority = request.priority.apnsPriority
         self.idempotencyKey = request.idempotencyKey?.nonEmpty
         self.fingerprint = Fingerprint.of(request)
         self.app = app
-        self.source = .update(request)
     }
 
+    /// The fields of a request that passed `EndActivityRequest.validate()` (every decoded request has).
     public init(_ request: EndActivityRequest, app: App) {
         self.appID = request.appID ?? ""
         self.activityID = request.activityID ?? ""
@@ -125,20 +153,13 @@ public struct ChangeActivity: StoreMutation {
         self.operation = .end
         self.content = LiveActivityContent(
             contentStateJSON: request.contentStateJSON, alert: request.alert, dismissalDate: request.dismissalDate)
-        self.priority = request.priority
+        self.priority = request.priority.apnsPriority
         self.idempotencyKey = request.idempotencyKey?.nonEmpty
         self.fingerprint = Fingerprint.of(request)
         self.app = app
-        self.source = .end(request)
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
-        do {
-            switch source {
-            case let .update(request): try request.validate()
-            case let .end(request): try request.validate()
-            }
-        } catch { throw DomainError(error) }
         let key = ActivityKey(appID: appID, activityID: activityID)
         guard var activity = state.activity(key) else { throw .activityNotFound(key) }
 
@@ -182,12 +203,10 @@ public struct ChangeActivity: StoreMutation {
         let live = tokens.filter { !$0.isExpired(at: now) }
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
-            headers: APNsHeaders(bundleID: app.bundleID, priority: priority.apnsPriority, expiration: expiration.seconds),
+            headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration.seconds),
             targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) },
             expiresAt: expiration)
-        let count = UInt32(live.count)
-        let reply = StoredReply(timestamp: stamp, state: activity.state,
-                                summary: DeliverySummary(targeted: count, queued: count))
+        let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: live.count)
         writes.insert(.putActivity(activity), at: 0)
         if let idempotencyKey {
             writes.append(.putIdempotencyRecord(IdempotencyRecord(

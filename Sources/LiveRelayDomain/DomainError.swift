@@ -86,10 +86,6 @@ public enum DomainError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
-
-    init(_ error: MessageError) {
-        self = .invalidField(field: error.field, detail: error.detail)
-    }
 }
 
 /// 4213 -> "4,213": sizes people compare against APNs's documented "4,096".

@@ -239,18 +239,75 @@ public enum IdempotentOperation: String, Hashable, Sendable {
     case start, update, end
 }
 
-/// The first reply to a mutating call, kept so a retry with the same key gets
-/// it back (`replayed = true`) instead of acting twice.
+/// A start target that reached no device, and why: the caller sees it as `unresolved`.
+public struct UnresolvedStartTarget: Hashable, Sendable {
+    public enum Kind: String, Hashable, Sendable {
+        case pushToStartToken = "push_to_start_token", externalUserID = "external_user_id", allDevices = "all_devices"
+    }
+
+    public var kind: Kind
+    /// The token or user id; empty for all devices.
+    public var value: String
+    public var reason: String
+
+    public init(kind: Kind, value: String, reason: String) {
+        self.kind = kind
+        self.value = value
+        self.reason = reason
+    }
+}
+
+/// What an accepted mutating call planned, in the domain's terms: kept with
+/// an idempotency key so a retry with the same key gets it back (`replayed =
+/// true`) instead of acting twice. The service turns it into the wire reply.
 public struct StoredReply: Hashable, Sendable {
     public var timestamp: Int64
     public var state: Activity.State
-    /// The summary as it was when the call was accepted.
-    public var summary: DeliverySummary
+    /// Tokens the call's pushes went to.
+    public var targeted: Int
+    /// Start targets that reached no device.
+    public var unresolved: [UnresolvedStartTarget]
 
-    public init(timestamp: Int64, state: Activity.State, summary: DeliverySummary) {
+    public init(timestamp: Int64, state: Activity.State, targeted: Int, unresolved: [UnresolvedStartTarget] = []) {
         self.timestamp = timestamp
         self.state = state
-        self.summary = summary
+        self.targeted = targeted
+        self.unresolved = unresolved
+    }
+
+    /// `{"targeted":N,"unresolved":[[kind,value,reason],...]}`: how the stores
+    /// keep the targets part of the record (one text column, no wire format).
+    public var targetsJSON: String {
+        var w = JSONWriter()
+        w.raw("{\"targeted\":")
+        w.integer(Int64(targeted))
+        w.raw(",\"unresolved\":[")
+        for (i, target) in unresolved.enumerated() {
+            w.raw(i == 0 ? "[" : ",[")
+            w.string(target.kind.rawValue)
+            w.raw(",")
+            w.string(target.value)
+            w.raw(",")
+            w.string(target.reason)
+            w.raw("]")
+        }
+        w.raw("]}")
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
+    /// Reads ``targetsJSON`` back; nil for anything else (a corrupt row).
+    public init?(timestamp: Int64, state: Activity.State, targetsJSON: String) {
+        guard let json = try? JSONValue.parse(Array(targetsJSON.utf8)),
+              let targeted = json["targeted"]?.integerValue, targeted >= 0,
+              case let .array(items)? = json["unresolved"] else { return nil }
+        var unresolved: [UnresolvedStartTarget] = []
+        for item in items {
+            guard case let .array(fields) = item, fields.count == 3,
+                  let kind = fields[0].stringValue.flatMap(UnresolvedStartTarget.Kind.init(rawValue:)),
+                  let value = fields[1].stringValue, let reason = fields[2].stringValue else { return nil }
+            unresolved.append(UnresolvedStartTarget(kind: kind, value: value, reason: reason))
+        }
+        self.init(timestamp: timestamp, state: state, targeted: Int(targeted), unresolved: unresolved)
     }
 }
 

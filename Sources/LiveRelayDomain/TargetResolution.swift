@@ -10,7 +10,7 @@ public enum TargetResolution {
     public struct Result: Hashable, Sendable {
         /// Distinct tokens, in the order their targets were named.
         public var tokens: [Token]
-        public var unresolved: [UnresolvedTarget]
+        public var unresolved: [UnresolvedStartTarget]
     }
 
     public static func resolve(
@@ -18,7 +18,7 @@ public enum TargetResolution {
     ) -> Result {
         var seen = Set<String>()
         var tokens: [Token] = []
-        var unresolved: [UnresolvedTarget] = []
+        var unresolved: [UnresolvedStartTarget] = []
 
         func take(_ token: Token) {
             if seen.insert(token.hex).inserted { tokens.append(token) }
@@ -41,7 +41,7 @@ public enum TargetResolution {
             } else {
                 reason = "no push-to-start token registered"
             }
-            unresolved.append(UnresolvedTarget(kind: .pushToStartToken, value: hex, reason: reason))
+            unresolved.append(UnresolvedStartTarget(kind: .pushToStartToken, value: hex, reason: reason))
         }
 
         var usersSeen = Set<String>()
@@ -49,7 +49,7 @@ public enum TargetResolution {
             let found = state.pushToStartTokens(appID: appID, externalUserID: user, attributesType: attributesType)
                 .filter { !$0.isExpired(at: now) }
             if found.isEmpty {
-                unresolved.append(UnresolvedTarget(
+                unresolved.append(UnresolvedStartTarget(
                     kind: .externalUserID, value: user,
                     reason: "no push-to-start token registered for this user and attributes type \(attributesType)"))
             }
@@ -60,7 +60,7 @@ public enum TargetResolution {
             let found = state.pushToStartTokens(appID: appID, attributesType: attributesType)
                 .filter { !$0.isExpired(at: now) }
             if found.isEmpty {
-                unresolved.append(UnresolvedTarget(
+                unresolved.append(UnresolvedStartTarget(
                     kind: .allDevices, value: "",
                     reason: "no push-to-start token registered for attributes type \(attributesType)"))
             }

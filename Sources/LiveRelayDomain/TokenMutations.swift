@@ -3,24 +3,27 @@ import LiveRelayMessages
 
 /// RegisterToken as a store mutation: reads the token, its slot and its activity, applies ``TokenRegistration``.
 public struct RegisterToken: StoreMutation {
-    public var request: RegisterTokenRequest
+    public var command: RegistrationCommand
 
-    public init(_ request: RegisterTokenRequest) { self.request = request }
+    public init(_ command: RegistrationCommand) { self.command = command }
+
+    /// A request that passed validation (every decoded request has).
+    public init(_ request: RegisterTokenRequest) { self.init(RegistrationCommand(validated: request)) }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
-        let key = TokenKey(appID: request.appID, hex: request.token)
+        let key = TokenKey(appID: command.appID, hex: command.hex)
         let existing = state.token(key)
         var occupant: Token?
         var activity: Activity?
-        if !request.remove {
-            let candidate = try TokenRegistration.token(from: request, now: now)
+        if !command.remove {
+            let candidate = try TokenRegistration.token(from: command, now: now)
             occupant = candidate.slot.flatMap { state.token(in: $0) }
             if let activityID = candidate.activityID {
-                activity = state.activity(ActivityKey(appID: request.appID, activityID: activityID))
+                activity = state.activity(ActivityKey(appID: command.appID, activityID: activityID))
             }
         }
         let plan = try TokenRegistration.decide(
-            request, existing: existing, slotOccupant: occupant, activity: activity, now: now)
+            command, existing: existing, slotOccupant: occupant, activity: activity, now: now)
         var writes: [StoreWrite] = []
         switch plan.decision {
         case let .create(token), let .update(token): writes.append(.putToken(token))

@@ -1,6 +1,49 @@
 import LiveRelayAPNs
 import LiveRelayMessages
 
+/// A RegisterToken as the rules use it: the fields of a request that the
+/// message layer has already validated (sizes, hex, UTF-8, enums), so the
+/// rules check only what needs the state or the time and never validate again.
+public struct RegistrationCommand: Hashable, Sendable {
+    public var appID: String
+    /// Lowercase hex.
+    public var hex: String
+    /// nil when the request named no kind (refused, except for a removal, which defaults to push-to-start).
+    public var kind: Token.Kind?
+    /// nil when the request named no environment (refused unless removing).
+    public var environment: APNsEnvironment?
+    public var attributesType: String?
+    public var activityID: String?
+    public var externalUserID: String?
+    public var deviceID: String?
+    /// UNIX seconds; nil for none.
+    public var expiresAt: Int64?
+    public var remove: Bool
+
+    /// The fields of a request that passed `RegisterTokenRequest.validate()`
+    /// (every decoded request has); empty strings mean absent.
+    public init(validated request: RegisterTokenRequest) {
+        appID = request.appID
+        hex = request.token
+        kind = switch request.kind {
+        case .pushToStart: .pushToStart
+        case .update: .update
+        default: nil
+        }
+        environment = switch request.environment {
+        case .sandbox: .sandbox
+        case .production: .production
+        default: nil
+        }
+        attributesType = request.attributesType.nonEmpty
+        activityID = request.activityID.nonEmpty
+        externalUserID = request.externalUserID.nonEmpty
+        deviceID = request.deviceID.nonEmpty
+        expiresAt = request.expiresAt > 0 ? request.expiresAt : nil
+        remove = request.remove
+    }
+}
+
 /// RegisterToken's rules: idempotent registration, rotation per device slot, removal.
 public enum TokenRegistration {
     /// What the registration does to the token table.
@@ -27,44 +70,44 @@ public enum TokenRegistration {
         /// it locally, or moved from starting to active); nil when untouched.
         public var activity: Activity?
 
-        public var reply: RegisterTokenReply {
+        /// What the caller is told; the service puts it on the wire.
+        public var result: Result {
             switch decision {
-            case .create: RegisterTokenReply(result: .created)
-            case let .rotate(_, replaced): RegisterTokenReply(result: .rotated, replacedToken: replaced.hex)
-            // The proto has no "updated": to the caller the token is registered as asked.
-            case .unchanged, .update: RegisterTokenReply(result: .unchanged)
-            case .remove: RegisterTokenReply(result: .removed)
-            case .notFound: RegisterTokenReply(result: .notFound)
+            case .create: .created
+            case let .rotate(_, replaced): .rotated(replacedToken: replaced.hex)
+            // To the caller a rewritten token is registered as asked: nothing changed for it.
+            case .unchanged, .update: .unchanged
+            case .remove: .removed
+            case .notFound: .notFound
             }
         }
     }
 
-    /// The token a request describes, or the field that is wrong.
-    public static func token(from request: RegisterTokenRequest, now: UnixTime) throws(DomainError) -> Token {
-        let kind: Token.Kind
-        switch request.kind {
-        case .pushToStart: kind = .pushToStart
-        case .update: kind = .update
-        default: throw .invalidField(field: "kind", detail: "required")
-        }
-        let environment: APNsEnvironment
-        switch request.environment {
-        case .sandbox: environment = .sandbox
-        case .production: environment = .production
-        default: throw .invalidField(field: "environment", detail: "required")
-        }
+    /// A registration's outcome as the caller sees it.
+    public enum Result: Hashable, Sendable {
+        case created
+        case rotated(replacedToken: String)
+        case unchanged
+        case removed
+        case notFound
+    }
+
+    /// The token a command describes, or the field that is wrong.
+    public static func token(from command: RegistrationCommand, now: UnixTime) throws(DomainError) -> Token {
+        guard let kind = command.kind else { throw .invalidField(field: "kind", detail: "required") }
+        guard let environment = command.environment else { throw .invalidField(field: "environment", detail: "required") }
         var expiresAt: UnixTime?
-        if request.expiresAt > 0 {
-            guard request.expiresAt > now.seconds else {
-                throw .invalidField(field: "expires_at", detail: "\(request.expiresAt) is in the past")
+        if let seconds = command.expiresAt {
+            guard seconds > now.seconds else {
+                throw .invalidField(field: "expires_at", detail: "\(seconds) is in the past")
             }
-            expiresAt = UnixTime(seconds: request.expiresAt)
+            expiresAt = UnixTime(seconds: seconds)
         }
         return Token(
-            kind: kind, hex: request.token, environment: environment, appID: request.appID,
-            attributesType: request.attributesType.nonEmpty,
-            activityID: kind == .update ? request.activityID.nonEmpty : nil,
-            externalUserID: request.externalUserID.nonEmpty, deviceID: request.deviceID.nonEmpty,
+            kind: kind, hex: command.hex, environment: environment, appID: command.appID,
+            attributesType: command.attributesType,
+            activityID: kind == .update ? command.activityID : nil,
+            externalUserID: command.externalUserID, deviceID: command.deviceID,
             createdAt: now, updatedAt: now, expiresAt: expiresAt)
     }
 
@@ -75,17 +118,15 @@ public enum TokenRegistration {
     ///     (look it up with the slot of ``token(from:now:)``).
     ///   - activity: for update tokens, the activity it belongs to, if known.
     public static func decide(
-        _ request: RegisterTokenRequest, existing: Token?, slotOccupant: Token?, activity: Activity?, now: UnixTime
+        _ command: RegistrationCommand, existing: Token?, slotOccupant: Token?, activity: Activity?, now: UnixTime
     ) throws(DomainError) -> Plan {
-        do { try request.validate() } catch { throw DomainError(error) }
-
-        if request.remove {
-            let kind: Token.Kind = request.kind == .update ? .update : .pushToStart
+        if command.remove {
+            let kind: Token.Kind = command.kind == .update ? .update : .pushToStart
             guard let existing, existing.kind == kind else { return Plan(decision: .notFound) }
             return Plan(decision: .remove(existing))
         }
 
-        var token = try token(from: request, now: now)
+        var token = try token(from: command, now: now)
         let activityWrite = token.kind == .update
             ? try activityAfterRegistration(of: token, activity: activity, now: now) : nil
 

@@ -81,6 +81,12 @@ enum SQLiteSchema {
             PRIMARY KEY (app_id, activity_id, key)
         ) WITHOUT ROWID;
         """,
+        // 2: idempotency records keep the domain's reply record (StoredReply.targetsJSON),
+        // not a wire message; rows written by version 1 keep their reply_summary and are
+        // read through StoredReply(legacySummary:) until they are purged with their activity.
+        """
+        ALTER TABLE idempotency_records ADD COLUMN reply_targets TEXT;
+        """,
     ]
 
     /// The version this build writes.

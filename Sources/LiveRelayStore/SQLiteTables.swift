@@ -19,7 +19,7 @@ struct SQLiteTables {
     static let activityColumns =
         "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
     static let recordColumns =
-        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at"
+        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
@@ -63,7 +63,7 @@ struct SQLiteTables {
         static let deleteActivity = SQLiteQuery(13, "DELETE FROM activities WHERE app_id = ?1 AND id = ?2")
         static let deleteRecords = SQLiteQuery(14, "DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2")
         static let putRecord = SQLiteQuery(15, """
-            INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             """)
 
         // The writer's transaction control.
@@ -180,8 +180,9 @@ struct SQLiteTables {
                 s.bind(5, Int64(bitPattern: record.fingerprint))
                 s.bind(6, record.reply.timestamp)
                 s.bind(7, record.reply.state.rawValue)
-                s.bind(8, record.reply.summary.serializedBytes())
+                s.bind(8, [UInt8]())  // reply_summary: only rows from schema version 1 have one
                 s.bind(9, record.createdAt.milliseconds)
+                s.bind(10, record.reply.targetsJSON)
             }
         }
     }
@@ -217,12 +218,12 @@ struct SQLiteTables {
     static func record(from s: SQLiteStatement) -> Result<IdempotencyRecord, SQLiteError> {
         guard let operation = IdempotentOperation(rawValue: s.string(3)),
               let state = Activity.State(rawValue: s.string(6)),
-              let summary = try? DeliverySummary(serializedBytes: s.blob(7))
+              let reply = s.optionalString(9).map({ StoredReply(timestamp: s.int64(5), state: state, targetsJSON: $0) })
+                ?? StoredReply(timestamp: s.int64(5), state: state, legacySummary: s.blob(7))
         else { return .failure(corrupt("idempotency record", s)) }
         return .success(IdempotencyRecord(
             appID: s.string(0), activityID: s.string(1), key: s.string(2), operation: operation,
-            fingerprint: UInt64(bitPattern: s.int64(4)),
-            reply: StoredReply(timestamp: s.int64(5), state: state, summary: summary),
+            fingerprint: UInt64(bitPattern: s.int64(4)), reply: reply,
             createdAt: UnixTime(milliseconds: s.int64(8))))
     }
 }

@@ -147,10 +147,10 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         var hasher = Hasher()
         switch mutation {
         case let m as RegisterToken:
-            hasher.combine(m.request.appID)
-            if m.request.kind == .update { hasher.combine(m.request.activityID) } else { hasher.combine(m.request.deviceID) }
+            hasher.combine(m.command.appID)
+            if m.command.kind == .update { hasher.combine(m.command.activityID) } else { hasher.combine(m.command.deviceID) }
         case let m as StartActivity:
-            hasher.combine(m.request.appID); hasher.combine(m.request.activityID)
+            hasher.combine(m.command.appID); hasher.combine(m.command.activityID)
         case let m as ChangeActivity:
             hasher.combine(m.appID); hasher.combine(m.activityID)
         case let m as PruneToken:

@@ -119,10 +119,12 @@ struct PostgresOverlay {
         """
     static let putRecordsSQL = """
         INSERT INTO idempotency_records (\(PostgresTables.recordColumns))
-        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::bytea[], $9::int8[])
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::bytea[], $9::int8[],
+                             $10::text[])
         ON CONFLICT (app_id, activity_id, key) DO UPDATE SET
             operation = excluded.operation, fingerprint = excluded.fingerprint, reply_timestamp = excluded.reply_timestamp,
-            reply_state = excluded.reply_state, reply_summary = excluded.reply_summary, created_at = excluded.created_at
+            reply_state = excluded.reply_state, reply_summary = excluded.reply_summary, created_at = excluded.created_at,
+            reply_targets = excluded.reply_targets
         """
 
     /// Writes the net changes: deletions first, then upserts, each table's rows
@@ -180,12 +182,14 @@ struct PostgresOverlay {
         }
         if !records.isEmpty {
             let r = records.values.sorted { ($0.appID, $0.activityID, $0.key) < ($1.appID, $1.activityID, $1.key) }
-            var b = PostgresBindings(capacity: 9)
+            var b = PostgresBindings(capacity: 10)
             b.append(r.map(\.appID)); b.append(r.map(\.activityID)); b.append(r.map(\.key))
             b.append(r.map(\.operation.rawValue)); b.append(r.map { Int64(bitPattern: $0.fingerprint) })
             b.append(r.map(\.reply.timestamp)); b.append(r.map(\.reply.state.rawValue))
-            b.append(r.map { ByteBuffer(bytes: $0.reply.summary.serializedBytes()) })
+            // reply_summary: only rows from schema version 1 have one.
+            b.append(r.map { _ in ByteBuffer() })
             b.append(r.map(\.createdAt.milliseconds))
+            b.append(r.map(\.reply.targetsJSON))
             try await run(Self.putRecordsSQL, b)
         }
     }

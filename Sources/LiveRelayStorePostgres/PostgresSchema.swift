@@ -82,6 +82,12 @@ enum PostgresSchema {
             )
             """,
         ],
+        // 2: idempotency records keep the domain's reply record (StoredReply.targetsJSON),
+        // not a wire message; rows written by version 1 keep their reply_summary and are
+        // read through StoredReply(legacySummary:) until they are purged with their activity.
+        [
+            "ALTER TABLE idempotency_records ADD COLUMN reply_targets text",
+        ],
     ]
 
     /// The version this build writes.

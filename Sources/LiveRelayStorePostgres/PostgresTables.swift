@@ -40,7 +40,7 @@ enum PostgresTables {
     static let activityColumns =
         "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
     static let recordColumns =
-        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at"
+        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
 
     static func prefixed(_ columns: String, _ alias: String) -> String {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters())" }.joined(separator: ", ")
@@ -86,7 +86,7 @@ enum PostgresTables {
 
     typealias TokenRow = (String, String, Int16, Int16, String?, String?, String?, String?, Int64, Int64, Int64?)
     typealias ActivityRow = (String, String, String?, String, Int64, String?, Int64, Int64, Int64?, Int64?)
-    typealias RecordRow = (String, String, String, String, Int64, Int64, String, ByteBuffer, Int64)
+    typealias RecordRow = (String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?)
 
     // MARK: Reads
 
@@ -166,8 +166,8 @@ enum PostgresTables {
             var binds = PostgresBindings(capacity: 3)
             binds.append(recordArrays.0); binds.append(recordArrays.1); binds.append(recordArrays.2)
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: recordsSQL, binds: binds), logger: logger) {
-                let r = try row.decode((Int64, String, String, String, String, Int64, Int64, String, ByteBuffer, Int64).self)
-                answers[recordKeys[Int(r.0) - 1]] = .record(try record((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9)))
+                let r = try row.decode((Int64, String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?).self)
+                answers[recordKeys[Int(r.0) - 1]] = .record(try record((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10)))
             }
         }
         return answers
@@ -193,11 +193,12 @@ enum PostgresTables {
 
     static func record(_ r: RecordRow) throws -> IdempotencyRecord {
         guard let operation = IdempotentOperation(rawValue: r.3), let state = Activity.State(rawValue: r.6),
-              let summary = try? DeliverySummary(serializedBytes: r.7)
+              let reply = r.9.map({ StoredReply(timestamp: r.5, state: state, targetsJSON: $0) })
+                ?? StoredReply(timestamp: r.5, state: state, legacySummary: Array(buffer: r.7))
         else { throw PostgresStoreError.corruptRow("idempotency record \(r.0)/\(r.1)/\(r.2)") }
         return IdempotencyRecord(
             appID: r.0, activityID: r.1, key: r.2, operation: operation, fingerprint: UInt64(bitPattern: r.4),
-            reply: StoredReply(timestamp: r.5, state: state, summary: summary), createdAt: UnixTime(milliseconds: r.8))
+            reply: reply, createdAt: UnixTime(milliseconds: r.8))
     }
 }
 

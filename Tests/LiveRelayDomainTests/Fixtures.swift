@@ -75,3 +75,13 @@ func refusal<M: StoreMutation>(_ state: inout InMemoryState, _ mutation: M, now:
         return error
     }
 }
+
+/// The field a request is refused for when the server decodes its bytes, or nil if it decodes.
+func decodingRefusal<M: LiveRelayMessage>(_ request: M) -> String? {
+    do throws(MessageError) {
+        _ = try M(serializedBytes: request.serializedBytes())
+        return nil
+    } catch {
+        return error.field
+    }
+}

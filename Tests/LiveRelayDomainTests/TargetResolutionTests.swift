@@ -24,10 +24,10 @@ import Testing
         let result = resolve(Targets(pushToStartTokens: [hex(1), hex(9), hex(3), hex(5)]), state)
         #expect(result.tokens.map(\.hex) == [hex(1)])
         #expect(result.unresolved == [
-            UnresolvedTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
-            UnresolvedTarget(kind: .pushToStartToken, value: hex(3),
-                             reason: "registered for attributes type RideAttributes, not DeliveryAttributes"),
-            UnresolvedTarget(kind: .pushToStartToken, value: hex(5),
+            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
+            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(3),
+                                  reason: "registered for attributes type RideAttributes, not DeliveryAttributes"),
+            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(5),
                              reason: "registered as an update token, not a push-to-start token"),
         ])
     }

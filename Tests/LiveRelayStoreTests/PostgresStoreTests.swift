@@ -115,13 +115,13 @@ struct PostgresStoreTests {
             let halfway = store.apply(
                 Writes([.putToken(tokenRow(hex(3), device: "a3")), .putToken(tokenRow(hex(4), device: "taken"))]), now: t0, on: loop)
             let good2 = store.apply(RegisterToken(pushToStart(hex(5), device: "a5")), now: t0, on: loop)
-            let invalid = store.apply(RegisterToken(pushToStart("not-hex", device: "a6")), now: t0, on: loop)
+            let invalid = store.apply(RegisterToken(pushToStart(hex(6), device: "a6", expiresAt: t0.seconds)), now: t0, on: loop)
 
-            #expect(try await good1.get().reply.result == .created)
+            #expect(try await good1.get().result == .created)
             #expect(try await sees1.get() == true)
             await #expect(throws: DomainError.unknownApp(appID: "x")) { try await refused.get() }
             await #expect(throws: (any Error).self) { try await halfway.get() }
-            #expect(try await good2.get().reply.result == .created)
+            #expect(try await good2.get().result == .created)
             await #expect(throws: DomainError.self) { try await invalid.get() }
             let present = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
             #expect(Set(present.map(\.hex)) == [hex(100), hex(1), hex(5)])
@@ -137,7 +137,7 @@ struct PostgresStoreTests {
                 for i in 0..<1000 {
                     group.addTask {
                         let reply = try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)")))
-                        #expect(reply.reply.result == .created)
+                        #expect(reply.result == .created)
                     }
                 }
                 try await group.waitForAll()
@@ -155,7 +155,7 @@ struct PostgresStoreTests {
             let loop = StoreBehaviourSuite.group.any()
             let futures = (0..<500).map { store.apply(RegisterToken(pushToStart(hex($0), device: "d\($0)")), now: t0, on: loop) }
             try await store.close()
-            for future in futures { #expect(try await future.get().reply.result == .created) }
+            for future in futures { #expect(try await future.get().result == .created) }
             await #expect(throws: ActivityStoreError.closed) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
             let reopened = try await PostgresTestDatabase.store(schema: schema)
             #expect(try await reopened.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get().count == 500)

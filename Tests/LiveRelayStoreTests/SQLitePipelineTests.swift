@@ -78,7 +78,7 @@ func waitUntil(_ condition: () -> Bool) async {
         #expect(!written.isDone)
 
         gate.release()
-        #expect(try await write.get().reply.result == .created)
+        #expect(try await write.get().result == .created)
         #expect(try await read.get()?.hex == hex(1))
         #expect(store.statistics.syncs >= 1)
         try await store.close()
@@ -165,7 +165,7 @@ func waitUntil(_ condition: () -> Bool) async {
                 group.addTask {
                     for i in stride(from: caller, to: 6000, by: 64) {
                         let reply = try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)")))
-                        #expect(reply.reply.result == .created)
+                        #expect(reply.result == .created)
                     }
                 }
             }

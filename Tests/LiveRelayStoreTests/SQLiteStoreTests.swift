@@ -88,6 +88,38 @@ func removeDirectory(_ path: String) {
         #expect(try db.pragma("PRAGMA journal_mode") == "wal")
     }
 
+    /// Schema version 2 keeps the domain's reply record; a record written by
+    /// version 1 (a wire DeliverySummary in reply_summary) still replays.
+    @Test func anIdempotencyRecordOfSchemaVersion1StillReplays() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        let store = try SQLiteActivityStore(path: path)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1))))
+        let first = try #require(try await StoreBehaviourSuite.apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
+        #expect(first.reply.targeted == 1)
+        try await store.close()
+        do {
+            // Rewrite the row as version 1 wrote it.
+            let db = try SQLiteConnection(path: path, create: false)
+            defer { db.close() }
+            let legacy = DeliverySummary(targeted: 7, queued: 7, unresolved: [
+                UnresolvedTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered"),
+            ])
+            try db.run("UPDATE idempotency_records SET reply_targets = NULL, reply_summary = ?1") {
+                $0.bind(1, legacy.serializedBytes())
+            }
+        }
+        let reopened = try SQLiteActivityStore(path: path)
+        guard case let .replayed(reply) = try await StoreBehaviourSuite.apply(reopened, StartActivity(start(key: "k1"), app: app)) else {
+            Issue.record("expected a replay"); return
+        }
+        #expect(reply == StoredReply(timestamp: first.reply.timestamp, state: .starting, targeted: 7, unresolved: [
+            UnresolvedStartTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered"),
+        ]))
+        try await reopened.close()
+    }
+
     @Test func aFileWithANewerSchemaIsRefused() async throws {
         let directory = try makeTemporaryDirectory()
         defer { removeDirectory(directory) }
@@ -220,7 +252,7 @@ struct Hold: StoreMutation {
             for i in 0..<1000 {
                 group.addTask {
                     let reply = try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)")))
-                    #expect(reply.reply.result == .created)
+                    #expect(reply.result == .created)
                 }
             }
             try await group.waitForAll()
@@ -258,17 +290,17 @@ struct Hold: StoreMutation {
             Writes([.putToken(tokenRow(hex(3), device: "a3")), .putToken(tokenRow(hex(4), device: "taken"))]), now: t0, on: loop)
         let sees3 = store.apply(Sees(key: TokenKey(appID: appID, hex: hex(3))), now: t0, on: loop)
         let good2 = store.apply(RegisterToken(pushToStart(hex(5), device: "a5")), now: t0, on: loop)
-        let invalid = store.apply(RegisterToken(pushToStart("not-hex", device: "a6")), now: t0, on: loop)
+        let invalid = store.apply(RegisterToken(pushToStart(hex(6), device: "a6", expiresAt: t0.seconds)), now: t0, on: loop)
         let batchesBefore = store.statistics.batches
         gate.release()
         try await held.get()
 
-        #expect(try await good1.get().reply.result == .created)
+        #expect(try await good1.get().result == .created)
         #expect(try await sees1.get() == true)
         await #expect(throws: DomainError.unknownApp(appID: "x")) { try await refused.get() }
         await #expect(throws: SQLiteError.self) { try await halfway.get() }
         #expect(try await sees3.get() == false)
-        #expect(try await good2.get().reply.result == .created)
+        #expect(try await good2.get().result == .created)
         await #expect(throws: DomainError.self) { try await invalid.get() }
         let stats = store.statistics
         #expect(stats.batches == batchesBefore + 2, "the held plan's batch, then one batch for the 7 queued")

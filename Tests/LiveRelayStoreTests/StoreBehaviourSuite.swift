@@ -88,7 +88,7 @@ enum StoreBehaviourSuite {
         let loop = group.any()
         try await apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a")))
         let rotated = try await apply(store, RegisterToken(pushToStart(hex(2), device: "a1", user: "user-a")))
-        #expect(rotated.reply == RegisterTokenReply(result: .rotated, replacedToken: hex(1)))
+        #expect(rotated.result == .rotated(replacedToken: hex(1)))
         #expect(try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() == nil)
         #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
             .get().map(\.hex) == [hex(2)])
@@ -97,10 +97,10 @@ enum StoreBehaviourSuite {
         try await apply(store, RegisterToken(updateToken(hex(4), device: "a1")))
         #expect(try await store.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(4)])
 
-        #expect(try await apply(store, RegisterToken(updateToken(hex(4), remove: true))).reply.result == .removed)
+        #expect(try await apply(store, RegisterToken(updateToken(hex(4), remove: true))).result == .removed)
         #expect(try await store.updateTokens(of: order1, on: loop).get().isEmpty)
         // The freed slot takes a new token without rotating anything.
-        #expect(try await apply(store, RegisterToken(updateToken(hex(5), device: "a1"))).reply.result == .created)
+        #expect(try await apply(store, RegisterToken(updateToken(hex(5), device: "a1"))).result == .created)
         try await store.close()
     }
 
@@ -187,7 +187,7 @@ enum StoreBehaviourSuite {
     static func startAfterPreRegistration(_ make: StoreFactory) async throws {
         let store = try await make()
         let loop = group.any()
-        #expect(try await apply(store, RegisterToken(updateToken(hex(1)))).reply.result == .created)
+        #expect(try await apply(store, RegisterToken(updateToken(hex(1)))).result == .created)
         let known = try #require(try await store.activity(order1, on: loop).get())
         #expect(known.state == .active)
         #expect(known.lastTimestamp == 0, "nothing pushed yet")

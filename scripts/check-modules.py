@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Checks that the module graph follows the path of one call (docs/ARCHITECTURE.md).
+
+Every `import LiveRelay...` in Sources/<Module>/*.swift must name a module that
+comes later on the path, a foundation, or the seam the module implements. Run by
+scripts/test.sh; exits 1 naming every import that goes back up the path.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# The path of one call, in order: a module may import the ones after it.
+PATH = [
+    "LiveRelayServer",          # listener, connection state machine at work, auth
+    "LiveRelayService",         # seam: the service protocol the server calls
+    "LiveRelayActivities",      # the service: domain rules + store + push outlet
+    "LiveRelayStorePostgres",   # the store for several nodes
+    "LiveRelayStore",           # the store protocol, memory and SQLite
+    "LiveRelayDomain",          # rules as values, the APNs payload builder
+    "LiveRelayPushOutlet",      # seam: what the service hands dispatch (the app's queue)
+    "LiveRelayDispatch",        # per-app bounded queues, the dispatcher
+    "LiveRelayAPNsClient",      # HTTP/2 to APNs over the OpenSSL handler
+]
+# Values and codecs used all along the path; they import no path module.
+FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs"]
+# Seams are imported by the module that implements them, which sits below them.
+IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayDispatch": {"LiveRelayPushOutlet"}}
+# Callers and test infrastructure: they use the path, nothing on the path uses them.
+CALLERS = {
+    "LiveRelayClient": {"LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS"},
+    "LiveRelayBench": {"LiveRelayClient", "LiveRelayMessages", "LiveRelayWire"},
+    "LiveRelayMockAPNs": {"LiveRelayAPNs", "LiveRelayTLS"},
+}
+COMPOSITION_ROOT = "LiveRelayCLI"  # `liverelay`: builds everything, may import anything
+
+
+def imports(module: str) -> set[str]:
+    found = set()
+    for source in (ROOT / "Sources" / module).glob("*.swift"):
+        for line in source.read_text().splitlines():
+            m = re.match(r"\s*(?:@testable\s+)?import\s+(LiveRelay\w+)", line)
+            if m and m.group(1) != module:
+                found.add(m.group(1))
+    return found
+
+
+def allowed(module: str) -> set[str]:
+    if module in FOUNDATIONS:
+        below = FOUNDATIONS[FOUNDATIONS.index(module) + 1:]
+        return set(below) if module != "LiveRelayAPNs" else set()
+    if module in CALLERS:
+        return CALLERS[module]
+    index = PATH.index(module)
+    return set(PATH[index + 1:]) | set(FOUNDATIONS) | IMPLEMENTS.get(module, set())
+
+
+def main() -> int:
+    modules = sorted(p.name for p in (ROOT / "Sources").iterdir()
+                     if p.is_dir() and p.name.startswith("LiveRelay"))
+    problems = []
+    for module in modules:
+        if module == COMPOSITION_ROOT:
+            continue
+        if module not in PATH and module not in FOUNDATIONS and module not in CALLERS:
+            problems.append(f"{module}: not placed on the path (scripts/check-modules.py, docs/ARCHITECTURE.md)")
+            continue
+        for name in sorted(imports(module) - allowed(module)):
+            problems.append(f"{module} imports {name}, which is not after it on the path")
+    for problem in problems:
+        print("check-modules: " + problem, file=sys.stderr)
+    if not problems:
+        print(f"check-modules: {len(modules)} modules follow the path of one call")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
