@@ -367,7 +367,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// A new connection in `slot` now, or after the back-off for its failures so far.
     private func reconnect(slot index: Int, effects: inout [Effect]) {
-        let delay = self.configuration.backoff.delay(afterFailures: self.slots[index].failures)
+        let delay = self.configuration.backoff.delay(after: self.slots[index].failures, random: Double.random(in: 0..<1))
         if delay <= .zero {
             effects.append(.connect(self.newConnection(slot: index)))
             return
