@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "LiveRelayService", targets: ["LiveRelayService"]),
         .library(name: "LiveRelayServer", targets: ["LiveRelayServer"]),
         .library(name: "LiveRelayClient", targets: ["LiveRelayClient"]),
+        .library(name: "LiveRelayBackoff", targets: ["LiveRelayBackoff"]),
         .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
         .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
         .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
@@ -107,10 +108,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Capped exponential back-off with one jitter rule, for every wait after a failure. No I/O.
+        .target(
+            name: "LiveRelayBackoff",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // The Swift client library: connection pool, pipelining, deadlines, cancellation, reconnect.
         .target(
             name: "LiveRelayClient",
             dependencies: [
+                "LiveRelayBackoff",
                 "LiveRelayWire",
                 "LiveRelayMessages",
                 "LiveRelayTLS",
@@ -191,6 +200,7 @@ let package = Package(
             name: "LiveRelayAPNsClient",
             dependencies: [
                 "LiveRelayAPNs",
+                "LiveRelayBackoff",
                 "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -208,6 +218,7 @@ let package = Package(
             name: "LiveRelayDispatch",
             dependencies: [
                 "LiveRelayAPNs",
+                "LiveRelayBackoff",
                 "LiveRelayPushOutlet",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -299,7 +310,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayClientTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
+                "LiveRelayClient", "LiveRelayBackoff", "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -376,7 +387,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayAPNsClientTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayMockAPNs", "LiveRelayTLS",
+                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayMockAPNs", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -402,7 +413,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayDispatchTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayDispatch", "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayAPNsClient", "LiveRelayMockAPNs",
+                "LiveRelayDispatch", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayPushOutlet", "LiveRelayAPNsClient", "LiveRelayMockAPNs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -418,6 +429,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayBackoffTests",
+            dependencies: [
+                "LiveRelayBackoff",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

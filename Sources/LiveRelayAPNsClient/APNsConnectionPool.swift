@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import LiveRelayTLS
 import Logging
 import Metrics
@@ -20,7 +21,7 @@ public struct APNsClientConfiguration: Sendable {
     public var maximumQueuedRequests: Int
     public var timeouts: APNsConnectionStateMachine.Timeouts
     public var connectTimeout: TimeAmount
-    public var backoff: APNsBackoff
+    public var backoff: Backoff
     /// How often each connection checks its timeouts (the precision of the response timeout).
     public var tickInterval: TimeAmount
 
@@ -32,7 +33,7 @@ public struct APNsClientConfiguration: Sendable {
         maximumQueuedRequests: Int = 10_000,
         timeouts: APNsConnectionStateMachine.Timeouts = .init(),
         connectTimeout: TimeAmount = .seconds(10),
-        backoff: APNsBackoff = .init(),
+        backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(30)),
         tickInterval: TimeAmount = .milliseconds(500)
     ) {
         self.endpoint = endpoint

@@ -1,31 +1,6 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import NIOCore
-
-/// Exponential back-off with jitter between failed connection attempts: a
-/// fleet that lost APNs at the same moment must not reconnect in lockstep.
-public struct APNsBackoff: Hashable, Sendable {
-    public var initial: TimeAmount
-    public var maximum: TimeAmount
-    public var multiplier: Double
-    /// The delay is drawn from [delay × (1 − jitter), delay].
-    public var jitter: Double
-
-    public init(initial: TimeAmount = .milliseconds(100), maximum: TimeAmount = .seconds(30),
-                multiplier: Double = 2, jitter: Double = 0.5) {
-        self.initial = initial
-        self.maximum = maximum
-        self.multiplier = multiplier
-        self.jitter = min(max(jitter, 0), 1)
-    }
-
-    /// The delay after `failures` consecutive failures (1 or more); `random` in [0, 1).
-    public func delay(afterFailures failures: Int, random: Double) -> TimeAmount {
-        var base = Double(initial.nanoseconds)
-        for _ in 1..<max(1, failures) where base < Double(maximum.nanoseconds) { base *= multiplier }
-        base = min(base, Double(maximum.nanoseconds))
-        return .nanoseconds(Int64(base * (1 - jitter * random)))
-    }
-}
 
 /// Which connection of a pool gets which request, as a value: lazy connects
 /// up to the maximum, least-loaded choice among ready connections, a bounded
@@ -47,11 +22,13 @@ public struct APNsPoolStateMachine<Waiter> {
         public var maximumConnections: Int
         /// Requests that may wait for a free stream; beyond it they fail at once.
         public var maximumQueuedRequests: Int
-        public var backoff: APNsBackoff
+        /// Between failed connects, so a fleet that lost APNs at the same moment does not reconnect in lockstep.
+        public var backoff: Backoff
         /// Requests in flight on every connection before another opens.
         public var streamsPerConnection: Int
 
-        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000, backoff: APNsBackoff = .init(),
+        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000,
+                    backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(30)),
                     streamsPerConnection: Int = 100) {
             precondition(maximumConnections >= 1)
             self.maximumConnections = maximumConnections
@@ -160,7 +137,7 @@ public struct APNsPoolStateMachine<Waiter> {
             consecutiveFailures += 1
             lastFailure = error
             backingOff = true
-            actions.append(.scheduleBackoff(configuration.backoff.delay(afterFailures: consecutiveFailures, random: random)))
+            actions.append(.scheduleBackoff(configuration.backoff.delay(after: consecutiveFailures, random: random)))
             if !connections.values.contains(where: { $0.phase != .draining }) {
                 // Nothing else could serve the queue soon: let the dispatcher's retry policy decide.
                 while let waiter = popQueue() { actions.append(.fail(waiter, .connectFailed(error))) }

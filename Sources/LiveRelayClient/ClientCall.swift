@@ -37,8 +37,6 @@ final class ClientCall: @unchecked Sendable {
     var requestID: RequestID?
     /// Only touched under the pool's lock.
     var queueTimer: Scheduled<Void>?
-    /// Only touched under the pool's lock: the last connect attempt started before the call was queued.
-    var queuedAfterAttempt = 0
 
     init(method: String, payload: ByteBuffer, deadline: NIODeadline?, idempotent: Bool, promise: EventLoopPromise<ByteBuffer>) {
         self.method = method

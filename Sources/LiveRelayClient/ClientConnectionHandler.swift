@@ -256,7 +256,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
                 self.encoder.encode(frame, into: &self.outbound)
             case .connected(_, let settings):
                 self.logger.debug("WELCOME", metadata: ["max_requests_in_flight": "\(settings.maxRequestsInFlight)"])
-                self.pool.connectionEstablished(self.connection)
+                self.pool.connectionEstablished(self.connection, maxRequestsInFlight: Int(settings.maxRequestsInFlight))
             case .succeed(let id, let bytes):
                 if let call = self.calls.removeValue(forKey: id) {
                     self.released += 1
@@ -336,11 +336,15 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         self.outbound = context.channel.allocator.buffer(capacity: capacity)
     }
 
+    /// Counters reset before the pool hears of them: the pool may hand this
+    /// connection waiting calls at once, re-entering here on the same loop.
     private func publish() {
         guard self.released > 0 else { return }
-        self.pool.connectionReleased(self.connection, calls: self.released, succeeded: self.succeeded)
+        let released = self.released
+        let succeeded = self.succeeded
         self.released = 0
         self.succeeded = 0
+        self.pool.connectionReleased(self.connection, calls: released, succeeded: succeeded)
     }
 
     private func rearmTimer() {

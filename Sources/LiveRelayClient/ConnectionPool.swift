@@ -7,34 +7,21 @@ import NIOPosix
 
 /// N connections to one server, the calls waiting for them, and reconnection.
 ///
-/// Every decision is made under one lock and carried out after it is released
-/// (as `Effect`s), because carrying one out can re-enter the pool on the same
-/// thread: a connect can fail at once, and a completed call can run caller
-/// code that starts another call.
-///
-/// Calls go to the least-loaded usable connection. With none usable (all
-/// connecting or backing off) they wait in a queue until one is, or until
-/// a connect attempt fails and no other is under way: then they fail with
-/// UNAVAILABLE and the connect error, so a caller sees "certificate verify
-/// failed" rather than a timeout.
+/// The decisions (which connection gets a call, when a call waits, when a slot
+/// reconnects) are ``ClientPoolStateMachine``'s; this class holds it under one
+/// lock together with what it cannot hold as a value (the connections' channels,
+/// the timers), and carries out its actions after the lock is released, because
+/// carrying one out can re-enter the pool on the same thread: a connect can fail
+/// at once, and a completed call can run caller code that starts another call.
 final class ConnectionPool: @unchecked Sendable {
-    private enum SlotState {
-        case idle
-        case connecting(PooledConnection)
-        case ready(PooledConnection)
-        case backingOff(Scheduled<Void>, token: Int)
-    }
+    private typealias Machine = ClientPoolStateMachine<ClientCall>
 
-    private struct Slot {
-        var state: SlotState = .idle
-        /// Consecutive attempts that ended before WELCOME; drives the back-off.
-        var failures = 0
-    }
-
+    /// An action of the machine with its connection looked up, ready to run outside the lock.
     private enum Effect {
         case connect(PooledConnection)
         case start(PooledConnection, [ClientCall])
         case fail(ClientCall, LiveRelayClientError)
+        case reject(ClientCall, LiveRelayClientError)
         case shutdown(PooledConnection)
     }
 
@@ -48,19 +35,23 @@ final class ConnectionPool: @unchecked Sendable {
     private let setupError: LiveRelayClientError?
 
     private let lock = NIOLock()
-    private var slots: [Slot]
-    private var queue = CircularBuffer<ClientCall>()
+    /// Under the lock.
+    private var machine: Machine
+    /// Under the lock: the connections the machine opened whose close is not yet reported.
     private var open: [Int: PooledConnection] = [:]
-    private var activeCalls = 0
-    private var shuttingDown = false
-    private var nextConnectionID = 1
-    private var nextToken = 1
+    /// Under the lock: back-off timers by slot, cancelled at shutdown.
+    private var reconnectTimers: [Int: Scheduled<Void>] = [:]
 
     init(configuration: LiveRelayClient.Configuration, group: any EventLoopGroup, logger: Logger) {
         self.configuration = configuration
         self.group = group
         self.logger = logger
-        self.slots = Array(repeating: Slot(), count: max(1, configuration.connections))
+        self.machine = Machine(configuration: .init(
+            connections: max(1, configuration.connections),
+            maxPendingCalls: configuration.maxPendingCalls,
+            backoff: configuration.backoff,
+            serverName: "\(configuration.host):\(configuration.port)"
+        ))
         var setupError: LiveRelayClientError? = nil
         var tlsContext: TLSContext? = nil
         if let tls = configuration.tls {
@@ -94,30 +85,20 @@ final class ConnectionPool: @unchecked Sendable {
     /// Places a new call; its future completes on the loop of the connection it went to when one was usable.
     func startCall(method: String, payload: ByteBuffer, timeout: TimeAmount?, idempotent: Bool) -> ClientCall {
         let deadline = timeout.map { NIODeadline.now() + $0 }
+        if let setupError = self.setupError {
+            let call = ClientCall(
+                method: method, payload: payload, deadline: deadline, idempotent: idempotent, promise: self.group.any().makePromise()
+            )
+            call.fail(setupError)
+            return call
+        }
         var effects: [Effect] = []
         let call: ClientCall = self.lock.withLock {
-            let target = self.shuttingDown || self.setupError != nil ? nil : self.leastLoaded()
-            let loop = target?.eventLoop ?? self.group.any()
+            let loop = self.machine.preferredConnection.flatMap { self.open[$0]?.eventLoop } ?? self.group.any()
             let call = ClientCall(
                 method: method, payload: payload, deadline: deadline, idempotent: idempotent, promise: loop.makePromise()
             )
-            if let error = self.setupError {
-                effects.append(.fail(call, error))
-            } else if self.shuttingDown {
-                effects.append(.fail(call, Self.shutDownError))
-            } else if self.activeCalls >= self.configuration.maxPendingCalls {
-                let message = "\(self.activeCalls) calls already pending in the client (maxPendingCalls)"
-                effects.append(.fail(call, LiveRelayClientError(status: .resourceExhausted, message: message, processing: .notProcessed)))
-            } else {
-                self.activeCalls += 1
-                if let target {
-                    target.load += 1
-                    call.move(to: .connection(target))
-                    effects.append(.start(target, [call]))
-                } else {
-                    self.enqueue(call, effects: &effects)
-                }
-            }
+            effects = self.settle(self.machine.submit(call))
             return call
         }
         self.run(effects)
@@ -126,63 +107,11 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Places a call again after a failure that allows it.
     private func resubmit(_ call: ClientCall) {
-        var effects: [Effect] = []
-        self.lock.withLock {
-            if self.shuttingDown {
-                effects.append(.fail(call, Self.shutDownError))
-            } else if let target = self.leastLoaded() {
-                target.load += 1
-                if call.move(to: .connection(target)) {
-                    effects.append(.start(target, [call]))
-                } else {
-                    target.load -= 1
-                }
-            } else {
-                self.enqueue(call, effects: &effects)
-            }
-        }
-        self.run(effects)
-    }
-
-    private func enqueue(_ call: ClientCall, effects: inout [Effect]) {
-        guard call.move(to: .queued) else { return }
-        // A call waits for at least one connect attempt that starts after it
-        // arrived: one already under way may have begun before the server came back.
-        call.queuedAfterAttempt = self.nextConnectionID - 1
-        self.queue.append(call)
-        if let deadline = call.deadline {
-            call.queueTimer = call.promise.futureResult.eventLoop.scheduleTask(deadline: deadline) { [self] in
-                self.expireQueued(call)
-            }
-        }
-        for index in self.slots.indices {
-            if case .idle = self.slots[index].state {
-                effects.append(.connect(self.newConnection(slot: index)))
-            }
-        }
-    }
-
-    private func leastLoaded() -> PooledConnection? {
-        var best: PooledConnection? = nil
-        for slot in self.slots {
-            if case .ready(let connection) = slot.state, best.map({ connection.load < $0.load }) ?? true {
-                best = connection
-            }
-        }
-        return best
+        self.run(self.lock.withLock { self.settle(self.machine.resubmit(call)) })
     }
 
     private func expireQueued(_ call: ClientCall) {
-        let removed: Bool = self.lock.withLock {
-            guard let index = self.queue.firstIndex(where: { $0 === call }) else { return false }
-            self.queue.remove(at: index)
-            return true
-        }
-        if removed {
-            self.finish(call, LiveRelayClientError(
-                status: .deadlineExceeded, message: "deadline exceeded while waiting for a connection", processing: .notProcessed
-            ))
-        }
+        self.run(self.lock.withLock { self.settle(self.machine.expire(call)) })
     }
 
     /// The caller's task was cancelled.
@@ -191,15 +120,7 @@ final class ConnectionPool: @unchecked Sendable {
         case .new, .finished:
             return
         case .queued:
-            let removed: Bool = self.lock.withLock {
-                guard let index = self.queue.firstIndex(where: { $0 === call }) else { return false }
-                self.queue.remove(at: index)
-                call.queueTimer?.cancel()
-                return true
-            }
-            if removed {
-                self.finish(call, LiveRelayClientError(status: .cancelled, message: "cancelled by the client", processing: .notProcessed))
-            }
+            self.run(self.lock.withLock { self.settle(self.machine.cancelQueued(call)) })
         case .connection(let connection):
             // If the handler has not seen the call yet, it finds it cancelled when it does.
             connection.withHandler { $0?.cancel(call) }
@@ -228,7 +149,7 @@ final class ConnectionPool: @unchecked Sendable {
         let policy = self.configuration.retryPolicy
         guard call.attempts < policy.maxAttempts else { return false }
         if let deadline = call.deadline, deadline <= .now() { return false }
-        guard !self.lock.withLock({ self.shuttingDown }) else { return false }
+        guard !self.lock.withLock({ self.machine.isShutDown }) else { return false }
         switch error.processing {
         case .notProcessed:
             return error.status == .unavailable
@@ -239,102 +160,53 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
+    /// Fails an admitted call once; only the first completion counts it as no longer pending.
     private func finish(_ call: ClientCall, _ error: LiveRelayClientError) {
         if call.fail(error) {
-            self.lock.withLock { self.activeCalls -= 1 }
+            self.lock.withLock { self.machine.callsFinished(1) }
         }
     }
 
     // MARK: Reports from connections
 
+    /// Calls left `connection` (`succeeded` of them answered): waiting calls may take their slots.
     func connectionReleased(_ connection: PooledConnection, calls: Int, succeeded: Int) {
-        self.lock.withLock {
-            connection.load -= calls
-            self.activeCalls -= succeeded
-        }
+        self.run(self.lock.withLock {
+            self.machine.callsFinished(succeeded)
+            return self.settle(self.machine.released(connection.id, calls: calls))
+        })
     }
 
     /// TCP (and TLS) are up and HELLO is written: calls may go out.
     func connectionUsable(_ connection: PooledConnection) {
-        var effects: [Effect] = []
-        self.lock.withLock {
-            guard !self.shuttingDown, let index = self.slotIndex(of: connection) else {
-                effects.append(.shutdown(connection))
-                return
-            }
-            self.slots[index].state = .ready(connection)
-            var batches: [Int: (PooledConnection, [ClientCall])] = [:]
-            while let call = self.queue.popFirst() {
-                call.queueTimer?.cancel()
-                call.queueTimer = nil
-                guard let target = self.leastLoaded(), call.move(to: .connection(target)) else { continue }
-                target.load += 1
-                batches[target.id, default: (target, [])].1.append(call)
-            }
-            effects += batches.values.map { .start($0.0, $0.1) }
-        }
-        self.run(effects)
+        self.run(self.lock.withLock { self.settle(self.machine.connectionUsable(connection.id)) })
     }
 
-    /// WELCOME: the server accepted the key; the back-off starts over.
-    func connectionEstablished(_ connection: PooledConnection) {
+    /// WELCOME: the server accepted the key, and said how many calls it takes at once.
+    func connectionEstablished(_ connection: PooledConnection, maxRequestsInFlight: Int) {
         self.lock.withLock {
-            connection.established = true
-            if let index = self.slotIndex(of: connection) {
-                self.slots[index].failures = 0
-            }
+            self.machine.connectionEstablished(connection.id, maxRequestsInFlight: maxRequestsInFlight)
         }
     }
 
     /// GOAWAY: no new calls go there; its slot gets a new connection.
     func connectionGoingAway(_ connection: PooledConnection, code: GoAwayCode) {
-        var effects: [Effect] = []
-        self.lock.withLock {
-            guard let index = self.slotIndex(of: connection) else { return }
-            if !connection.established { self.slots[index].failures += 1 }
-            if self.shuttingDown || (code == .idleTimeout && self.queue.isEmpty) {
-                // An idle connection closed by the server comes back when a call needs it.
-                self.slots[index].state = .idle
-            } else {
-                self.reconnect(slot: index, effects: &effects)
-            }
-        }
-        self.run(effects)
+        self.run(self.lock.withLock {
+            self.settle(self.machine.connectionGoingAway(connection.id, code: code, random: Double.random(in: 0..<1)))
+        })
     }
 
     func connectionClosed(_ connection: PooledConnection, error: (any Error)?, wasUsable: Bool) {
         var effects: [Effect] = []
         let firstReport: Bool = self.lock.withLock {
+            // Reports can come from the connect future and from the handler.
             guard !connection.closed else { return false }
             connection.closed = true
             self.open[connection.id] = nil
-            guard let index = self.slotIndex(of: connection) else { return true }
-            if !connection.established { self.slots[index].failures += 1 }
-            if self.shuttingDown {
-                self.slots[index].state = .idle
-                return true
-            }
-            self.reconnect(slot: index, effects: &effects)
-            if !wasUsable {
-                let reason = error.map { Self.describe($0) } ?? "connection closed"
-                if !self.anySlotUsableOrConnecting() {
-                    let failure = LiveRelayClientError(
-                        status: .unavailable,
-                        message: "cannot connect to \(self.configuration.host):\(self.configuration.port): \(reason)",
-                        processing: .notProcessed
-                    )
-                    var waiting = CircularBuffer<ClientCall>()
-                    while let call = self.queue.popFirst() {
-                        if call.queuedAfterAttempt < connection.id {
-                            call.queueTimer?.cancel()
-                            effects.append(.fail(call, failure))
-                        } else {
-                            waiting.append(call)
-                        }
-                    }
-                    self.queue = waiting
-                }
-            }
+            let reason = error.map { Self.describe($0) } ?? "connection closed"
+            effects = self.settle(self.machine.connectionClosed(
+                connection.id, wasUsable: wasUsable, reason: reason, random: Double.random(in: 0..<1)
+            ))
             return true
         }
         guard firstReport else { return }
@@ -347,57 +219,73 @@ final class ConnectionPool: @unchecked Sendable {
         self.run(effects)
     }
 
-    private func slotIndex(of connection: PooledConnection) -> Int? {
-        self.slots.firstIndex { slot in
-            switch slot.state {
-            case .connecting(let c), .ready(let c): return c === connection
-            case .idle, .backingOff: return false
-            }
-        }
-    }
-
-    private func anySlotUsableOrConnecting() -> Bool {
-        self.slots.contains { slot in
-            switch slot.state {
-            case .connecting, .ready: return true
-            case .idle, .backingOff: return false
-            }
-        }
-    }
-
-    /// A new connection in `slot` now, or after the back-off for its failures so far.
-    private func reconnect(slot index: Int, effects: inout [Effect]) {
-        let delay = self.configuration.backoff.delay(afterFailures: self.slots[index].failures)
-        if delay <= .zero {
-            effects.append(.connect(self.newConnection(slot: index)))
-            return
-        }
-        let token = self.nextToken
-        self.nextToken += 1
-        let scheduled = self.group.any().scheduleTask(in: delay) { [self] in
-            self.backoffEnded(slot: index, token: token)
-        }
-        self.slots[index].state = .backingOff(scheduled, token: token)
-    }
-
-    private func backoffEnded(slot index: Int, token: Int) {
-        var effects: [Effect] = []
-        self.lock.withLock {
-            guard !self.shuttingDown, case .backingOff(_, let current) = self.slots[index].state, current == token else { return }
-            effects.append(.connect(self.newConnection(slot: index)))
-        }
-        self.run(effects)
-    }
-
-    private func newConnection(slot index: Int) -> PooledConnection {
-        let connection = PooledConnection(id: self.nextConnectionID, eventLoop: self.group.any())
-        self.nextConnectionID += 1
-        self.open[connection.id] = connection
-        self.slots[index].state = .connecting(connection)
-        return connection
+    private func reconnectDue(slot: Int) {
+        self.run(self.lock.withLock {
+            self.reconnectTimers[slot] = nil
+            return self.settle(self.machine.reconnectDue(slot: slot))
+        })
     }
 
     // MARK: Carrying out decisions
+
+    /// Under the lock: the bookkeeping part of the machine's actions (where each
+    /// call is, the connections opened, the timers), so that a cancel or a
+    /// deadline that takes the lock next finds the call where the machine put it.
+    /// What remains is I/O and completing futures, for ``run(_:)``.
+    private func settle(_ initial: [Machine.Action]) -> [Effect] {
+        var actions = initial
+        var effects: [Effect] = []
+        var batches: [(PooledConnection, [ClientCall])] = []
+        var batchIndex: [Int: Int] = [:]
+        var next = 0
+        while next < actions.count {
+            let action = actions[next]
+            next += 1
+            switch action {
+            case .connect(_, let id):
+                let connection = PooledConnection(id: id, eventLoop: self.group.any())
+                self.open[id] = connection
+                effects.append(.connect(connection))
+            case .scheduleReconnect(let slot, let delay):
+                self.reconnectTimers[slot] = self.group.any().scheduleTask(in: delay) { [self] in
+                    self.reconnectDue(slot: slot)
+                }
+            case .dispatch(let call, let id):
+                call.queueTimer?.cancel()
+                call.queueTimer = nil
+                guard let connection = self.open[id], call.move(to: .connection(connection)) else {
+                    // Finished meanwhile (its caller gave up): it never reaches the connection.
+                    actions += self.machine.released(id, calls: 1)
+                    continue
+                }
+                if let index = batchIndex[id] {
+                    batches[index].1.append(call)
+                } else {
+                    batchIndex[id] = batches.count
+                    batches.append((connection, [call]))
+                }
+            case .queued(let call):
+                guard call.move(to: .queued) else {
+                    _ = self.machine.cancelQueued(call)
+                    continue
+                }
+                if let deadline = call.deadline {
+                    call.queueTimer = call.promise.futureResult.eventLoop.scheduleTask(deadline: deadline) { [self] in
+                        self.expireQueued(call)
+                    }
+                }
+            case .fail(let call, let error):
+                call.queueTimer?.cancel()
+                call.queueTimer = nil
+                effects.append(.fail(call, error))
+            case .reject(let call, let error):
+                effects.append(.reject(call, error))
+            case .shutDown(let id):
+                if let connection = self.open[id] { effects.append(.shutdown(connection)) }
+            }
+        }
+        return effects + batches.map { .start($0.0, $0.1) }
+    }
 
     private func run(_ effects: [Effect]) {
         for effect in effects {
@@ -417,6 +305,8 @@ final class ConnectionPool: @unchecked Sendable {
                 }
             case .fail(let call, let error):
                 self.finish(call, error)
+            case .reject(let call, let error):
+                call.fail(error)
             case .shutdown(let connection):
                 connection.withHandler { $0?.gracefulShutdown() }
             }
@@ -428,29 +318,16 @@ final class ConnectionPool: @unchecked Sendable {
     /// Fails what waits, sends GOAWAY on every connection, and completes once
     /// all are closed (forcibly after the grace period).
     func shutdown() -> EventLoopFuture<Void> {
-        var queued: [ClientCall] = []
+        var effects: [Effect] = []
         let connections: [PooledConnection] = self.lock.withLock {
-            self.shuttingDown = true
-            for index in self.slots.indices {
-                if case .backingOff(let scheduled, _) = self.slots[index].state {
-                    scheduled.cancel()
-                    self.slots[index].state = .idle
-                }
-            }
-            while let call = self.queue.popFirst() {
-                call.queueTimer?.cancel()
-                queued.append(call)
-            }
+            for timer in self.reconnectTimers.values { timer.cancel() }
+            self.reconnectTimers = [:]
+            effects = self.settle(self.machine.shutdown())
             return Array(self.open.values)
         }
-        for call in queued {
-            self.finish(call, Self.shutDownError)
-        }
+        self.run(effects)
         let loop = self.group.any()
         guard !connections.isEmpty else { return loop.makeSucceededVoidFuture() }
-        for connection in connections {
-            connection.withHandler { $0?.gracefulShutdown() }
-        }
         let grace = loop.scheduleTask(in: self.configuration.shutdownGracePeriod) {
             for connection in connections {
                 connection.withHandler { $0?.forceClose() }
@@ -461,15 +338,11 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private static let shutDownError = LiveRelayClientError(
-        status: .unavailable, message: "the client is shut down", processing: .notProcessed
-    )
-
     // MARK: For tests and diagnostics
 
     /// Connections created so far (every connect attempt counts).
-    var connectionsCreated: Int { self.lock.withLock { self.nextConnectionID - 1 } }
+    var connectionsCreated: Int { self.lock.withLock { self.machine.connectionsCreated } }
 
     /// Calls the client holds right now.
-    var pendingCalls: Int { self.lock.withLock { self.activeCalls } }
+    var pendingCalls: Int { self.lock.withLock { self.machine.activeCalls } }
 }

@@ -1,12 +1,6 @@
+import LiveRelayBackoff
 import LiveRelayTLS
 import NIOCore
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 extension LiveRelayClient {
     /// Everything a client needs to reach one LiveRelay server and to decide,
@@ -26,7 +20,8 @@ extension LiveRelayClient {
         public var connections: Int
         /// Applied to calls that pass no timeout; nil means such calls have no deadline.
         public var defaultTimeout: TimeAmount?
-        /// How long to wait between attempts to (re)connect a connection.
+        /// How long to wait between attempts to (re)connect a connection, so a
+        /// fleet of clients that lost the same server do not reconnect in lock step.
         public var backoff: Backoff
         /// Which failed calls are sent again without the caller's involvement.
         public var retryPolicy: RetryPolicy
@@ -50,7 +45,7 @@ extension LiveRelayClient {
             clientName: String = "liverelay-swift",
             connections: Int = 2,
             defaultTimeout: TimeAmount? = .seconds(10),
-            backoff: Backoff = Backoff(),
+            backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(10), jitter: 0.2),
             retryPolicy: RetryPolicy = RetryPolicy(),
             maxPendingCalls: Int = 10_000,
             connectTimeout: TimeAmount = .seconds(10),
@@ -85,39 +80,9 @@ extension LiveRelayClient {
         }
     }
 
-    /// Exponential back-off with jitter, so a fleet of clients that lost the
-    /// same server do not reconnect in lock step.
-    public struct Backoff: Sendable, Hashable {
-        /// The wait after the first failed attempt.
-        public var initial: TimeAmount
-        /// The wait never grows beyond this.
-        public var maximum: TimeAmount
-        public var multiplier: Double
-        /// Each wait is scaled by a random factor in 1 ± jitter (0...1).
-        public var jitter: Double
-
-        public init(
-            initial: TimeAmount = .milliseconds(100),
-            maximum: TimeAmount = .seconds(10),
-            multiplier: Double = 2,
-            jitter: Double = 0.2
-        ) {
-            self.initial = initial
-            self.maximum = maximum
-            self.multiplier = multiplier
-            self.jitter = jitter
-        }
-
-        /// The wait before attempt `failures + 1`, after `failures` consecutive failures.
-        public func delay(afterFailures failures: Int) -> TimeAmount {
-            guard failures > 0 else { return .zero }
-            let base = Double(self.initial.nanoseconds) * pow(self.multiplier, Double(min(failures - 1, 62)))
-            let capped = min(base, Double(self.maximum.nanoseconds))
-            let spread = max(0, min(1, self.jitter))
-            let factor = spread > 0 ? Double.random(in: (1 - spread)...(1 + spread)) : 1
-            return .nanoseconds(Int64(capped * factor))
-        }
-    }
+    /// The shared back-off rule, under the name client code has always used;
+    /// see ``LiveRelayBackoff/Backoff`` for how jitter shortens each wait.
+    public typealias Backoff = LiveRelayBackoff.Backoff
 
     /// Which failures the client resends on its own.
     ///

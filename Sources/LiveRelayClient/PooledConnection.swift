@@ -21,10 +21,6 @@ final class PooledConnection: @unchecked Sendable {
     let eventLoop: any EventLoop
     /// Confined to `eventLoop`; set by the channel initializer.
     var handler: ClientConnectionHandler?
-    /// Under the pool's lock: calls handed to this connection and not yet released by it.
-    var load = 0
-    /// Under the pool's lock: WELCOME arrived, so the server accepted the key and the connection counts as established.
-    var established = false
     /// Under the pool's lock: the close was reported (reports can come from the connect future and the handler).
     var closed = false
     let closePromise: EventLoopPromise<Void>

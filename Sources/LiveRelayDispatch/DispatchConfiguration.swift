@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import NIOCore
 
 /// One app as the dispatcher sees it.
@@ -23,31 +24,23 @@ public struct DispatchApp: Sendable {
     }
 }
 
-/// Capped exponential back-off with jitter, and how often to try at all.
+/// How often to send a push at all, and how long to wait between sends.
 public struct RetryPolicy: Hashable, Sendable {
     /// Sends per push, the first included; the last retryable answer becomes the failure reason.
     public var maxAttempts: Int
-    /// The delay after the first retryable answer; doubled per attempt.
-    public var initialBackoff: TimeAmount
-    public var maxBackoff: TimeAmount
-    /// The random share of each delay (0...1): 0.5 waits between half and all of it, so
-    /// pushes that failed together (a 503 burst) do not come back together.
-    public var jitter: Double
+    /// The wait before send `n + 1` is `backoff.delay(after: n, …)`. Its jitter
+    /// keeps pushes that failed together (a 503 burst) from coming back together.
+    public var backoff: Backoff
 
-    public init(maxAttempts: Int = 5, initialBackoff: TimeAmount = .milliseconds(200),
-                maxBackoff: TimeAmount = .seconds(30), jitter: Double = 0.5) {
+    public init(maxAttempts: Int = 5, backoff: Backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))) {
         self.maxAttempts = max(1, maxAttempts)
-        self.initialBackoff = initialBackoff
-        self.maxBackoff = maxBackoff
-        self.jitter = min(1, max(0, jitter))
+        self.backoff = backoff
     }
 
-    /// The wait before attempt `attempt + 1`, after `attempt` sends; `random` is in 0..<1.
-    public func delay(afterAttempt attempt: Int, random: Double) -> TimeAmount {
-        let doublings = min(max(0, attempt - 1), 40)
-        let base = min(Double(initialBackoff.nanoseconds) * Double(1 << UInt64(doublings)), Double(maxBackoff.nanoseconds))
-        let nanos = base * (1 - jitter) + base * jitter * random
-        return .nanoseconds(Int64(nanos))
+    /// The same policy in the terms the dispatcher's configuration has always
+    /// been written in: a doubling back-off from `initialBackoff` up to `maxBackoff`.
+    public init(maxAttempts: Int = 5, initialBackoff: TimeAmount, maxBackoff: TimeAmount = .seconds(30), jitter: Double = 0.5) {
+        self.init(maxAttempts: maxAttempts, backoff: Backoff(initial: initialBackoff, maximum: maxBackoff, multiplier: 2, jitter: jitter))
     }
 }
 

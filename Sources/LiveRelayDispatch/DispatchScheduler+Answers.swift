@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import LiveRelayPushOutlet
 import NIOCore
 
@@ -100,7 +101,7 @@ extension DispatchScheduler {
     }
 
     private mutating func backoff(after attempts: Int) -> TimeAmount {
-        configuration.retry.delay(afterAttempt: attempts, random: random.unit())
+        configuration.retry.backoff.delay(after: attempts, random: random.unit())
     }
 
     // MARK: Time

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import LiveRelayMockAPNs
 import LiveRelayTLS
 import LiveRelayTestSupport
@@ -40,7 +41,7 @@ struct PoolIntegrationTests {
         let mock = try await MockAPNsServer.start(configuration: mockConfiguration, group: group)
         var configuration = APNsClientConfiguration.trusting(certificatePEM: mock.certificatePEM,
                                                              endpoint: .custom(host: "127.0.0.1", port: mock.port))
-        configuration.backoff = APNsBackoff(initial: .milliseconds(20), maximum: .milliseconds(200))
+        configuration.backoff = Backoff(initial: .milliseconds(20), maximum: .milliseconds(200))
         configuration.tickInterval = .milliseconds(50)
         adjust(&configuration)
         let pool = try APNsConnectionPool(configuration: configuration, tokenSource: tokenSource, group: group)

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import NIOCore
 import Testing
 @testable import LiveRelayAPNsClient
@@ -89,11 +90,11 @@ struct PoolStateMachineTests {
     }
 
     @Test func backoffJitterAndCap() {
-        let b = APNsBackoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0.5)
-        #expect(b.delay(afterFailures: 1, random: 0) == .milliseconds(100))
-        #expect(b.delay(afterFailures: 1, random: 1) == .milliseconds(50))
-        #expect(b.delay(afterFailures: 3, random: 0) == .milliseconds(400))
-        #expect(b.delay(afterFailures: 30, random: 0) == .seconds(1))
+        let b = Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0.5)
+        #expect(b.delay(after: 1, random: 0) == .milliseconds(100))
+        #expect(b.delay(after: 1, random: 1) == .milliseconds(50))
+        #expect(b.delay(after: 3, random: 0) == .milliseconds(400))
+        #expect(b.delay(after: 30, random: 0) == .seconds(1))
     }
 
     @Test func drainingConnectionIsReplacedAndBouncedRequestsGoFirst() {

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayPushOutlet
 import LiveRelayTestSupport
@@ -94,10 +95,13 @@ import Testing
 
     @Test func jitterSpreadsTheDelaysWithinTheirBounds() throws {
         let policy = RetryPolicy(maxAttempts: 5, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0.5)
-        #expect(policy.delay(afterAttempt: 1, random: 0) == .milliseconds(50))
-        #expect(policy.delay(afterAttempt: 1, random: 0.999_999).nanoseconds > 99_000_000)
-        #expect(policy.delay(afterAttempt: 3, random: 0) == .milliseconds(200))
-        #expect(policy.delay(afterAttempt: 30, random: 0.5) == .milliseconds(750))
+        // The shared Backoff rule: d × (1 − jitter × random), so random 0 is the
+        // full delay and random near 1 the shortest (the old rule ran the other way).
+        #expect(policy.backoff.delay(after: 1, random: 0) == .milliseconds(100))
+        #expect(policy.backoff.delay(after: 1, random: 0.999_999).nanoseconds < 50_001_000)
+        #expect(policy.backoff.delay(after: 1, random: 1) == .milliseconds(50))
+        #expect(policy.backoff.delay(after: 3, random: 1) == .milliseconds(200))
+        #expect(policy.backoff.delay(after: 30, random: 0.5) == .milliseconds(750))
 
         var d = SchedulerDriver(configuration(retry: policy))
         d.enqueue(try batch(tokens: (0..<20).map(token)))
