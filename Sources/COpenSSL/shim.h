@@ -20,6 +20,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
+#include <string.h>
 
 // MARK: - Constants
 
@@ -84,8 +85,48 @@ static inline void lr_BIO_clear_retry_flags(BIO *bio) {
 
 // MARK: - Errors and keys
 
-static inline int lr_ERR_GET_REASON(unsigned long error) {
-    return ERR_GET_REASON(error);
+// OpenSSL keeps at most this many errors per thread (ERR_NUM_ERRORS, which
+// OpenSSL 3 only declares in deprecated API), dropping the oldest beyond it.
+static const size_t lr_ERR_QUEUE_CAPACITY = 16;
+
+// The one drain of OpenSSL's per-thread error queue: a stale entry would be
+// blamed on the next call, so every failure path empties it, oldest first.
+// Writes the messages into `buffer`, joined with "; " and always
+// NUL-terminated within `capacity`; what does not fit is cut off, never
+// written past the end (the messages are ASCII, so a cut is still text).
+// With `reasons`, the first `reasons_capacity` errors' reason codes go there
+// too, for callers that act on one. Returns how many errors were drained,
+// counting those whose text or reason did not fit.
+static inline size_t lr_ERR_drain(char *buffer, size_t capacity, int *reasons, size_t reasons_capacity) {
+    size_t count = 0;
+    size_t used = 0;
+    if (buffer != NULL && capacity > 0) {
+        buffer[0] = '\0';
+    }
+    unsigned long code;
+    while ((code = ERR_get_error()) != 0) {
+        if (reasons != NULL && count < reasons_capacity) {
+            reasons[count] = ERR_GET_REASON(code);
+        }
+        count += 1;
+        if (buffer == NULL || used + 1 >= capacity) {
+            continue;
+        }
+        char message[256];
+        ERR_error_string_n(code, message, sizeof message);
+        const char *parts[2] = { used > 0 ? "; " : "", message };
+        for (int part = 0; part < 2; part++) {
+            size_t length = strlen(parts[part]);
+            size_t room = capacity - 1 - used;
+            if (length > room) {
+                length = room;
+            }
+            memcpy(buffer + used, parts[part], length);
+            used += length;
+        }
+        buffer[used] = '\0';
+    }
+    return count;
 }
 
 // EVP_EC_gen is a macro over the variadic EVP_PKEY_Q_keygen, which Swift cannot call.

@@ -23,18 +23,12 @@ public struct APNsKeyError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// OpenSSL keeps errors in a per-thread queue; a stale entry would be blamed on
-/// the next call, so every failure path drains it.
+/// The thread's OpenSSL errors as one line, through COpenSSL's one drain;
+/// every failure path calls it so no stale entry is blamed on a later call.
 func drainOpenSSLErrors() -> String {
-    var messages: [String] = []
-    while true {
-        let code = ERR_get_error()
-        if code == 0 { break }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-    return messages.joined(separator: "; ")
+    var text = [CChar](repeating: 0, count: 4096)
+    lr_ERR_drain(&text, text.count, nil, 0)
+    return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
 }
 
 /// Owns one `EVP_PKEY` and frees it. OpenSSL 3 allows concurrent signing and

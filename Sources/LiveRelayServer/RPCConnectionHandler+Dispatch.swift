@@ -10,17 +10,17 @@ extension RPCConnectionHandler {
     func dispatch(_ dispatch: ServerConnectionStateMachine.Dispatch) {
         guard let context, let principal else {
             // The state machine dispatches only after authentication succeeded.
-            apply(stateMachine.fail(dispatch.id, status: .internal, message: "internal error", now: .now()))
+            apply(stateMachine.fail(dispatch.id, status: .internal, message: "internal error", now: clock()))
             return
         }
         let id = dispatch.id
         guard let method = LiveRelayMethod(rawValue: dispatch.method) else {
-            calls[id] = Call(cancellation: CancellationFlag(), method: ServerMetrics.unknownMethod, start: .now(), workDone: true)
+            calls[id] = Call(cancellation: CancellationFlag(), method: ServerMetrics.unknownMethod, start: clock(), workDone: true)
             finish(id, RPCError(.unimplemented, "unknown method \(dispatch.method)"))
             return
         }
         let flag = CancellationFlag()
-        calls[id] = Call(cancellation: flag, method: ServerMetrics.index(of: method), start: .now())
+        calls[id] = Call(cancellation: flag, method: ServerMetrics.index(of: method), start: clock())
         guard principal.allowedMethods.contains(method) else {
             finish(id, RPCError(.permissionDenied, "API key \(principal.keyID) may not call \(method.methodName)"))
             return
@@ -79,7 +79,7 @@ extension RPCConnectionHandler {
         guard markWorkDone(id), let context else { return }
         var payload = context.channel.allocator.buffer(capacity: 0)
         reply.serialize(into: &payload)
-        apply(stateMachine.respond(id, payload: payload, now: .now()))
+        apply(stateMachine.respond(id, payload: payload, now: clock()))
         flushSoon()
     }
 
@@ -95,7 +95,7 @@ extension RPCConnectionHandler {
         }
         var details = context.channel.allocator.buffer(capacity: 0)
         rpcError.details.serialize(into: &details)
-        apply(stateMachine.fail(id, status: rpcError.status, message: rpcError.message, details: details, now: .now()))
+        apply(stateMachine.fail(id, status: rpcError.status, message: rpcError.message, details: details, now: clock()))
         flushSoon()
     }
 

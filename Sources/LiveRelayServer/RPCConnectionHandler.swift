@@ -44,6 +44,10 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     let authenticator: any Authenticator
     let metrics: ServerMetrics
     private let shutdownFlag: ShutdownFlag?
+    /// Where every timestamp the state machine sees comes from. Injected so a
+    /// test can run the handler on an `EmbeddedEventLoop` and move deadlines
+    /// with the loop's virtual time; the server always reads the real clock.
+    let clock: () -> NIODeadline
     var logger: Logger
     private let encoder = FrameEncoder()
 
@@ -95,14 +99,16 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         authenticator: any Authenticator,
         logger: Logger,
         metrics: ServerMetrics,
-        shutdownFlag: ShutdownFlag? = nil
+        shutdownFlag: ShutdownFlag? = nil,
+        clock: @escaping () -> NIODeadline = { .now() }
     ) {
         self.service = service
         self.authenticator = authenticator
         self.logger = logger
         self.metrics = metrics
         self.shutdownFlag = shutdownFlag
-        self.stateMachine = ServerConnectionStateMachine(configuration: configuration, now: .now())
+        self.clock = clock
+        self.stateMachine = ServerConnectionStateMachine(configuration: configuration, now: clock())
         self.decoder = configuration.makeFrameDecoder()
     }
 
@@ -130,7 +136,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         metrics.connectionsActive.increment()
         logger.debug("connection opened")
         if shutdownFlag?.isSet == true {
-            apply(stateMachine.beginGracefulShutdown(now: .now()))
+            apply(stateMachine.beginGracefulShutdown(now: clock()))
             flushSoon()
         } else {
             rearmTimer()
@@ -160,7 +166,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GracefulShutdown {
-            apply(stateMachine.beginGracefulShutdown(now: .now()))
+            apply(stateMachine.beginGracefulShutdown(now: clock()))
             flushSoon()
             return
         }
@@ -199,11 +205,11 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         while !readingPaused, !decoderFailed, !closing {
             do {
                 guard let frame = try decoder.nextFrame() else { break }
-                apply(stateMachine.receive(frame, now: .now()))
+                apply(stateMachine.receive(frame, now: clock()))
             } catch {
                 decoderFailed = true
                 logger.debug("malformed input", metadata: ["error": "\(error)"])
-                apply(stateMachine.receiveDecodingError(error, now: .now()))
+                apply(stateMachine.receiveDecodingError(error, now: clock()))
             }
         }
     }
@@ -259,11 +265,11 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             self.principal = principal
             logger[metadataKey: "key_id"] = "\(principal.keyID)"
             logger.debug("authenticated", metadata: ["client": "\(clientName)", "version": "\(version)"])
-            apply(stateMachine.authenticationSucceeded(now: .now()))
+            apply(stateMachine.authenticationSucceeded(now: clock()))
         case .failure(let failure):
             metrics.authenticationFailures.increment()
             logger.notice("API key refused", metadata: ["client": "\(clientName)"])
-            apply(stateMachine.authenticationFailed(message: failure.message, now: .now()))
+            apply(stateMachine.authenticationFailed(message: failure.message, now: clock()))
         }
     }
 
@@ -302,7 +308,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             metrics.recordRequest(method: ServerMetrics.unknownMethod, status: status, latency: nil)
             return
         }
-        metrics.recordRequest(method: call.method, status: status, latency: NIODeadline.now() - call.start)
+        metrics.recordRequest(method: call.method, status: status, latency: clock() - call.start)
         // A call answered before its work finished (deadline, cancel) stays
         // until the `.cancelWork` that follows, which sets its flag.
         if call.workDone {
@@ -348,7 +354,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: next) {
             self.timer = nil
             self.timerDeadline = nil
-            self.apply(self.stateMachine.timerFired(now: .now()))
+            self.apply(self.stateMachine.timerFired(now: self.clock()))
             self.rearmTimer()
             self.flushSoon()
         }

@@ -55,19 +55,17 @@ enum OpenSSLErrorQueue {
     }
 
     /// Reads every queued error, oldest first, and empties the queue so the
-    /// next call on this thread starts clean.
+    /// next call on this thread starts clean. The reasons are kept because
+    /// one of them (an EOF without close_notify) changes what the handler does.
     static func drain() -> Drained {
-        var messages: [String] = []
-        var reasons: [Int32] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            reasons.append(lr_ERR_GET_REASON(code))
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return Drained(message: messages.isEmpty ? "no OpenSSL error reported" : messages.joined(separator: "; "), reasons: reasons)
+        var text = [CChar](repeating: 0, count: 4096)
+        var reasons = [Int32](repeating: 0, count: lr_ERR_QUEUE_CAPACITY)
+        let count = lr_ERR_drain(&text, text.count, &reasons, reasons.count)
+        let message = text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return Drained(
+            message: count == 0 ? "no OpenSSL error reported" : message,
+            reasons: Array(reasons.prefix(count))
+        )
     }
 
     static func message() -> String { drain().message }

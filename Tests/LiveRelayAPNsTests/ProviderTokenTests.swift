@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Testing
 @testable import LiveRelayAPNs
@@ -64,6 +65,21 @@ struct ProviderTokenSigningTests {
         #expect(generated.status == 0)
         #expect(throws: APNsKeyError.self) { try APNsSigningKey(contentsOfFile: file.path, keyID: "K", teamID: "T") }
         #expect(throws: APNsKeyError.self) { try APNsSigningKey(pkcs8PEM: "not a key", keyID: "K", teamID: "T") }
+    }
+
+    /// The error carries OpenSSL's own text (from the drain shared with
+    /// LiveRelayTLS), and the queue is left empty for the thread's next call.
+    @Test func keyErrorsCarryOpenSSLsMessageAndLeaveTheQueueEmpty() {
+        do {
+            _ = try APNsSigningKey(pkcs8PEM: "not a key", keyID: "K", teamID: "T")
+            Issue.record("a key was read from text that is not PEM")
+        } catch {
+            #expect(error.step == "reading the private key")
+            // OpenSSL's own line ("error:<code>:<library> routines::<reason>"), whatever its wording.
+            #expect(error.openSSLError.hasPrefix("error:"), "openSSLError: \(error.openSSLError)")
+            #expect(error.openSSLError.contains(" routines::"), "openSSLError: \(error.openSSLError)")
+        }
+        #expect(ERR_peek_error() == 0)
     }
 
     @Test func derAndRawSignaturesConvertBothWays() throws {
