@@ -65,7 +65,7 @@ import Testing
         for transport in transports { transport.answerAll(.failure(.shutDown)) }
         await loop.advanceTime(by: .seconds(1))
         try await stopped.get()
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 
     /// Moves the loop's clock in small steps until `done` (or gives up after `limit`).
@@ -173,6 +173,6 @@ import Testing
         let summary = try #require(try await reply.get().summary)
         #expect(summary == DeliverySummary(targeted: 5, delivered: 1, failed: 4,
                                            failures: [FailureCount(reason: "ShuttingDown", count: 4)], complete: true))
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 }

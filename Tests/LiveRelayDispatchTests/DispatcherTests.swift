@@ -36,7 +36,7 @@ import Testing
         for transport in transports { transport.answerAll(.failure(.shutDown)) }
         await loop.advanceTime(by: .seconds(1))
         try await stopped.get()
-        try await loop.shutdownGracefully()
+        await loop.shutdownGracefully()
     }
 
     /// Moves the loop's clock in small steps until `done` (or gives up after `limit`).
