@@ -18,6 +18,8 @@ export LIVERELAY_POSTGRES_URL
 
 # The module graph follows the path of one call (docs/ARCHITECTURE.md).
 python3 scripts/check-modules.py
+# The code follows .swift-format (swift-format ships with the toolchain): `swift format -i -r Sources Tests Fuzz/Sources` fixes it.
+swift format lint --strict -r --configuration .swift-format Sources Tests Fuzz/Sources
 
 swift build --build-tests
 # A hung test must fail the run with a clear message, not run into the CI's own limit.

@@ -55,7 +55,9 @@ public struct APNsHeaders: Hashable, Sendable {
 
     /// In the order they go on the wire.
     public var fields: [(name: String, value: String)] {
-        [("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
-         ("apns-expiration", String(expiration))]
+        [
+            ("apns-push-type", pushType), ("apns-topic", topic), ("apns-priority", String(priority)),
+            ("apns-expiration", String(expiration)),
+        ]
     }
 }

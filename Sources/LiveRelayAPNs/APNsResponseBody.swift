@@ -1,4 +1,3 @@
-
 extension APNsResponse {
     /// Builds a response from what came off the wire: the `:status`, the
     /// `apns-id` header and the body, which on errors is

@@ -13,7 +13,8 @@ public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
     public init(parsing text: String?) throws(APNsDestinationError) {
         guard let text, text != "apple" else { self = .apple; return }
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (1...65535).contains(port), colon > text.startIndex else {
+            (1...65535).contains(port), colon > text.startIndex
+        else {
             throw APNsDestinationError(text: text)
         }
         self = .custom(host: String(text[..<colon]), port: port)

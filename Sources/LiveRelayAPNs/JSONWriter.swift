@@ -38,12 +38,13 @@ package struct JSONWriter {
             case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
             case 0x00..<0x20:
                 let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          hex[Int(c >> 4)], hex[Int(c & 0xF)]])
+                bytes.append(contentsOf: [
+                    0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hex[Int(c >> 4)], hex[Int(c & 0xF)],
+                ])
             default: bytes.append(c)
             }
         }
         bytes.append(UInt8(ascii: "\""))
     }
 }
-

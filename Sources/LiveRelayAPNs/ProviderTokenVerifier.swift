@@ -103,8 +103,9 @@ public struct ProviderTokenVerifier: Sendable {
     public var allowedClockSkewSeconds: Int64
 
     public init(publicKeyPEM: String, keyID: String, teamID: String, allowedClockSkewSeconds: Int64 = 60) throws(APNsKeyError) {
-        try self.init(keys: [Key(publicKeyPEM: publicKeyPEM, keyID: keyID, teamID: teamID)],
-                      allowedClockSkewSeconds: allowedClockSkewSeconds)
+        try self.init(
+            keys: [Key(publicKeyPEM: publicKeyPEM, keyID: keyID, teamID: teamID)],
+            allowedClockSkewSeconds: allowedClockSkewSeconds)
     }
 
     /// Several keys (several apps or teams), chosen by the token's `kid`. A later duplicate `kid` wins.

@@ -81,15 +81,17 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
             let source = sources[sourceKey] ?? ProviderTokenSource(key: credentials.key, clock: clock)
             sources[sourceKey] = source
             func pool(_ endpoint: APNsEndpoint) throws -> APNsConnectionPool {
-                try APNsConnectionPool(configuration: configure(endpoint, credentials.trustPEM), tokenSource: source,
-                                       group: group, logger: logger)
+                try APNsConnectionPool(
+                    configuration: configure(endpoint, credentials.trustPEM), tokenSource: source,
+                    group: group, logger: logger)
             }
             let made: Route
             switch credentials.destination {
             case .apple:
                 let production = try pool(.production), sandbox = try pool(.sandbox)
-                made = Route(transport: APNsEnvironmentRouter(production: production, sandbox: sandbox),
-                             pools: [production, sandbox], identity: identity)
+                made = Route(
+                    transport: APNsEnvironmentRouter(production: production, sandbox: sandbox),
+                    pools: [production, sandbox], identity: identity)
             case let .custom(host, port):
                 let only = try pool(.custom(host: host, port: port))
                 made = Route(transport: only, pools: [only], identity: identity)

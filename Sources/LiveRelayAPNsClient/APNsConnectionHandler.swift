@@ -64,8 +64,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var reportedPhase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase = .connecting
     private var closeReported = false
 
-    init(id: Int, timeouts: APNsConnectionStateMachine.Timeouts, tickInterval: TimeAmount, authority: String,
-         tokenSource: ProviderTokenSource, delegate: APNsConnectionDelegate) {
+    init(
+        id: Int, timeouts: APNsConnectionStateMachine.Timeouts, tickInterval: TimeAmount, authority: String,
+        tokenSource: ProviderTokenSource, delegate: APNsConnectionDelegate
+    ) {
         self.id = id
         self.machine = APNsConnectionStateMachine(timeouts: timeouts, now: .now())
         self.authority = authority
@@ -150,7 +152,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// Opens a stream for `pending`, or hands it back to the pool when there is no slot.
     func send(_ pending: APNsPendingRequest) {
         guard let context, nextStreamID <= Int(Int32.max),
-              case .opened(let key) = machine.openStream(now: .now()) else {
+            case .opened(let key) = machine.openStream(now: .now())
+        else {
             delegate.bounced(pending, from: id)
             if nextStreamID > Int(Int32.max) { closeGracefully() }  // ids spent: a new connection takes over
             return
@@ -171,12 +174,16 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         let headers = Self.headers(for: pending.request, authority: authority, bearer: token.token)
         let body = pending.request.payload.bytes
         let written = context.eventLoop.makePromise(of: Void.self)
-        context.write(wrapOutboundOut(HTTP2Frame(
-            streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))), promise: written)
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))), promise: written)
         if !body.isEmpty {
             let buffer = context.channel.allocator.buffer(bytes: body)
-            context.write(wrapOutboundOut(HTTP2Frame(
-                streamID: http2ID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
         }
         context.flush()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -236,7 +243,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         // Not processed, so safe to send elsewhere: REFUSED_STREAM, a GOAWAY that excluded
         // the stream (nio-http2 closes those with CANCEL, no RST_STREAM seen), or HEADERS
         // that never left.
-        let unprocessed = stream.resetByPeer == .refusedStream || (stream.resetByPeer == nil && reason == .cancel)
+        let unprocessed =
+            stream.resetByPeer == .refusedStream || (stream.resetByPeer == nil && reason == .cancel)
             || !stream.headersWritten
         streamEnded(key, .failure(unprocessed ? .refusedByGoAway : .connectionLost))
     }
@@ -273,14 +281,17 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                     keysByHTTP2ID[stream.http2ID] = nil
                     if error == .timedOut, stream.headersWritten {
                         // The server may still answer; tell it not to bother.
-                        context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: stream.http2ID, payload: .rstStream(.cancel))),
-                                               promise: nil)
+                        context?.writeAndFlush(
+                            wrapOutboundOut(HTTP2Frame(streamID: stream.http2ID, payload: .rstStream(.cancel))),
+                            promise: nil)
                     }
                     finish(stream.pending, .failure(error))
                 }
             case .sendPing(let data):
-                context?.writeAndFlush(wrapOutboundOut(HTTP2Frame(
-                    streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: data), ack: false))), promise: nil)
+                context?.writeAndFlush(
+                    wrapOutboundOut(
+                        HTTP2Frame(
+                            streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: data), ack: false))), promise: nil)
             case .closeConnection(let reason):
                 if lastError == nil, reason == .pingTimeout { lastError = "PING not answered" }
                 context?.close(promise: nil)

@@ -74,11 +74,14 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     private let group: any EventLoopGroup
     private let tlsContext: TLSContext
     private let logger: Logger
-    private let state: NIOLockedValueBox<(machine: Machine, connections: [Int: NIOLoopBound<APNsConnectionHandler>], shutdown: EventLoopPromise<Void>?)>
+    private let state:
+        NIOLockedValueBox<(machine: Machine, connections: [Int: NIOLoopBound<APNsConnectionHandler>], shutdown: EventLoopPromise<Void>?)>
     private let metrics: APNsClientMetrics
 
-    public init(configuration: APNsClientConfiguration, tokenSource: ProviderTokenSource,
-                group: any EventLoopGroup, logger: Logger = Logger(label: "liverelay.apns")) throws {
+    public init(
+        configuration: APNsClientConfiguration, tokenSource: ProviderTokenSource,
+        group: any EventLoopGroup, logger: Logger = Logger(label: "liverelay.apns")
+    ) throws {
         var tls = configuration.tls
         tls.applicationProtocols = ["h2"]
         if tls.serverHostname == nil { tls.serverHostname = configuration.endpoint.host }
@@ -90,10 +93,12 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         logger[metadataKey: "apns.endpoint"] = "\(configuration.endpoint)"
         logger[metadataKey: "apns.key"] = "\(tokenSource.keyID)"
         self.logger = logger
-        let machine = Machine(configuration: .init(maximumConnections: configuration.maximumConnections,
-                                                   maximumQueuedRequests: configuration.maximumQueuedRequests,
-                                                   backoff: configuration.backoff,
-                                                   streamsPerConnection: configuration.streamsPerConnection))
+        let machine = Machine(
+            configuration: .init(
+                maximumConnections: configuration.maximumConnections,
+                maximumQueuedRequests: configuration.maximumQueuedRequests,
+                backoff: configuration.backoff,
+                streamsPerConnection: configuration.streamsPerConnection))
         self.state = NIOLockedValueBox((machine, [:], nil))
         self.metrics = APNsClientMetrics(endpoint: configuration.endpoint.description)
     }
@@ -199,8 +204,10 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         if phase == .ready { logger.debug("APNs connection ready", metadata: ["connection": "\(id)", "streams": "\(streamLimit)"]) }
         if phase == .draining { logger.info("APNs connection draining (GOAWAY)", metadata: ["connection": "\(id)"]) }
         let (actions, lateConnection) = state.withLockedValue { state in
-            (state.machine.connectionUpdated(id, phase: phase, streamLimit: streamLimit),
-             state.shutdown == nil ? nil : state.connections[id])
+            (
+                state.machine.connectionUpdated(id, phase: phase, streamLimit: streamLimit),
+                state.shutdown == nil ? nil : state.connections[id]
+            )
         }
         run(actions)
         // Came up after shutdown began (it was still connecting): close it too.
@@ -256,8 +263,9 @@ struct APNsClientMetrics: Sendable {
         otherStatus = Counter(label: "liverelay_apns_responses_total", dimensions: dimensions + [("status", "other")])
         var byError: [APNsTransportError.Kind: Counter] = [:]
         for kind in APNsTransportError.Kind.allCases {
-            byError[kind] = Counter(label: "liverelay_apns_transport_errors_total",
-                                    dimensions: dimensions + [("reason", kind.rawValue)])
+            byError[kind] = Counter(
+                label: "liverelay_apns_transport_errors_total",
+                dimensions: dimensions + [("reason", kind.rawValue)])
         }
         self.byError = byError
     }

@@ -25,8 +25,10 @@ public struct APNsConnectionStateMachine: Sendable {
         public var pingTimeout: TimeAmount
         public var responseTimeout: TimeAmount
 
-        public init(idlePingInterval: TimeAmount = .seconds(60), pingTimeout: TimeAmount = .seconds(10),
-                    responseTimeout: TimeAmount = .seconds(30)) {
+        public init(
+            idlePingInterval: TimeAmount = .seconds(60), pingTimeout: TimeAmount = .seconds(10),
+            responseTimeout: TimeAmount = .seconds(30)
+        ) {
             self.idlePingInterval = idlePingInterval
             self.pingTimeout = pingTimeout
             self.responseTimeout = responseTimeout
@@ -138,7 +140,8 @@ public struct APNsConnectionStateMachine: Sendable {
             return [.closeConnection(.closedByUser)]
         case .ready:
             phase = .draining
-            return streams.isEmpty ? [.capacityChanged(available: 0), .closeConnection(.closedByUser)]
+            return streams.isEmpty
+                ? [.capacityChanged(available: 0), .closeConnection(.closedByUser)]
                 : [.capacityChanged(available: 0)]
         case .draining, .closed:
             return []

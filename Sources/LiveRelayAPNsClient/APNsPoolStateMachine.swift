@@ -27,9 +27,11 @@ public struct APNsPoolStateMachine<Waiter> {
         /// Requests in flight on every connection before another opens.
         public var streamsPerConnection: Int
 
-        public init(maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000,
-                    backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(30)),
-                    streamsPerConnection: Int = 100) {
+        public init(
+            maximumConnections: Int = 4, maximumQueuedRequests: Int = 10_000,
+            backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(30)),
+            streamsPerConnection: Int = 100
+        ) {
             precondition(maximumConnections >= 1)
             self.maximumConnections = maximumConnections
             self.maximumQueuedRequests = maximumQueuedRequests

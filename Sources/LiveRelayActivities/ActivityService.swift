@@ -70,24 +70,33 @@ public struct ActivityService: LiveRelayService {
         return activityCall("StartActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
             StartActivity(request, app: $0)
         }
-            .map { StartActivityReply(activityID: activityID, timestamp: $0.timestamp, summary: $0.summary,
-                                      replayed: $0.replayed, state: $0.state.proto) }
+        .map {
+            StartActivityReply(
+                activityID: activityID, timestamp: $0.timestamp, summary: $0.summary,
+                replayed: $0.replayed, state: $0.state.proto)
+        }
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
         activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
             ChangeActivity(request, app: $0)
         }
-            .map { UpdateActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
-                                       state: $0.state.proto) }
+        .map {
+            UpdateActivityReply(
+                timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
+                state: $0.state.proto)
+        }
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
         activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
             ChangeActivity(request, app: $0)
         }
-            .map { EndActivityReply(timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
-                                    state: $0.state.proto) }
+        .map {
+            EndActivityReply(
+                timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
+                state: $0.state.proto)
+        }
     }
 
     /// The one path of Start, Update and End: admit the caller, ask the sink
@@ -101,8 +110,9 @@ public struct ActivityService: LiveRelayService {
             return context.fail(error)
         case let .success(app):
             if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
-            let options = EnqueueOptions(waitForDelivery: wait ?? false, deadline: context.deadline,
-                                         requestID: UInt64(context.requestID.rawValue))
+            let options = EnqueueOptions(
+                waitForDelivery: wait ?? false, deadline: context.deadline,
+                requestID: UInt64(context.requestID.rawValue))
             return store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
                 .flatMap { outcome in self.finish(outcome, options: options, context: context) }
                 .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
@@ -120,10 +130,12 @@ public struct ActivityService: LiveRelayService {
     public func sweep(limit: Int = 10_000, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
         let swept = store.apply(Sweep(limit: limit), now: clock.now(), on: eventLoop).map { report in
             if !report.isEmpty {
-                self.logger.info("swept activities and tokens", metadata: [
-                    "expired": "\(report.expired.count)", "dismissed": "\(report.dismissed.count)",
-                    "purged": "\(report.purged.count)", "tokens_deleted": "\(report.deletedTokens.count)",
-                ])
+                self.logger.info(
+                    "swept activities and tokens",
+                    metadata: [
+                        "expired": "\(report.expired.count)", "dismissed": "\(report.dismissed.count)",
+                        "purged": "\(report.purged.count)", "tokens_deleted": "\(report.deletedTokens.count)",
+                    ])
             }
             return report
         }
@@ -150,8 +162,10 @@ public struct ActivityService: LiveRelayService {
             return .failure(RPCError(.deadlineExceeded, "deadline passed before the call started"))
         }
         guard let app = apps.app(appID) else {
-            return .failure(RPCError(.notFound, DomainError.unknownApp(appID: appID).message,
-                                     details: ErrorDetails(reason: DomainError.unknownApp(appID: appID).reason)))
+            return .failure(
+                RPCError(
+                    .notFound, DomainError.unknownApp(appID: appID).message,
+                    details: ErrorDetails(reason: DomainError.unknownApp(appID: appID).reason)))
         }
         return .success(app)
     }
@@ -163,9 +177,10 @@ public struct ActivityService: LiveRelayService {
         case .admitted:
             return nil
         case let .queueFull(unfinished, capacity, retryAfterMS):
-            return RPCError(.resourceExhausted,
-                            "the push queue of app \"\(appID)\" is full (\(unfinished) pushes, capacity \(capacity))",
-                            details: ErrorDetails(retryAfterMS: retryAfterMS, reason: "QueueFull"))
+            return RPCError(
+                .resourceExhausted,
+                "the push queue of app \"\(appID)\" is full (\(unfinished) pushes, capacity \(capacity))",
+                details: ErrorDetails(retryAfterMS: retryAfterMS, reason: "QueueFull"))
         case .shuttingDown:
             return RPCError(.unavailable, "push dispatch is shutting down", details: ErrorDetails(reason: "ShuttingDown"))
         }
@@ -181,16 +196,19 @@ public struct ActivityService: LiveRelayService {
                 CallReply(timestamp: stored.timestamp, summary: Self.planned(stored), replayed: true, state: stored.state))
         case let .accepted(call):
             let reply = { @Sendable (result: EnqueueResult) -> CallReply in
-                CallReply(timestamp: call.reply.timestamp,
-                          summary: Self.summary(Self.planned(call.reply), after: result),
-                          replayed: false, state: call.reply.state)
+                CallReply(
+                    timestamp: call.reply.timestamp,
+                    summary: Self.summary(Self.planned(call.reply), after: result),
+                    replayed: false, state: call.reply.state)
             }
             guard !call.batch.targets.isEmpty else { return context.eventLoop.makeSucceededFuture(reply(EnqueueResult())) }
-            logger.debug("pushes accepted", metadata: [
-                "app": "\(call.batch.appID)", "activity": "\(call.batch.activityID)",
-                "event": "\(call.batch.event.rawValue)", "timestamp": "\(call.batch.timestamp)",
-                "targets": "\(call.batch.targets.count)", "bytes": "\(call.batch.payload.count)",
-            ])
+            logger.debug(
+                "pushes accepted",
+                metadata: [
+                    "app": "\(call.batch.appID)", "activity": "\(call.batch.activityID)",
+                    "event": "\(call.batch.event.rawValue)", "timestamp": "\(call.batch.timestamp)",
+                    "targets": "\(call.batch.targets.count)", "bytes": "\(call.batch.payload.count)",
+                ])
             // The state is durable: its pushes go whatever the caller does now. A caller
             // that cancelled meanwhile no longer waits for them, so neither does the call.
             var options = options
@@ -213,9 +231,11 @@ public struct ActivityService: LiveRelayService {
     /// The summary as the rule planned it: every target queued, the unresolved ones named.
     static func planned(_ reply: StoredReply) -> DeliverySummary {
         let targeted = UInt32(clamping: reply.targeted)
-        return DeliverySummary(targeted: targeted, queued: targeted, unresolved: reply.unresolved.map {
-            UnresolvedTarget(kind: $0.kind.wire, value: $0.value, reason: $0.reason)
-        })
+        return DeliverySummary(
+            targeted: targeted, queued: targeted,
+            unresolved: reply.unresolved.map {
+                UnresolvedTarget(kind: $0.kind.wire, value: $0.value, reason: $0.reason)
+            })
     }
 
     /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.

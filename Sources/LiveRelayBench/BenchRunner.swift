@@ -138,10 +138,13 @@ public final class BenchRunner: @unchecked Sendable {
                 let client = clients[worker % clients.count]
                 tasks.addTask { [workload, timeout] in
                     while true {
-                        let i = next.withLockedValue { v -> Int in defer { v += 1 }; return v }
+                        let i = next.withLockedValue { v -> Int in
+                            defer { v += 1 }; return v
+                        }
                         guard i < count, failure.withLockedValue({ $0 == nil }) else { return }
                         do {
-                            _ = try await client.call(.registerToken, payload: workload.setupRequest(i), timeout: timeout, idempotent: true).get()
+                            _ = try await client.call(.registerToken, payload: workload.setupRequest(i), timeout: timeout, idempotent: true)
+                                .get()
                         } catch {
                             failure.withLockedValue { if $0 == nil { $0 = "\(error)" } }
                         }
@@ -157,8 +160,10 @@ public final class BenchRunner: @unchecked Sendable {
 
     // MARK: Calls
 
-    private func send(_ rpc: BenchRPC, on client: LiveRelayClient, measured: Bool, intended: UInt64, sent: UInt64,
-                      then: (@Sendable (LiveRelayClientError?, any EventLoop) -> Void)? = nil) {
+    private func send(
+        _ rpc: BenchRPC, on client: LiveRelayClient, measured: Bool, intended: UInt64, sent: UInt64,
+        then: (@Sendable (LiveRelayClientError?, any EventLoop) -> Void)? = nil
+    ) {
         let request = workload.request(rpc)
         let future = client.call(rpc.method, payload: request.payload, timeout: timeout, idempotent: rpc == .registerToken || rpc == .ping)
         future.whenComplete { [recorder, workload] result in
@@ -169,10 +174,12 @@ public final class BenchRunner: @unchecked Sendable {
                 recorder.completed(rpc: rpc, measured: measured, intended: intended, sent: sent, status: .ok, error: nil)
                 then?(nil, future.eventLoop)
             case .failure(let error):
-                let clientError = error as? LiveRelayClientError
+                let clientError =
+                    error as? LiveRelayClientError
                     ?? LiveRelayClientError(status: .unknown, message: "\(error)", processing: .mayHaveBeenProcessed)
-                recorder.completed(rpc: rpc, measured: measured, intended: intended, sent: sent, status: clientError.status,
-                                   error: "\(rpc.rawValue): \(clientError)")
+                recorder.completed(
+                    rpc: rpc, measured: measured, intended: intended, sent: sent, status: clientError.status,
+                    error: "\(rpc.rawValue): \(clientError)")
                 then?(clientError, future.eventLoop)
             }
         }

@@ -54,7 +54,8 @@ public struct PushAccount: Sendable, Codable, Equatable {
     }
 
     var line: String {
-        var text = "pushes: \(formatCount(Double(targeted))) targeted by \(calls) calls; delivered \(formatCount(Double(delivered))) "
+        var text =
+            "pushes: \(formatCount(Double(targeted))) targeted by \(calls) calls; delivered \(formatCount(Double(delivered))) "
             + "(\(formatCount(deliveredPerSecond))/s), failed \(failed), pruned \(pruned), superseded \(superseded), "
             + "expired \(expired)"
         if queued > 0 { text += ", still queued \(queued)" }

@@ -184,9 +184,10 @@ final class Recorder: @unchecked Sendable {
 
     func totals() -> Totals {
         lock.withLock {
-            Totals(stats: stats, sendLag: sendLag, late: late, firstSend: firstSend, lastSend: lastSend, lastCompletion: lastCompletion,
-                   measureStart: measureStart, measureEnd: measureEnd, sampleErrors: sampleErrors, errorsTotal: errorsTotal,
-                   serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } }, pushes: pushes)
+            Totals(
+                stats: stats, sendLag: sendLag, late: late, firstSend: firstSend, lastSend: lastSend, lastCompletion: lastCompletion,
+                measureStart: measureStart, measureEnd: measureEnd, sampleErrors: sampleErrors, errorsTotal: errorsTotal,
+                serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } }, pushes: pushes)
         }
     }
 }

@@ -94,16 +94,21 @@ public struct BenchReport: Sendable, Codable {
         var rows: [[String]] = []
         func ms(_ us: Double) -> String { fmt(us / 1000, 3) }
         for r in rpcs where r.sent > 0 {
-            rows.append([r.rpc, "\(r.sent)", "\(r.ok)", "\(r.errors)", ms(r.latencyUs.p50), ms(r.latencyUs.p90), ms(r.latencyUs.p99),
-                         ms(r.latencyUs.p999), ms(r.latencyUs.max)])
+            rows.append([
+                r.rpc, "\(r.sent)", "\(r.ok)", "\(r.errors)", ms(r.latencyUs.p50), ms(r.latencyUs.p90), ms(r.latencyUs.p99),
+                ms(r.latencyUs.p999), ms(r.latencyUs.max),
+            ])
         }
-        rows.append(["all", "\(sent)", "\(ok)", "\(errors)", ms(latencyUs.p50), ms(latencyUs.p90), ms(latencyUs.p99),
-                     ms(latencyUs.p999), ms(latencyUs.max)])
+        rows.append([
+            "all", "\(sent)", "\(ok)", "\(errors)", ms(latencyUs.p50), ms(latencyUs.p90), ms(latencyUs.p99),
+            ms(latencyUs.p999), ms(latencyUs.max),
+        ])
         var widths = header.map(\.count)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         func render(_ row: [String]) -> String {
             row.enumerated().map { i, cell in
-                i == 0 ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+                i == 0
+                    ? cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
                     : String(repeating: " ", count: widths[i] - cell.count) + cell
             }.joined(separator: "  ")
         }

@@ -74,7 +74,9 @@ public struct ScenarioSpec: Sendable, Equatable {
         }
         name = try string("name")
         if let m = try string("mode") {
-            guard let parsed = Mode(rawValue: m) else { throw ScenarioError("\(field("mode")) must be \"open\" or \"closed\", got \"\(m)\"") }
+            guard let parsed = Mode(rawValue: m) else {
+                throw ScenarioError("\(field("mode")) must be \"open\" or \"closed\", got \"\(m)\"")
+            }
             mode = parsed
         }
         rate = try number("rate")
@@ -88,10 +90,13 @@ public struct ScenarioSpec: Sendable, Equatable {
             var entries: [MixEntry] = []
             for (key, value) in weights.sorted(by: { $0.key < $1.key }) {
                 guard let rpc = BenchRPC(name: key) else {
-                    throw ScenarioError("\(field("mix")): unknown RPC \"\(key)\"; expected one of \(BenchRPC.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw ScenarioError(
+                        "\(field("mix")): unknown RPC \"\(key)\"; expected one of \(BenchRPC.allCases.map(\.rawValue).joined(separator: ", "))"
+                    )
                 }
                 guard let n = value as? NSNumber, !isJSONBoolean(value), n.doubleValue == n.doubleValue.rounded() else {
-                    throw ScenarioError("\(field("mix")): the weight of \(rpc.rawValue) must be a whole number, got \(Self.describe(value))")
+                    throw ScenarioError(
+                        "\(field("mix")): the weight of \(rpc.rawValue) must be a whole number, got \(Self.describe(value))")
                 }
                 entries.append(MixEntry(rpc, n.intValue))
             }
@@ -129,11 +134,15 @@ public struct ScenarioSpec: Sendable, Equatable {
         for part in text.split(separator: ",", omittingEmptySubsequences: true) {
             let pieces = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard let rpc = BenchRPC(name: pieces[0]) else {
-                throw ScenarioError("--mix: unknown RPC \"\(pieces[0])\"; expected one of \(BenchRPC.allCases.map(\.rawValue).joined(separator: ", ")) (or register, start, update, end, ping)")
+                throw ScenarioError(
+                    "--mix: unknown RPC \"\(pieces[0])\"; expected one of \(BenchRPC.allCases.map(\.rawValue).joined(separator: ", ")) (or register, start, update, end, ping)"
+                )
             }
             var weight = 1
             if pieces.count == 2 {
-                guard let w = Int(pieces[1]) else { throw ScenarioError("--mix: the weight of \(rpc.rawValue) must be a whole number, got \"\(pieces[1])\"") }
+                guard let w = Int(pieces[1]) else {
+                    throw ScenarioError("--mix: the weight of \(rpc.rawValue) must be a whole number, got \"\(pieces[1])\"")
+                }
                 weight = w
             }
             if entries.contains(where: { $0.rpc == rpc }) { throw ScenarioError("--mix: \(rpc.rawValue) appears twice") }
@@ -179,14 +188,23 @@ public struct ScenarioSpec: Sendable, Equatable {
         switch mode {
         case .open:
             guard let rate else { throw ScenarioError("open-loop mode needs a rate (requests per second): \"rate\" in the file or --rate") }
-            guard rate > 0, rate <= 5_000_000, rate.isFinite else { throw ScenarioError("rate must be > 0 and at most 5,000,000 requests/s, got \(rate)") }
-            if depth != nil { throw ScenarioError("depth applies to closed-loop mode only; open-loop mode bounds calls in flight with max_outstanding") }
+            guard rate > 0, rate <= 5_000_000, rate.isFinite else {
+                throw ScenarioError("rate must be > 0 and at most 5,000,000 requests/s, got \(rate)")
+            }
+            if depth != nil {
+                throw ScenarioError("depth applies to closed-loop mode only; open-loop mode bounds calls in flight with max_outstanding")
+            }
             let maxOutstanding = self.maxOutstanding ?? 10_000
             guard maxOutstanding >= 1 else { throw ScenarioError("max_outstanding must be at least 1, got \(maxOutstanding)") }
             s.shape = .open(rate: rate, connections: connections, maxOutstanding: maxOutstanding)
         case .closed:
-            if rate != nil { throw ScenarioError("rate applies to open-loop mode only (closed loop sends as fast as replies come back); drop it or use mode open") }
-            if maxOutstanding != nil { throw ScenarioError("max_outstanding applies to open-loop mode only; closed loop has connections x depth in flight") }
+            if rate != nil {
+                throw ScenarioError(
+                    "rate applies to open-loop mode only (closed loop sends as fast as replies come back); drop it or use mode open")
+            }
+            if maxOutstanding != nil {
+                throw ScenarioError("max_outstanding applies to open-loop mode only; closed loop has connections x depth in flight")
+            }
             let depth = self.depth ?? 32
             guard depth >= 1, depth <= 4096 else { throw ScenarioError("depth must be 1...4096, got \(depth)") }
             s.shape = .closed(connections: connections, depth: depth)
@@ -196,14 +214,16 @@ public struct ScenarioSpec: Sendable, Equatable {
             for entry in mix where entry.weight < 0 || entry.weight > 1_000_000 {
                 throw ScenarioError("mix: the weight of \(entry.rpc.rawValue) must be 0...1,000,000, got \(entry.weight)")
             }
-            guard mix.contains(where: { $0.weight > 0 }) else { throw ScenarioError("mix: every weight is 0; give at least one RPC a positive weight") }
+            guard mix.contains(where: { $0.weight > 0 }) else {
+                throw ScenarioError("mix: every weight is 0; give at least one RPC a positive weight")
+            }
             s.mix = mix
         }
         s.apps = apps ?? s.apps
         guard s.apps >= 1, s.apps <= 10_000 else { throw ScenarioError("apps must be 1...10,000, got \(s.apps)") }
         s.appID = appID ?? s.appID
         guard !s.appID.isEmpty, s.appID.utf8.count <= 100,
-              s.appID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") })
+            s.appID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") })
         else { throw ScenarioError("app_id must be 1-100 characters of A-Z, a-z, 0-9, '.', '_', '-', got \"\(s.appID)\"") }
         s.activitiesPerApp = activitiesPerApp ?? s.activitiesPerApp
         guard s.activitiesPerApp >= 1, s.activitiesPerApp <= 1_000_000 else {
@@ -214,14 +234,18 @@ public struct ScenarioSpec: Sendable, Equatable {
             throw ScenarioError("tokens_per_activity must be 0...1,000,000, got \(s.tokensPerActivity)")
         }
         if s.tokensPerActivity == 0, s.weight(of: .updateActivity) + s.weight(of: .endActivity) > 0 {
-            throw ScenarioError("tokens_per_activity 0 leaves no activity to update or end: the setup phase creates activities by registering their update tokens")
+            throw ScenarioError(
+                "tokens_per_activity 0 leaves no activity to update or end: the setup phase creates activities by registering their update tokens"
+            )
         }
         guard s.apps * s.activitiesPerApp * max(1, s.tokensPerActivity) <= 5_000_000 else {
             throw ScenarioError("apps x activities_per_app x tokens_per_activity is above 5,000,000 setup registrations")
         }
         s.contentStateBytes = contentStateBytes ?? s.contentStateBytes
         guard s.contentStateBytes >= ContentState.minimumBytes, s.contentStateBytes <= 4096 else {
-            throw ScenarioError("content_state_bytes must be \(ContentState.minimumBytes)...4096 (the protocol's limit for a JSON field), got \(s.contentStateBytes)")
+            throw ScenarioError(
+                "content_state_bytes must be \(ContentState.minimumBytes)...4096 (the protocol's limit for a JSON field), got \(s.contentStateBytes)"
+            )
         }
         switch (durationSeconds, requests) {
         case (.some, .some):
@@ -236,9 +260,13 @@ public struct ScenarioSpec: Sendable, Equatable {
             break
         }
         s.warmupSeconds = warmupSeconds ?? s.warmupSeconds
-        guard s.warmupSeconds >= 0, s.warmupSeconds <= 3600 else { throw ScenarioError("warmup_seconds must be 0...3600, got \(s.warmupSeconds)") }
+        guard s.warmupSeconds >= 0, s.warmupSeconds <= 3600 else {
+            throw ScenarioError("warmup_seconds must be 0...3600, got \(s.warmupSeconds)")
+        }
         s.timeoutSeconds = timeoutSeconds ?? s.timeoutSeconds
-        guard s.timeoutSeconds > 0, s.timeoutSeconds <= 600 else { throw ScenarioError("timeout_seconds must be > 0 and at most 600, got \(s.timeoutSeconds)") }
+        guard s.timeoutSeconds > 0, s.timeoutSeconds <= 600 else {
+            throw ScenarioError("timeout_seconds must be > 0 and at most 600, got \(s.timeoutSeconds)")
+        }
         s.waitForDelivery = waitForDelivery ?? s.waitForDelivery
         return s
     }

@@ -68,22 +68,25 @@ public final class Workload: @unchecked Sendable {
     public func setupRequest(_ i: Int) -> ByteBuffer {
         let apps = appIDs.count
         if i < apps {
-            return encode(RegisterTokenRequest(
-                appID: appIDs[i], kind: .pushToStart, token: token(kind: 1, i), environment: .sandbox,
-                attributesType: Self.startAttributesType, deviceID: "b\(runTag)-start-device"))
+            return encode(
+                RegisterTokenRequest(
+                    appID: appIDs[i], kind: .pushToStart, token: token(kind: 1, i), environment: .sandbox,
+                    attributesType: Self.startAttributesType, deviceID: "b\(runTag)-start-device"))
         }
         var j = i - apps
         if j < updateTokenCount {
             let activity = j / scenario.tokensPerActivity
             let app = activity % apps
-            return encode(RegisterTokenRequest(
-                appID: appIDs[app], kind: .update, token: token(kind: 2, j), environment: .sandbox,
-                activityID: activityID(activity / apps), deviceID: deviceID("d", j)))
+            return encode(
+                RegisterTokenRequest(
+                    appID: appIDs[app], kind: .update, token: token(kind: 2, j), environment: .sandbox,
+                    activityID: activityID(activity / apps), deviceID: deviceID("d", j)))
         }
         j -= updateTokenCount
-        return encode(RegisterTokenRequest(
-            appID: appIDs[j % apps], kind: .update, token: token(kind: 3, j), environment: .sandbox,
-            activityID: "b\(runTag)-e\(j)", deviceID: deviceID("ed", j)))
+        return encode(
+            RegisterTokenRequest(
+                appID: appIDs[j % apps], kind: .update, token: token(kind: 3, j), environment: .sandbox,
+                activityID: "b\(runTag)-e\(j)", deviceID: deviceID("ed", j)))
     }
 
     // MARK: The run
@@ -94,25 +97,40 @@ public final class Workload: @unchecked Sendable {
         let apps = appIDs.count
         switch rpc {
         case .registerToken:
-            let n = lock.withLock { () -> Int in defer { registered += 1 }; return registered }
-            return (encode(RegisterTokenRequest(
-                appID: appIDs[n % apps], kind: .pushToStart, token: token(kind: 4, n), environment: .sandbox,
-                attributesType: Self.registeredAttributesType, deviceID: deviceID("r", n))), nil)
+            let n = lock.withLock { () -> Int in
+                defer { registered += 1 }; return registered
+            }
+            return (
+                encode(
+                    RegisterTokenRequest(
+                        appID: appIDs[n % apps], kind: .pushToStart, token: token(kind: 4, n), environment: .sandbox,
+                        attributesType: Self.registeredAttributesType, deviceID: deviceID("r", n))), nil
+            )
         case .startActivity:
-            let n = lock.withLock { () -> Int in defer { startedCount += 1 }; return startedCount }
+            let n = lock.withLock { () -> Int in
+                defer { startedCount += 1 }; return startedCount
+            }
             let app = n % apps
             let id = "b\(runTag)-s\(n)"
-            return (encode(StartActivityRequest(
-                appID: appIDs[app], activityID: id, attributesType: Self.startAttributesType,
-                attributesJSON: #"{"bench":"\#(runTag)"}"#,
-                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
-                targets: Targets(pushToStartTokens: [token(kind: 1, app)]), waitForDelivery: waitForDelivery)), (app, id))
+            return (
+                encode(
+                    StartActivityRequest(
+                        appID: appIDs[app], activityID: id, attributesType: Self.startAttributesType,
+                        attributesJSON: #"{"bench":"\#(runTag)"}"#,
+                        contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
+                        targets: Targets(pushToStartTokens: [token(kind: 1, app)]), waitForDelivery: waitForDelivery)), (app, id)
+            )
         case .updateActivity:
-            let n = lock.withLock { () -> Int in defer { updates += 1 }; return updates }
-            return (encode(UpdateActivityRequest(
-                appID: appIDs[n % apps], activityID: activityID((n / apps) % scenario.activitiesPerApp),
-                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
-                waitForDelivery: waitForDelivery)), nil)
+            let n = lock.withLock { () -> Int in
+                defer { updates += 1 }; return updates
+            }
+            return (
+                encode(
+                    UpdateActivityRequest(
+                        appID: appIDs[n % apps], activityID: activityID((n / apps) % scenario.activitiesPerApp),
+                        contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
+                        waitForDelivery: waitForDelivery)), nil
+            )
         case .endActivity:
             let (n, target) = lock.withLock { () -> (Int, Endable?) in
                 defer { ends += 1 }
@@ -121,10 +139,13 @@ public final class Workload: @unchecked Sendable {
                 return (ends, nil)
             }
             let chosen = target ?? Endable(app: n % apps, activityID: "b\(runTag)-missing\(n)")
-            return (encode(EndActivityRequest(
-                appID: appIDs[chosen.app], activityID: chosen.activityID,
-                contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
-                waitForDelivery: waitForDelivery)), nil)
+            return (
+                encode(
+                    EndActivityRequest(
+                        appID: appIDs[chosen.app], activityID: chosen.activityID,
+                        contentStateJSON: ContentState.json(bytes: scenario.contentStateBytes, sequence: n),
+                        waitForDelivery: waitForDelivery)), nil
+            )
         case .ping:
             return (Self.pingPayload, nil)
         }

@@ -115,12 +115,15 @@ struct APNsRuntime {
     /// Registers every app's credentials with the APNs client (apps that share
     /// a destination and a key share its pool and provider token) and gives
     /// the dispatcher each app's route.
-    init(apps: [PushingApp], mock: MockAPNsServer?, store: any ActivityStore, clock: any WallClock,
-         group: any EventLoopGroup, logger: Logger) throws {
+    init(
+        apps: [PushingApp], mock: MockAPNsServer?, store: any ActivityStore, clock: any WallClock,
+        group: any EventLoopGroup, logger: Logger
+    ) throws {
         let client = APNsClient(group: group, clock: clock, logger: logger)
         let dispatchApps = try apps.map { pushing in
-            DispatchApp(appID: pushing.app.id, queueCapacity: pushing.queueCapacity,
-                        route: try client.register(pushing.credentials), weight: pushing.weight)
+            DispatchApp(
+                appID: pushing.app.id, queueCapacity: pushing.queueCapacity,
+                route: try client.register(pushing.credentials), weight: pushing.weight)
         }
         self.client = client
         self.dispatcher = Dispatcher(
@@ -147,7 +150,9 @@ extension DevSetup {
     /// The development setup's APNs side: a signing key for dev.app kept in
     /// the data directory (made once), and a mock APNs in this process that
     /// knows its public half and records every push to `mock-apns.jsonl`.
-    static func startMockAPNs(dataDirectory: String, port: Int, group: any EventLoopGroup, logger: Logger)
+    static func startMockAPNs(
+        dataDirectory: String, port: Int, group: any EventLoopGroup, logger: Logger
+    )
         async throws -> (app: PushingApp, mock: MockAPNsServer, announcement: String)
     {
         let (key, keyPath) = try devSigningKey(dataDirectory: dataDirectory)
@@ -157,16 +162,21 @@ extension DevSetup {
             apps: [MockAPNsApp(bundleID: appID, teamID: apnsTeamID, keyID: apnsKeyID, publicKeyPEM: try key.publicKeyPEM)],
             recordFile: recordPath)
         let mock = try await MockAPNsServer.start(configuration: configuration, group: group, logger: logger)
-        let app = PushingApp(app: App(id: appID, bundleID: appID), credentials: APNsCredentials(
-            key: key, destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM))
-        let announcement = "  mock APNs on 127.0.0.1:\(mock.port) (key \(apnsKeyID) in \(keyPath)); every push it receives is appended to \(recordPath)"
+        let app = PushingApp(
+            app: App(id: appID, bundleID: appID),
+            credentials: APNsCredentials(
+                key: key, destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM))
+        let announcement =
+            "  mock APNs on 127.0.0.1:\(mock.port) (key \(apnsKeyID) in \(keyPath)); every push it receives is appended to \(recordPath)"
         return (app, mock, announcement)
     }
 
     /// The development setup pushing to an APNs endpoint of the caller's instead
     /// (a `liverelay mock-apns` of its own process, so that a benchmark measures
     /// the server and the mock apart), trusting the certificate in `trustFile`.
-    static func externalAPNs(dataDirectory: String, endpoint: String, trustFile: String?) throws
+    static func externalAPNs(
+        dataDirectory: String, endpoint: String, trustFile: String?
+    ) throws
         -> (app: PushingApp, announcement: String)
     {
         let destination: APNsDestination
@@ -183,8 +193,9 @@ extension DevSetup {
             trustPEM = String(decoding: data, as: UTF8.self)
         }
         let (key, keyPath) = try devSigningKey(dataDirectory: dataDirectory)
-        let app = PushingApp(app: App(id: appID, bundleID: appID),
-                             credentials: APNsCredentials(key: key, destination: destination, trustPEM: trustPEM))
+        let app = PushingApp(
+            app: App(id: appID, bundleID: appID),
+            credentials: APNsCredentials(key: key, destination: destination, trustPEM: trustPEM))
         return (app, "  dev.app pushes to APNs at \(endpoint) (key \(apnsKeyID) in \(keyPath))")
     }
 

@@ -90,7 +90,10 @@ struct BenchRun: AsyncParsableCommand {
     @Option(help: "Measured request count, instead of --duration.") var requests: Int?
     @Option(help: "Warm-up seconds, not recorded (default 2).") var warmup: Double?
     @Option(help: "Per-call timeout in seconds (default 10).") var timeout: Double?
-    @Flag(help: "Start, Update and End wait until APNs answered every push; the report adds the pushes' account, delivered pushes/s and the server's memory.")
+    @Flag(
+        help:
+            "Start, Update and End wait until APNs answered every push; the report adds the pushes' account, delivered pushes/s and the server's memory."
+    )
     var waitForDelivery = false
     @Flag(help: "Print the report as JSON on stdout.") var json = false
     @Flag(help: "No progress lines.") var quiet = false
@@ -114,7 +117,9 @@ struct BenchRun: AsyncParsableCommand {
     func resolveScenario() throws -> Scenario {
         var spec = ScenarioSpec()
         if let path = scenario {
-            guard let data = FileManager.default.contents(atPath: path) else { throw ScenarioError("cannot read the scenario file \(path)") }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ScenarioError("cannot read the scenario file \(path)")
+            }
             spec = try ScenarioSpec(json: data, source: path)
         }
         var flags = ScenarioSpec()
@@ -145,7 +150,9 @@ struct BenchRun: AsyncParsableCommand {
 }
 
 /// Runs one scenario with its own event-loop group; progress lines go to stderr.
-func runBench(_ scenario: Scenario, server: BenchServerOptions, port: Int? = nil, serverPID: Int32? = nil, quiet: Bool) async throws -> BenchReport {
+func runBench(
+    _ scenario: Scenario, server: BenchServerOptions, port: Int? = nil, serverPID: Int32? = nil, quiet: Bool
+) async throws -> BenchReport {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, server.threads))
     let configuration = try server.clientConfiguration(port: port)
     let name = scenario.name
@@ -206,14 +213,17 @@ struct BenchGate: AsyncParsableCommand {
             }
             nullRates.append(n.throughput)
             realisticRates.append(r.throughput)
-            writeStandardError("gate round \(round): null \(Int(n.throughput))/s, realistic \(Int(r.throughput))/s, ratio \(r.throughput / max(1, n.throughput))")
+            writeStandardError(
+                "gate round \(round): null \(Int(n.throughput))/s, realistic \(Int(r.throughput))/s, ratio \(r.throughput / max(1, n.throughput))"
+            )
         }
         let ratio = Gate.ratio(scenario: realisticRates, null: nullRates)
         let nullMedian = Gate.ratio(scenario: nullRates, null: nullRates.map { _ in 1 })
         let realisticMedian = Gate.ratio(scenario: realisticRates, null: realisticRates.map { _ in 1 })
         if writeBaseline {
             let file = GateBaseline(
-                note: "liverelay bench gate --write-baseline, \(rounds) rounds of \(seconds) s, \(ISO8601DateFormatter().string(from: Date())). "
+                note:
+                    "liverelay bench gate --write-baseline, \(rounds) rounds of \(seconds) s, \(ISO8601DateFormatter().string(from: Date())). "
                     + "Ratios to the null service in the same run are compared; absolute figures are for information.",
                 nullThroughput: nullMedian.rounded(),
                 scenarios: ["realistic": .init(throughput: realisticMedian.rounded(), ratioToNull: (ratio * 10000).rounded() / 10000)])
@@ -227,7 +237,8 @@ struct BenchGate: AsyncParsableCommand {
         for r in results {
             writeStandardOutput(
                 "\(r.scenario): ratio to null \(String(format: "%.4f", r.measuredRatio)) vs baseline \(String(format: "%.4f", r.baselineRatio)) "
-                    + "(\(String(format: "%+.1f", r.change * 100))%): \(r.passed ? "ok" : "FAIL (drop of \(Int(base.maxDrop * 100))% or more)")")
+                    + "(\(String(format: "%+.1f", r.change * 100))%): \(r.passed ? "ok" : "FAIL (drop of \(Int(base.maxDrop * 100))% or more)")"
+            )
         }
         if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
     }

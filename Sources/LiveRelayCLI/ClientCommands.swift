@@ -17,7 +17,8 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "PEM file of the CA (or self-signed certificate) to trust.",
-            discussion: "Default: \(DevSetup.defaultDataDirectory)/cert.pem when it exists (what `liverelay serve` made), else the system trust store."
+            discussion:
+                "Default: \(DevSetup.defaultDataDirectory)/cert.pem when it exists (what `liverelay serve` made), else the system trust store."
         )
     )
     var caFile: String?
@@ -36,7 +37,8 @@ struct ConnectionOptions: ParsableArguments {
         _ body: @Sendable (LiveRelayClient, TimeAmount) async throws(LiveRelayClientError) -> Reply
     ) async throws {
         guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment["LIVERELAY_API_KEY"], !apiKey.isEmpty else {
-            FileHandle.standardError.write(Data("error: no API key: pass --api-key or set LIVERELAY_API_KEY (liverelay serve prints one on its first start)\n".utf8))
+            FileHandle.standardError.write(
+                Data("error: no API key: pass --api-key or set LIVERELAY_API_KEY (liverelay serve prints one on its first start)\n".utf8))
             throw ExitCode.failure
         }
         var logger = Logger(label: "liverelay.cli")
@@ -132,7 +134,8 @@ struct RegisterToken: AsyncParsableCommand {
     @Option(help: "The token, lowercase hex (an APNs device token is 64 hex digits).") var token: String
     @Option(help: "push-to-start or update.") var kind: TokenKindOption = .pushToStart
     @Option(help: "The APNs environment: sandbox or production.") var environment: EnvironmentOption = .sandbox
-    @Option(help: "The ActivityAttributes type, a Swift type name (required for push-to-start tokens, also to remove one).") var attributesType: String?
+    @Option(help: "The ActivityAttributes type, a Swift type name (required for push-to-start tokens, also to remove one).")
+    var attributesType: String?
     @Option(help: "The activity id (required for update tokens).") var activity: String?
     @Option(help: "Your id for the user, for targeting by user.") var externalUser: String?
     @Option(help: "Your id for the device.") var device: String?

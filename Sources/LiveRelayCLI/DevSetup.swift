@@ -28,7 +28,8 @@ enum DevSetup {
 
     static func prepare(dataDirectory: String, host: String) throws -> Prepared {
         let directory = absolute(dataDirectory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let certificatePath = directory + "/cert.pem"
         let privateKeyPath = directory + "/key.pem"
         let keyFilePath = directory + "/api-keys.json"

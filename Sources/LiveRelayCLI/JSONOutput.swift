@@ -1,6 +1,6 @@
 import Foundation
-import LiveRelayClient
 import LiveRelayAPNs
+import LiveRelayClient
 import LiveRelayDomain
 import LiveRelayMessages
 
@@ -100,9 +100,13 @@ extension DeliverySummary: JSONRepresentable {
             ("pruned", .integer(Int64(self.pruned))),
             ("superseded", .integer(Int64(self.superseded))),
             ("expired", .integer(Int64(self.expired))),
-            ("unresolved", .array(self.unresolved.map {
-                .object([("kind", .string($0.kind.protoName)), ("value", .string($0.value)), ("reason", .string($0.reason))])
-            })),
+            (
+                "unresolved",
+                .array(
+                    self.unresolved.map {
+                        .object([("kind", .string($0.kind.protoName)), ("value", .string($0.value)), ("reason", .string($0.reason))])
+                    })
+            ),
             ("complete", .bool(self.complete)),
         ])
     }
@@ -119,8 +123,9 @@ private func activityFields(timestamp: Int64, summary: DeliverySummary?, replaye
 
 extension StartActivityReply: JSONRepresentable {
     var json: JSONValue {
-        .object([("activity_id", .string(self.activityID))]
-            + activityFields(timestamp: self.timestamp, summary: self.summary, replayed: self.replayed, state: self.state))
+        .object(
+            [("activity_id", .string(self.activityID))]
+                + activityFields(timestamp: self.timestamp, summary: self.summary, replayed: self.replayed, state: self.state))
     }
 }
 

@@ -81,7 +81,9 @@ struct MockAPNsCommand: AsyncParsableCommand {
                 configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
             writeStandardOutput("mock APNs listening on \(configuration.host):\(server.port)")
             if server.certificateWasGenerated {
-                let path = certOut ?? FileManager.default.temporaryDirectory
+                let path =
+                    certOut
+                    ?? FileManager.default.temporaryDirectory
                     .appendingPathComponent("liverelay-mock-apns-\(server.port).pem").path
                 try Data(server.certificatePEM.utf8).write(to: URL(fileURLWithPath: path))
                 writeStandardOutput("certificate (self-signed, trust it as the CA): \(path)")
@@ -89,8 +91,9 @@ struct MockAPNsCommand: AsyncParsableCommand {
             if configuration.apps.isEmpty {
                 writeStandardOutput("warning: no --app: every push will be refused with 403 InvalidProviderToken")
             }
-            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
-                services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+            let group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             try await group.run()
         } catch let error as CLIError {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -191,7 +194,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
         var dead = file.unregistered ?? [:]
         for spec in unregistered {
             let parts = spec.split(separator: "=")
-            guard (1...2).contains(parts.count), let timestamp = parts.count == 2 ? Int64(parts[1]) : Int64(Date().timeIntervalSince1970 * 1000)
+            guard (1...2).contains(parts.count),
+                let timestamp = parts.count == 2 ? Int64(parts[1]) : Int64(Date().timeIntervalSince1970 * 1000)
             else { throw CLIError("--unregistered \(spec): expected TOKEN or TOKEN=TIMESTAMP_MS") }
             dead[String(parts[0])] = timestamp
         }

@@ -64,17 +64,29 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Answer every call with an empty OK reply: measures the protocol's ceiling.")
     var nullService = false
 
-    @Option(help: "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default), memory (forgotten on exit) or postgres (shared by several nodes; see --postgres-url).")
+    @Option(
+        help:
+            "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default), memory (forgotten on exit) or postgres (shared by several nodes; see --postgres-url)."
+    )
     var store: StoreKind?
 
-    @Option(help: "For --store postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=require&schema=liverelay (default: $LIVERELAY_POSTGRES_URL, which keeps the password out of ps).")
+    @Option(
+        help:
+            "For --store postgres: postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=require&schema=liverelay (default: $LIVERELAY_POSTGRES_URL, which keeps the password out of ps)."
+    )
     var postgresURL: String?
 
     // Named explicitly: the automatic name of `mockAPNsPort` would be --mock-ap-ns-port.
-    @Option(name: .customLong("mock-apns-port"), help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
+    @Option(
+        name: .customLong("mock-apns-port"),
+        help: "Development setup only: the port of the in-process mock APNs that receives dev.app's pushes (0: any free port).")
     var mockAPNsPort: Int = 0
 
-    @Option(name: .customLong("apns-endpoint"), help: "Development setup only: send dev.app's pushes to this host:port (e.g. a `liverelay mock-apns` of its own) instead of the in-process mock; the key stays <data dir>/apns-dev-key.p8.")
+    @Option(
+        name: .customLong("apns-endpoint"),
+        help:
+            "Development setup only: send dev.app's pushes to this host:port (e.g. a `liverelay mock-apns` of its own) instead of the in-process mock; the key stays <data dir>/apns-dev-key.p8."
+    )
     var apnsEndpoint: String?
 
     @Option(name: .customLong("apns-trust"), help: "With --apns-endpoint: the PEM certificate that endpoint presents.")
@@ -132,8 +144,9 @@ struct Serve: AsyncParsableCommand {
         } else {
             let clock = SystemClock()
             let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, logger: logger)
-            let activities = ActivityService(store: store, clock: clock, logger: logger, sink: apns.dispatcher,
-                                             apps: apns.directory)
+            let activities = ActivityService(
+                store: store, clock: clock, logger: logger, sink: apns.dispatcher,
+                apps: apns.directory)
             services += apns.services
             services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
             service = activities
@@ -219,7 +232,8 @@ struct Serve: AsyncParsableCommand {
             let prepared = try DevSetup.prepare(dataDirectory: self.dataDir ?? DevSetup.defaultDataDirectory, host: host)
             return Setup(
                 host: host, port: self.port ?? 7443,
-                tls: TLSConfiguration.makeServerConfiguration(certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
+                tls: TLSConfiguration.makeServerConfiguration(
+                    certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
                 keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
                 announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true
             )

@@ -87,7 +87,8 @@ struct ServeConfigurationFile: Decodable {
         get throws {
             guard let kind = store?.kind else { return nil }
             guard let value = StoreKind(rawValue: kind) else {
-                throw CLIError("store.kind must be \(StoreKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(kind)\"")
+                throw CLIError(
+                    "store.kind must be \(StoreKind.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), not \"\(kind)\"")
             }
             return value
         }

@@ -1,11 +1,12 @@
+import LiveRelayStore
+import LiveRelayStorePostgres
+import Logging
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import LiveRelayStore
-import LiveRelayStorePostgres
-import Logging
 
 /// Which store `serve` opens, from the flags over the config file's "store"
 /// section over the default (SQLite in the data directory).
@@ -30,7 +31,8 @@ struct StoreSelection {
             return (InMemoryActivityStore(), "in-memory store")
         case .sqlite:
             guard let directory = dataDirectory else {
-                throw CLIError("the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
+                throw CLIError(
+                    "the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
             }
             let path = directory + "/liverelay.sqlite3"
             do {
@@ -41,7 +43,8 @@ struct StoreSelection {
         case .postgres:
             let environment = getenv(Self.postgresURLVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
             guard let url = postgresURL ?? environment else {
-                throw CLIError("--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
+                throw CLIError(
+                    "--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
             }
             let configuration: PostgresStoreConfiguration
             do {

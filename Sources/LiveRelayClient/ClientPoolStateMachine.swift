@@ -135,11 +135,16 @@ struct ClientPoolStateMachine<Call: AnyObject> {
     /// A queued call's deadline passed.
     mutating func expire(_ call: Call) -> [Action] {
         guard self.removeQueued(call) else { return [] }
-        let waitingFor = self.slots.contains { if case .ready = $0.state { true } else { false } }
+        let waitingFor =
+            self.slots.contains { if case .ready = $0.state { true } else { false } }
             ? "a free request slot" : "a connection"
-        return [.fail(call, LiveRelayClientError(
-            status: .deadlineExceeded, message: "deadline exceeded while waiting for \(waitingFor)", processing: .notProcessed
-        ))]
+        return [
+            .fail(
+                call,
+                LiveRelayClientError(
+                    status: .deadlineExceeded, message: "deadline exceeded while waiting for \(waitingFor)", processing: .notProcessed
+                ))
+        ]
     }
 
     /// The caller cancelled a call the pool had queued.

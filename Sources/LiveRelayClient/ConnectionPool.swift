@@ -46,12 +46,13 @@ final class ConnectionPool: @unchecked Sendable {
         self.configuration = configuration
         self.group = group
         self.logger = logger
-        self.machine = Machine(configuration: .init(
-            connections: max(1, configuration.connections),
-            maxPendingCalls: configuration.maxPendingCalls,
-            backoff: configuration.backoff,
-            serverName: "\(configuration.host):\(configuration.port)"
-        ))
+        self.machine = Machine(
+            configuration: .init(
+                connections: max(1, configuration.connections),
+                maxPendingCalls: configuration.maxPendingCalls,
+                backoff: configuration.backoff,
+                serverName: "\(configuration.host):\(configuration.port)"
+            ))
         var setupError: LiveRelayClientError? = nil
         var tlsContext: TLSContext? = nil
         if let tls = configuration.tls {
@@ -71,11 +72,13 @@ final class ConnectionPool: @unchecked Sendable {
             )
         } else {
             self.machineConfiguration = nil
-            setupError = setupError ?? LiveRelayClientError(
-                status: .unauthenticated,
-                message: key.readableBytes == 0 ? "no API key given" : "the API key must be 1 to 512 bytes",
-                processing: .notProcessed
-            )
+            setupError =
+                setupError
+                ?? LiveRelayClientError(
+                    status: .unauthenticated,
+                    message: key.readableBytes == 0 ? "no API key given" : "the API key must be 1 to 512 bytes",
+                    processing: .notProcessed
+                )
         }
         self.setupError = setupError
     }
@@ -171,10 +174,11 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Calls left `connection` (`succeeded` of them answered): waiting calls may take their slots.
     func connectionReleased(_ connection: PooledConnection, calls: Int, succeeded: Int) {
-        self.run(self.lock.withLock {
-            self.machine.callsFinished(succeeded)
-            return self.settle(self.machine.released(connection.id, calls: calls))
-        })
+        self.run(
+            self.lock.withLock {
+                self.machine.callsFinished(succeeded)
+                return self.settle(self.machine.released(connection.id, calls: calls))
+            })
     }
 
     /// TCP (and TLS) are up and HELLO is written: calls may go out.
@@ -191,9 +195,10 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// GOAWAY: no new calls go there; its slot gets a new connection.
     func connectionGoingAway(_ connection: PooledConnection, code: GoAwayCode) {
-        self.run(self.lock.withLock {
-            self.settle(self.machine.connectionGoingAway(connection.id, code: code, random: Double.random(in: 0..<1)))
-        })
+        self.run(
+            self.lock.withLock {
+                self.settle(self.machine.connectionGoingAway(connection.id, code: code, random: Double.random(in: 0..<1)))
+            })
     }
 
     func connectionClosed(_ connection: PooledConnection, error: (any Error)?, wasUsable: Bool) {
@@ -204,9 +209,10 @@ final class ConnectionPool: @unchecked Sendable {
             connection.closed = true
             self.open[connection.id] = nil
             let reason = error.map { Self.describe($0) } ?? "connection closed"
-            effects = self.settle(self.machine.connectionClosed(
-                connection.id, wasUsable: wasUsable, reason: reason, random: Double.random(in: 0..<1)
-            ))
+            effects = self.settle(
+                self.machine.connectionClosed(
+                    connection.id, wasUsable: wasUsable, reason: reason, random: Double.random(in: 0..<1)
+                ))
             return true
         }
         guard firstReport else { return }
@@ -220,10 +226,11 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func reconnectDue(slot: Int) {
-        self.run(self.lock.withLock {
-            self.reconnectTimers[slot] = nil
-            return self.settle(self.machine.reconnectDue(slot: slot))
-        })
+        self.run(
+            self.lock.withLock {
+                self.reconnectTimers[slot] = nil
+                return self.settle(self.machine.reconnectDue(slot: slot))
+            })
     }
 
     // MARK: Carrying out decisions
@@ -299,7 +306,9 @@ final class ConnectionPool: @unchecked Sendable {
                     } else {
                         self.connectionReleased(connection, calls: calls.count, succeeded: 0)
                         for call in calls {
-                            self.callFailed(call, LiveRelayClientError(status: .unavailable, message: "connection is not open", processing: .notProcessed))
+                            self.callFailed(
+                                call,
+                                LiveRelayClientError(status: .unavailable, message: "connection is not open", processing: .notProcessed))
                         }
                     }
                 }

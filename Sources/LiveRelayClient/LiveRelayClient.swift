@@ -1,8 +1,9 @@
 @_exported import LiveRelayMessages
-@_exported import enum LiveRelayWire.StatusCode
 import Logging
 import NIOCore
 import NIOPosix
+
+@_exported import enum LiveRelayWire.StatusCode
 
 /// A LiveRelay client: a pool of pipelined connections to one server.
 ///

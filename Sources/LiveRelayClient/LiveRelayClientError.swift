@@ -56,7 +56,8 @@ public struct LiveRelayClientError: Error, Hashable, Sendable, CustomStringConve
     public var description: String { "\(self.status): \(self.message)" }
 
     init(_ failure: ClientConnectionStateMachine.CallFailure) {
-        let details = failure.details.readableBytes == 0
+        let details =
+            failure.details.readableBytes == 0
             ? ErrorDetails()
             : ((try? ErrorDetails(serializedBytes: failure.details)) ?? ErrorDetails(reason: "undecodable ErrorDetails"))
         let processing: Processing

@@ -28,9 +28,10 @@ extension DispatchScheduler {
                 finish(id, .delivered, &actions)
             case .pruneToken:
                 finish(id, .pruned, &actions)
-                actions.prunes.append(PrunedToken(
-                    appID: apps[a].id, token: push.token, reason: reason,
-                    invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) }))
+                actions.prunes.append(
+                    PrunedToken(
+                        appID: apps[a].id, token: push.token, reason: reason,
+                        invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) }))
                 // The token is dead for every push queued to it, not only this one.
                 for other in lane.pending { finish(other, .pruned, &actions) }
                 lane.pending.removeAll()
@@ -38,8 +39,9 @@ extension DispatchScheduler {
                 finish(id, .failed(reason: reason), &actions)
             case .credentialsRejected:
                 finish(id, .failed(reason: reason), &actions)
-                let error = CredentialError(status: response.status, reason: reason, at: now,
-                                            suspendedUntil: now + configuration.credentialsCooldown)
+                let error = CredentialError(
+                    status: response.status, reason: reason, at: now,
+                    suspendedUntil: now + configuration.credentialsCooldown)
                 apps[a].credentialError = error
                 apps[a].counters.credentialRejections += 1
                 credentials = error
@@ -115,7 +117,8 @@ extension DispatchScheduler {
         var actions = DispatchActions()
         while let id = retryTimers.popDue(now) {
             guard let push = pushes[id], push.state == .backingOff,
-                  var lane = apps[push.app].lanes.removeValue(forKey: push.token) else { continue }
+                var lane = apps[push.app].lanes.removeValue(forKey: push.token)
+            else { continue }
             if lane.busy == id {
                 lane.busy = nil
                 pushes[id]!.state = .queued

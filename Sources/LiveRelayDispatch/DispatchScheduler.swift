@@ -246,10 +246,11 @@ public struct DispatchScheduler {
         guard n > 0 else { return (CallID(raw: callID), EnqueueResult(), actions) }
         let first = nextPush
         nextPush += UInt64(n)
-        var call = Call(app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
-                        headers: batch.headers, first: first, count: n,
-                        apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
-                        sendBy: sendBy, waits: waitForDelivery)
+        var call = Call(
+            app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
+            headers: batch.headers, first: first, count: n,
+            apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
+            sendBy: sendBy, waits: waitForDelivery)
         call.account.result.queued = n
         calls[callID] = call
         apps[a].counters.enqueued += n
@@ -259,13 +260,14 @@ public struct DispatchScheduler {
         enqueuing = callID
         finishedWhileEnqueuing = nil
         defer { enqueuing = nil }
-        let refusal: String? = if phase != .running {
-            DispatchFailure.shuttingDown
-        } else if let error = apps[a].credentialError, now < error.suspendedUntil {
-            error.reason
-        } else {
-            nil
-        }
+        let refusal: String? =
+            if phase != .running {
+                DispatchFailure.shuttingDown
+            } else if let error = apps[a].credentialError, now < error.suspendedUntil {
+                error.reason
+            } else {
+                nil
+            }
         for (i, target) in batch.targets.enumerated() {
             if let refusal {
                 settle(call: callID, app: a, .failed(reason: refusal), &actions)
@@ -291,8 +293,10 @@ public struct DispatchScheduler {
 
     /// One target into its token's lane: superseded if a newer push of the
     /// activity was taken for the token, superseding the older one queued or retrying.
-    private mutating func take(_ id: UInt64, target: PushTarget, call: UInt64, app a: Int, now: NIODeadline,
-                               _ actions: inout DispatchActions) {
+    private mutating func take(
+        _ id: UInt64, target: PushTarget, call: UInt64, app a: Int, now: NIODeadline,
+        _ actions: inout DispatchActions
+    ) {
         let token = target.token
         let activity = calls[call]!.activityID, timestamp = calls[call]!.timestamp
         var lane = apps[a].lanes.removeValue(forKey: token) ?? Lane()
@@ -311,7 +315,8 @@ public struct DispatchScheduler {
             return true
         }
         if let busy = lane.busy, let push = pushes[busy], push.state == .backingOff,
-           calls[push.call]?.activityID == activity {
+            calls[push.call]?.activityID == activity
+        {
             finish(busy, .superseded, &actions)
             lane.busy = nil
         }
@@ -387,11 +392,13 @@ public struct DispatchScheduler {
             routeInFlight[route] += 1
             apps[a].counters.inFlight += 1
             apps[a].counters.attempts += 1
-            actions.sends.append(DispatchSend(
-                push: PushID(raw: id), appID: apps[a].id, route: routes[route],
-                request: APNsRequest(deviceToken: token, headers: call.headers, payload: call.payload,
-                                     apnsID: call.apnsCall.apnsID(push: id - call.first),
-                                     environment: pushes[id]!.environment)))
+            actions.sends.append(
+                DispatchSend(
+                    push: PushID(raw: id), appID: apps[a].id, route: routes[route],
+                    request: APNsRequest(
+                        deviceToken: token, headers: call.headers, payload: call.payload,
+                        apnsID: call.apnsCall.apnsID(push: id - call.first),
+                        environment: pushes[id]!.environment)))
             passedOver = 0
             apps[a].deficit -= 1
             if apps[a].deficit <= 0 {

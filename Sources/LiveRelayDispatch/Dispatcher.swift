@@ -92,14 +92,17 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         }
         // The promise is registered under the lock, before any answer can complete the call.
         let future: EventLoopFuture<EnqueueResult> = lock.withLock {
-            let step = scheduler.enqueue(batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
-                                         replyBy: options.waitForDelivery ? replyBy : nil, now: now)
+            let step = scheduler.enqueue(
+                batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
+                replyBy: options.waitForDelivery ? replyBy : nil, now: now)
             outbox.append(step.actions)
-            logger.debug("pushes queued", metadata: [
-                "request_id": "\(options.requestID.map(String.init) ?? "-")", "app": "\(batch.appID)",
-                "activity": "\(batch.activityID)", "targets": "\(batch.targets.count)",
-                "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: step.call.raw))-*",
-            ])
+            logger.debug(
+                "pushes queued",
+                metadata: [
+                    "request_id": "\(options.requestID.map(String.init) ?? "-")", "app": "\(batch.appID)",
+                    "activity": "\(batch.activityID)", "targets": "\(batch.targets.count)",
+                    "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: step.call.raw))-*",
+                ])
             if let immediate = step.immediate { return eventLoop.makeSucceededFuture(immediate) }
             let promise = eventLoop.makePromise(of: EnqueueResult.self)
             waiters[step.call] = promise
@@ -192,17 +195,21 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             }
         }
         for dead in actions.prunes {
-            logger.info("pruning a token APNs declared dead", metadata: [
-                "app": "\(dead.appID)", "reason": "\(dead.reason)",
-            ])
+            logger.info(
+                "pruning a token APNs declared dead",
+                metadata: [
+                    "app": "\(dead.appID)", "reason": "\(dead.reason)",
+                ])
             pruner.prune(dead, on: eventLoop).whenFailure { error in
                 self.logger.error("pruning failed", metadata: ["app": "\(dead.appID)", "error": "\(error)"])
             }
         }
         for (appID, error) in actions.credentialRejections {
-            logger.error("APNs rejected the app's credentials; its pushes fail until the cooldown ends", metadata: [
-                "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
-            ])
+            logger.error(
+                "APNs rejected the app's credentials; its pushes fail until the cooldown ends",
+                metadata: [
+                    "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
+                ])
             metrics.credentialsRejected(appID: appID, reason: error.reason)
         }
         metrics.record(outcomes: actions.outcomes, retries: actions.retries, sends: actions.sends)

@@ -38,8 +38,9 @@ public enum APNsPayloadBuilder {
     public static func start(
         timestamp: Int64, attributesType: String, attributesJSON: String, content: LiveActivityContent
     ) throws(DomainError) -> APNsPayload {
-        try build(event: .start, timestamp: timestamp, content: content,
-                  attributes: (attributesType, attributesJSON))
+        try build(
+            event: .start, timestamp: timestamp, content: content,
+            attributes: (attributesType, attributesJSON))
     }
 
     public static func update(timestamp: Int64, content: LiveActivityContent) throws(DomainError) -> APNsPayload {

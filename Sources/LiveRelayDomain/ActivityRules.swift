@@ -72,7 +72,8 @@ public struct StartActivity: StoreMutation {
         let fingerprint = command.fingerprint
 
         if let idempotencyKey = command.idempotencyKey,
-           let record = state.idempotencyRecord(key, key: idempotencyKey) {
+            let record = state.idempotencyRecord(key, key: idempotencyKey)
+        {
             guard record.operation == .start, record.fingerprint == fingerprint else {
                 throw .idempotencyKeyReused(key: idempotencyKey, key, firstUsedFor: record.operation)
             }
@@ -99,18 +100,22 @@ public struct StartActivity: StoreMutation {
             createdAt: preRegistered?.createdAt ?? now)
         let batch = PushBatch(
             appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
-            headers: APNsHeaders(bundleID: app.bundleID, priority: command.priority,
-                                 expiration: activity.expiresAt.seconds),
+            headers: APNsHeaders(
+                bundleID: app.bundleID, priority: command.priority,
+                expiration: activity.expiresAt.seconds),
             targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) },
             expiresAt: activity.expiresAt)
-        let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: batch.targets.count,
-                                unresolved: resolution.unresolved)
+        let reply = StoredReply(
+            timestamp: stamp, state: activity.state, targeted: batch.targets.count,
+            unresolved: resolution.unresolved)
 
         var writes: [StoreWrite] = [.putActivity(activity)]
         if let idempotencyKey = command.idempotencyKey {
-            writes.append(.putIdempotencyRecord(IdempotencyRecord(
-                appID: appID, activityID: activityID, key: idempotencyKey, operation: .start,
-                fingerprint: fingerprint, reply: reply, createdAt: now)))
+            writes.append(
+                .putIdempotencyRecord(
+                    IdempotencyRecord(
+                        appID: appID, activityID: activityID, key: idempotencyKey, operation: .start,
+                        fingerprint: fingerprint, reply: reply, createdAt: now)))
         }
         return MutationPlan(writes: writes, outcome: .accepted(AcceptedCall(activity: activity, batch: batch, reply: reply)))
     }
@@ -209,9 +214,11 @@ public struct ChangeActivity: StoreMutation {
         let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: live.count)
         writes.insert(.putActivity(activity), at: 0)
         if let idempotencyKey {
-            writes.append(.putIdempotencyRecord(IdempotencyRecord(
-                appID: appID, activityID: activityID, key: idempotencyKey, operation: operation,
-                fingerprint: fingerprint, reply: reply, createdAt: now)))
+            writes.append(
+                .putIdempotencyRecord(
+                    IdempotencyRecord(
+                        appID: appID, activityID: activityID, key: idempotencyKey, operation: operation,
+                        fingerprint: fingerprint, reply: reply, createdAt: now)))
         }
         return MutationPlan(writes: writes, outcome: .accepted(AcceptedCall(activity: activity, batch: batch, reply: reply)))
     }

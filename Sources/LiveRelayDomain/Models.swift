@@ -298,13 +298,15 @@ public struct StoredReply: Hashable, Sendable {
     /// Reads ``targetsJSON`` back; nil for anything else (a corrupt row).
     public init?(timestamp: Int64, state: Activity.State, targetsJSON: String) {
         guard let json = try? JSONValue.parse(Array(targetsJSON.utf8)),
-              let targeted = json["targeted"]?.integerValue, targeted >= 0,
-              case let .array(items)? = json["unresolved"] else { return nil }
+            let targeted = json["targeted"]?.integerValue, targeted >= 0,
+            case let .array(items)? = json["unresolved"]
+        else { return nil }
         var unresolved: [UnresolvedStartTarget] = []
         for item in items {
             guard case let .array(fields) = item, fields.count == 3,
-                  let kind = fields[0].stringValue.flatMap(UnresolvedStartTarget.Kind.init(rawValue:)),
-                  let value = fields[1].stringValue, let reason = fields[2].stringValue else { return nil }
+                let kind = fields[0].stringValue.flatMap(UnresolvedStartTarget.Kind.init(rawValue:)),
+                let value = fields[1].stringValue, let reason = fields[2].stringValue
+            else { return nil }
             unresolved.append(UnresolvedStartTarget(kind: kind, value: value, reason: reason))
         }
         self.init(timestamp: timestamp, state: state, targeted: Int(targeted), unresolved: unresolved)

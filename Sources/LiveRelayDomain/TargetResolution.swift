@@ -49,9 +49,10 @@ public enum TargetResolution {
             let found = state.pushToStartTokens(appID: appID, externalUserID: user, attributesType: attributesType)
                 .filter { !$0.isExpired(at: now) }
             if found.isEmpty {
-                unresolved.append(UnresolvedStartTarget(
-                    kind: .externalUserID, value: user,
-                    reason: "no push-to-start token registered for this user and attributes type \(attributesType)"))
+                unresolved.append(
+                    UnresolvedStartTarget(
+                        kind: .externalUserID, value: user,
+                        reason: "no push-to-start token registered for this user and attributes type \(attributesType)"))
             }
             found.forEach(take)
         }
@@ -60,9 +61,10 @@ public enum TargetResolution {
             let found = state.pushToStartTokens(appID: appID, attributesType: attributesType)
                 .filter { !$0.isExpired(at: now) }
             if found.isEmpty {
-                unresolved.append(UnresolvedStartTarget(
-                    kind: .allDevices, value: "",
-                    reason: "no push-to-start token registered for attributes type \(attributesType)"))
+                unresolved.append(
+                    UnresolvedStartTarget(
+                        kind: .allDevices, value: "",
+                        reason: "no push-to-start token registered for attributes type \(attributesType)"))
             }
             found.forEach(take)
         }

@@ -25,16 +25,18 @@ public struct RegistrationCommand: Hashable, Sendable {
     public init(validated request: RegisterTokenRequest) {
         appID = request.appID
         hex = request.token
-        kind = switch request.kind {
-        case .pushToStart: .pushToStart
-        case .update: .update
-        default: nil
-        }
-        environment = switch request.environment {
-        case .sandbox: .sandbox
-        case .production: .production
-        default: nil
-        }
+        kind =
+            switch request.kind {
+            case .pushToStart: .pushToStart
+            case .update: .update
+            default: nil
+            }
+        environment =
+            switch request.environment {
+            case .sandbox: .sandbox
+            case .production: .production
+            default: nil
+            }
         attributesType = request.attributesType.nonEmpty
         activityID = request.activityID.nonEmpty
         externalUserID = request.externalUserID.nonEmpty
@@ -127,7 +129,8 @@ public enum TokenRegistration {
         }
 
         var token = try token(from: command, now: now)
-        let activityWrite = token.kind == .update
+        let activityWrite =
+            token.kind == .update
             ? try activityAfterRegistration(of: token, activity: activity, now: now) : nil
 
         if let existing {
@@ -149,8 +152,9 @@ public enum TokenRegistration {
     static func activityAfterRegistration(of token: Token, activity: Activity?, now: UnixTime) throws(DomainError) -> Activity? {
         guard let activityID = token.activityID else { return nil }
         guard var activity else {
-            return Activity(appID: token.appID, id: activityID, attributesType: token.attributesType,
-                            state: .active, createdAt: now)
+            return Activity(
+                appID: token.appID, id: activityID, attributesType: token.attributesType,
+                state: .active, createdAt: now)
         }
         if activity.isFinished(at: now) {
             let state: Activity.State = activity.state.isFinished ? activity.state : .expired

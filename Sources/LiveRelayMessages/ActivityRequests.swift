@@ -66,8 +66,9 @@ public struct StartActivityRequest: LiveRelayMessage {
         try Rules.priority(priority)
         guard let targets else { throw MessageError(.missing, field: "targets") }
         if targets.isEmpty {
-            throw MessageError(.missing, field: "targets",
-                               detail: "needs push_to_start_tokens, external_user_ids or all_devices")
+            throw MessageError(
+                .missing, field: "targets",
+                detail: "needs push_to_start_tokens, external_user_ids or all_devices")
         }
         try targets.validate(prefix: "targets.")
         try Rules.idempotencyKey(idempotencyKey)

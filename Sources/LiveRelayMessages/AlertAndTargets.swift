@@ -92,15 +92,17 @@ public struct Targets: LiveRelayMessage {
     func validate(prefix: String) throws(MessageError) {
         let max = MessageLimits.maxTargets
         if pushToStartTokens.count > max {
-            throw MessageError(.tooMany(count: pushToStartTokens.count, max: max),
-                               field: prefix + "push_to_start_tokens")
+            throw MessageError(
+                .tooMany(count: pushToStartTokens.count, max: max),
+                field: prefix + "push_to_start_tokens")
         }
         for i in pushToStartTokens.indices {
             try Rules.token(pushToStartTokens[i], "\(prefix)push_to_start_tokens[\(i)]")
         }
         if externalUserIDs.count > max {
-            throw MessageError(.tooMany(count: externalUserIDs.count, max: max),
-                               field: prefix + "external_user_ids")
+            throw MessageError(
+                .tooMany(count: externalUserIDs.count, max: max),
+                field: prefix + "external_user_ids")
         }
         for i in externalUserIDs.indices {
             let id = externalUserIDs[i]

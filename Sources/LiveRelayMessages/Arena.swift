@@ -1,4 +1,5 @@
 import CLiveRelayProto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -38,8 +38,9 @@ extension UnresolvedTarget: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_unresolved_target_descriptor() }
 
     init(c: UnsafePointer<LrUnresolvedTarget>) {
-        self.init(kind: TargetKind(rawValue: cEnumValue(c.pointee.kind)),
-                  value: cString(c.pointee.value), reason: cString(c.pointee.reason))
+        self.init(
+            kind: TargetKind(rawValue: cEnumValue(c.pointee.kind)),
+            value: cString(c.pointee.value), reason: cString(c.pointee.reason))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUnresolvedTarget> {
@@ -221,9 +222,10 @@ extension StartActivityReply: CMessageConvertible {
 
     init(c: UnsafePointer<LrStartActivityReply>) {
         let m = c.pointee
-        self.init(activityID: cString(m.activity_id), timestamp: m.timestamp,
-                  summary: m.summary.map { DeliverySummary(c: $0) }, replayed: cBool(m.replayed),
-                  state: ActivityState(rawValue: cEnumValue(m.state)))
+        self.init(
+            activityID: cString(m.activity_id), timestamp: m.timestamp,
+            summary: m.summary.map { DeliverySummary(c: $0) }, replayed: cBool(m.replayed),
+            state: ActivityState(rawValue: cEnumValue(m.state)))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityReply> {
@@ -247,8 +249,10 @@ public struct UpdateActivityReply: LiveRelayMessage {
     public var replayed: Bool
     public var state: ActivityState
 
-    public init(timestamp: Int64 = 0, summary: DeliverySummary? = nil, replayed: Bool = false,
-                state: ActivityState = .unspecified) {
+    public init(
+        timestamp: Int64 = 0, summary: DeliverySummary? = nil, replayed: Bool = false,
+        state: ActivityState = .unspecified
+    ) {
         self.timestamp = timestamp
         self.summary = summary
         self.replayed = replayed
@@ -270,8 +274,9 @@ extension UpdateActivityReply: CMessageConvertible {
 
     init(c: UnsafePointer<LrUpdateActivityReply>) {
         let m = c.pointee
-        self.init(timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
-                  replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
+        self.init(
+            timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
+            replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityReply> {
@@ -294,8 +299,10 @@ public struct EndActivityReply: LiveRelayMessage {
     public var replayed: Bool
     public var state: ActivityState
 
-    public init(timestamp: Int64 = 0, summary: DeliverySummary? = nil, replayed: Bool = false,
-                state: ActivityState = .unspecified) {
+    public init(
+        timestamp: Int64 = 0, summary: DeliverySummary? = nil, replayed: Bool = false,
+        state: ActivityState = .unspecified
+    ) {
         self.timestamp = timestamp
         self.summary = summary
         self.replayed = replayed
@@ -317,8 +324,9 @@ extension EndActivityReply: CMessageConvertible {
 
     init(c: UnsafePointer<LrEndActivityReply>) {
         let m = c.pointee
-        self.init(timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
-                  replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
+        self.init(
+            timestamp: m.timestamp, summary: m.summary.map { DeliverySummary(c: $0) },
+            replayed: cBool(m.replayed), state: ActivityState(rawValue: cEnumValue(m.state)))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityReply> {

@@ -84,7 +84,7 @@ enum JSONValidator {
                             continue
                         }
                         if isObject, let error = key() { return error }
-                        continue // needValue stays true
+                        continue  // needValue stays true
                     case UInt8(ascii: "\""):
                         if let error = string() { return error }
                     case UInt8(ascii: "t"):
@@ -186,7 +186,7 @@ enum JSONValidator {
 
         @inline(__always)
         mutating func string() -> StaticString? {
-            i += 1 // opening quote
+            i += 1  // opening quote
             let base = UnsafeRawPointer(p.baseAddress!)
             while i < p.count {
                 // 8 bytes at a time: skip plain runs, or jump straight to the first special byte.
@@ -212,7 +212,7 @@ enum JSONValidator {
                 guard i < p.count else { return "unterminated string" }
                 switch p[i] {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                     UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     i += 1
                 case UInt8(ascii: "u"):
                     i += 1

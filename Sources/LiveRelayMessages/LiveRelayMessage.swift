@@ -157,7 +157,8 @@ enum Codec {
         // (one reset instead of a malloc per string); lr_free_unpacked still runs
         // protobuf_c_message_free_unpacked, which frees any malloc fallback pieces.
         guard let message = lr_unpack(descriptor, count, p) else {
-            throw MessageError(.malformed, detail: "protobuf-c could not unpack \(count) bytes as \(String(cString: descriptor.pointee.name))")
+            throw MessageError(
+                .malformed, detail: "protobuf-c could not unpack \(count) bytes as \(String(cString: descriptor.pointee.name))")
         }
         return message
     }

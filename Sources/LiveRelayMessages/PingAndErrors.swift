@@ -65,8 +65,9 @@ extension PingReply: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_ping_reply_descriptor() }
 
     init(c: UnsafePointer<LrPingReply>) {
-        self.init(payload: cBytes(c.pointee.payload), serverTimeMS: c.pointee.server_time_ms,
-                  serverVersion: cString(c.pointee.server_version))
+        self.init(
+            payload: cBytes(c.pointee.payload), serverTimeMS: c.pointee.server_time_ms,
+            serverVersion: cString(c.pointee.server_version))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrPingReply> {
@@ -157,8 +158,9 @@ extension ErrorDetails: CMessageConvertible {
 
     init(c: UnsafePointer<LrErrorDetails>) {
         let m = c.pointee
-        self.init(fieldViolations: cMessages(m.n_field_violations, m.field_violations, as: FieldViolation.self),
-                  retryAfterMS: m.retry_after_ms, reason: cString(m.reason))
+        self.init(
+            fieldViolations: cMessages(m.n_field_violations, m.field_violations, as: FieldViolation.self),
+            retryAfterMS: m.retry_after_ms, reason: cString(m.reason))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrErrorDetails> {

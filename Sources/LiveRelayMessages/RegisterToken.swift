@@ -129,8 +129,9 @@ extension RegisterTokenReply: CMessageConvertible {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_register_token_reply_descriptor() }
 
     init(c: UnsafePointer<LrRegisterTokenReply>) {
-        self.init(result: RegisterTokenResult(rawValue: cEnumValue(c.pointee.result)),
-                  replacedToken: cString(c.pointee.replaced_token))
+        self.init(
+            result: RegisterTokenResult(rawValue: cEnumValue(c.pointee.result)),
+            replacedToken: cString(c.pointee.replaced_token))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenReply> {

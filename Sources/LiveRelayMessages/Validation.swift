@@ -175,10 +175,10 @@ enum Rules {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let high: UInt64 = 0x8080_8080_8080_8080
         if w & high != 0 { return false }
-        let geDigit = w &+ ones &* (0x80 - 0x30)       // >= '0'
-        let gtDigit = w &+ ones &* (0x7F - 0x39)       // >  '9'
-        let geLetter = w &+ ones &* (0x80 - 0x61)      // >= 'a'
-        let gtLetter = w &+ ones &* (0x7F - 0x66)      // >  'f'
+        let geDigit = w &+ ones &* (0x80 - 0x30)  // >= '0'
+        let gtDigit = w &+ ones &* (0x7F - 0x39)  // >  '9'
+        let geLetter = w &+ ones &* (0x80 - 0x61)  // >= 'a'
+        let gtLetter = w &+ ones &* (0x7F - 0x66)  // >  'f'
         let ok = (geDigit & ~gtDigit) | (geLetter & ~gtLetter)
         return ok & high == high
     }

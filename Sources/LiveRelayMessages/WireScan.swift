@@ -62,12 +62,13 @@ enum WireScan {
                 let valueStart = i
                 i += Int(length)
                 guard let field = fieldDescriptor(descriptor, UInt32(truncatingIfNeeded: number)) else {
-                    continue // unknown field: skipped here, dropped after unpack
+                    continue  // unknown field: skipped here, dropped after unpack
                 }
                 if field.pointee.type == PROTOBUF_C_TYPE_STRING {
                     if let (kind, detail) = checkString(p + valueStart, Int(length)) {
-                        throw Failure(kind: kind, detail: detail,
-                                      path: [component(field, p, start, tagOffset, UInt32(number))])
+                        throw Failure(
+                            kind: kind, detail: detail,
+                            path: [component(field, p, start, tagOffset, UInt32(number))])
                     }
                 } else if field.pointee.type == PROTOBUF_C_TYPE_MESSAGE {
                     let sub = field.pointee.descriptor.assumingMemoryBound(to: ProtobufCMessageDescriptor.self)

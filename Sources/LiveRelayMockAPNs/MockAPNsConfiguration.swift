@@ -177,7 +177,7 @@ public enum MockAPNsReasons {
     public static func status(for reason: String) -> Int {
         switch reason {
         case "ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken",
-             "BadEnvironmentKeyIdInToken", "BadCertificate", "BadCertificateEnvironment", "Forbidden":
+            "BadEnvironmentKeyIdInToken", "BadCertificate", "BadCertificateEnvironment", "Forbidden":
             403
         case "BadPath": 404
         case "MethodNotAllowed": 405

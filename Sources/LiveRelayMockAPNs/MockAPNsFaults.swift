@@ -44,8 +44,9 @@ public struct MockAPNsFaultPlan: Sendable {
             cumulative += error.rate
             if draw < cumulative {
                 var injected = verdict
-                injected.response = APNsResponse(status: error.status, reason: error.reason,
-                                                 apnsID: verdict.response.apnsID)
+                injected.response = APNsResponse(
+                    status: error.status, reason: error.reason,
+                    apnsID: verdict.response.apnsID)
                 return injected
             }
         }

@@ -31,8 +31,10 @@ public struct MockAPNsRecord: Sendable {
     /// When the request was complete, by the configured clock.
     public var receivedAtMilliseconds: Int64
 
-    public init(path: String, method: String, headers: [(name: String, value: String)], body: [UInt8], status: Int,
-                reason: String?, apnsID: String?, connection: Int, streamID: Int, receivedAtMilliseconds: Int64) {
+    public init(
+        path: String, method: String, headers: [(name: String, value: String)], body: [UInt8], status: Int,
+        reason: String?, apnsID: String?, connection: Int, streamID: Int, receivedAtMilliseconds: Int64
+    ) {
         self.path = path
         self.method = method
         self.headers = headers

@@ -28,8 +28,10 @@ public final class MockAPNsServer: Sendable {
     private let logger: Logger
     private let stopped = NIOLockedValueBox(false)
 
-    private init(port: Int, certificatePEM: String, certificateWasGenerated: Bool, configuration: MockAPNsConfiguration,
-                 serverChannel: Channel, shared: MockAPNsShared, logger: Logger) {
+    private init(
+        port: Int, certificatePEM: String, certificateWasGenerated: Bool, configuration: MockAPNsConfiguration,
+        serverChannel: Channel, shared: MockAPNsShared, logger: Logger
+    ) {
         self.port = port
         self.certificatePEM = certificatePEM
         self.certificateWasGenerated = certificateWasGenerated
@@ -81,8 +83,9 @@ public final class MockAPNsServer: Sendable {
         }
         let port = serverChannel.localAddress?.port ?? configuration.port
         logger.info("mock APNs listening", metadata: ["address": "\(configuration.host):\(port)"])
-        return MockAPNsServer(port: port, certificatePEM: certificatePEM, certificateWasGenerated: generated,
-                              configuration: configuration, serverChannel: serverChannel, shared: shared, logger: logger)
+        return MockAPNsServer(
+            port: port, certificatePEM: certificatePEM, certificateWasGenerated: generated,
+            configuration: configuration, serverChannel: serverChannel, shared: shared, logger: logger)
     }
 
     /// TLS (ALPN h2 only), HTTP/2 with the configured stream limit, one ``MockAPNsStreamHandler`` per stream.

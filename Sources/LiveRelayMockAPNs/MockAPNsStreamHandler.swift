@@ -27,19 +27,23 @@ final class MockAPNsShared: Sendable {
     init(configuration: MockAPNsConfiguration, validator: MockAPNsValidator, recorder: MockAPNsRecorder) {
         self.validator = validator
         self.recorder = recorder
-        let plan = MockAPNsFaultPlan(injectedErrors: configuration.injectedErrors, latency: configuration.latency,
-                                     seed: configuration.randomSeed)
+        let plan = MockAPNsFaultPlan(
+            injectedErrors: configuration.injectedErrors, latency: configuration.latency,
+            seed: configuration.randomSeed)
         self.faultsActive = !configuration.injectedErrors.isEmpty || plan.hasLatency
         self.faults = NIOLockedValueBox(plan)
-        self.policy = MockAPNsConnectionPolicy(goAwayAfterStreams: configuration.goAwayAfterStreams,
-                                               dropConnectionAfterStreams: configuration.dropConnectionAfterStreams)
+        self.policy = MockAPNsConnectionPolicy(
+            goAwayAfterStreams: configuration.goAwayAfterStreams,
+            dropConnectionAfterStreams: configuration.dropConnectionAfterStreams)
         self.clock = configuration.clock
         self.maxConcurrentStreams = max(1, configuration.maxConcurrentStreams)
         self.limitStreamsUntilAuthenticated = configuration.limitStreamsUntilAuthenticated
     }
 
     func nextConnectionNumber() -> Int {
-        connectionNumbers.withLockedValue { $0 += 1; return $0 }
+        connectionNumbers.withLockedValue {
+            $0 += 1; return $0
+        }
     }
 
     /// The SETTINGS_MAX_CONCURRENT_STREAMS a new connection advertises.
@@ -75,8 +79,9 @@ final class MockAPNsConnection {
         draining = true
         shared.recorder.count { $0.goAwaysSent += 1 }
         let data = channel.allocator.buffer(string: "{\"reason\":" + jsonQuoted(reason) + "}")
-        let frame = HTTP2Frame(streamID: .rootStream,
-                               payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: data))
+        let frame = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: data))
         channel.writeAndFlush(frame, promise: nil)
         closeIfDrained()
     }
@@ -105,9 +110,12 @@ final class MockAPNsConnection {
     func providerTokenAccepted() {
         guard shared.limitStreamsUntilAuthenticated, !streamLimitRaised else { return }
         streamLimitRaised = true
-        let settings = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: shared.maxConcurrentStreams)
-        ])))
+        let settings = HTTP2Frame(
+            streamID: .rootStream,
+            payload: .settings(
+                .settings([
+                    HTTP2Setting(parameter: .maxConcurrentStreams, value: shared.maxConcurrentStreams)
+                ])))
         channel.writeAndFlush(settings, promise: nil)
     }
 }
@@ -240,10 +248,11 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
     }
 
     private func record(status: Int, reason: String?, apnsID: String?) {
-        connection.shared.recorder.record(MockAPNsRecord(
-            path: path ?? "", method: method ?? "", headers: headers, body: body, status: status, reason: reason,
-            apnsID: apnsID, connection: connection.number, streamID: streamID,
-            receivedAtMilliseconds: connection.shared.clock.nowMilliseconds()))
+        connection.shared.recorder.record(
+            MockAPNsRecord(
+                path: path ?? "", method: method ?? "", headers: headers, body: body, status: status, reason: reason,
+                apnsID: apnsID, connection: connection.number, streamID: streamID,
+                receivedAtMilliseconds: connection.shared.clock.nowMilliseconds()))
     }
 
     private func respond(context: ChannelHandlerContext, verdict: MockAPNsVerdict) {

@@ -46,10 +46,13 @@ public struct MockAPNsVerdict: Sendable, Hashable {
     public var providerTokenAccepted: Bool
 
     /// - Parameter apnsID: echoed from the request when it was a valid UUID, otherwise one the mock made.
-    public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String,
-                providerTokenAccepted: Bool = false) {
-        self.response = APNsResponse(status: status, reason: reason, timestampMilliseconds: timestampMilliseconds,
-                                     apnsID: apnsID)
+    public init(
+        status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String,
+        providerTokenAccepted: Bool = false
+    ) {
+        self.response = APNsResponse(
+            status: status, reason: reason, timestampMilliseconds: timestampMilliseconds,
+            apnsID: apnsID)
         self.providerTokenAccepted = providerTokenAccepted
     }
 
@@ -111,9 +114,10 @@ public struct MockAPNsValidator: Sendable {
     }
 
     public init(configuration: MockAPNsConfiguration) throws(APNsKeyError) {
-        try self.init(apps: configuration.apps, unregisteredTokens: configuration.unregisteredTokens,
-                      deviceTokenBundles: configuration.deviceTokenBundles,
-                      minimumTokenUpdateIntervalSeconds: configuration.providerTokenMinimumUpdateIntervalSeconds)
+        try self.init(
+            apps: configuration.apps, unregisteredTokens: configuration.unregisteredTokens,
+            deviceTokenBundles: configuration.deviceTokenBundles,
+            minimumTokenUpdateIntervalSeconds: configuration.providerTokenMinimumUpdateIntervalSeconds)
     }
 
     /// - Parameters:
@@ -126,8 +130,9 @@ public struct MockAPNsValidator: Sendable {
         let requestID = request.header("apns-id")
         let apnsID = requestID.flatMap { Self.isUUID($0) ? $0 : nil } ?? newAPNsID()
         func reject(_ reason: String, accepted: Bool = false) -> MockAPNsVerdict {
-            MockAPNsVerdict(status: MockAPNsReasons.status(for: reason), reason: reason, apnsID: apnsID,
-                            providerTokenAccepted: accepted)
+            MockAPNsVerdict(
+                status: MockAPNsReasons.status(for: reason), reason: reason, apnsID: apnsID,
+                providerTokenAccepted: accepted)
         }
 
         guard request.method == "POST" else { return reject("MethodNotAllowed") }
@@ -141,7 +146,8 @@ public struct MockAPNsValidator: Sendable {
         let nowSeconds = nowMilliseconds / 1000
         let authorization = request.header("authorization")
         if let accepted = connection.acceptedToken, let acceptedClaims = connection.acceptedClaims,
-           authorization.map({ Self.bearerToken($0) == accepted }) ?? false {
+            authorization.map({ Self.bearerToken($0) == accepted }) ?? false
+        {
             if let rejection = verifier.checkAge(issuedAt: acceptedClaims.issuedAt, nowSeconds: nowSeconds) {
                 return reject(rejection.apnsReason)
             }
@@ -152,7 +158,8 @@ public struct MockAPNsValidator: Sendable {
                 return reject(rejection.apnsReason)
             case .success(let verified):
                 if connection.acceptedToken != nil, let changed = connection.tokenChangedAtSeconds,
-                   nowSeconds - changed < minimumTokenUpdateIntervalSeconds {
+                    nowSeconds - changed < minimumTokenUpdateIntervalSeconds
+                {
                     return reject("TooManyProviderTokenUpdates")
                 }
                 connection.acceptedToken = authorization.flatMap(Self.bearerToken)
@@ -176,7 +183,8 @@ public struct MockAPNsValidator: Sendable {
             return reject("BadPriority", accepted: true)
         }
         if let expiration = request.header("apns-expiration"),
-           expiration.isEmpty || expiration.utf8.count > 19 || !expiration.utf8.allSatisfy(Self.isDigit) {
+            expiration.isEmpty || expiration.utf8.count > 19 || !expiration.utf8.allSatisfy(Self.isDigit)
+        {
             return reject("BadExpirationDate", accepted: true)
         }
         if let requestID, !Self.isUUID(requestID) { return reject("BadMessageId", accepted: true) }
@@ -188,8 +196,9 @@ public struct MockAPNsValidator: Sendable {
         if let shapeError = Self.payloadShapeError(request.body) { return reject(shapeError, accepted: true) }
 
         if let timestamp = unregisteredTokens[deviceToken.lowercased()] {
-            return MockAPNsVerdict(status: 410, reason: "Unregistered", timestampMilliseconds: timestamp,
-                                   apnsID: apnsID, providerTokenAccepted: true)
+            return MockAPNsVerdict(
+                status: 410, reason: "Unregistered", timestampMilliseconds: timestamp,
+                apnsID: apnsID, providerTokenAccepted: true)
         }
         return MockAPNsVerdict(status: 200, apnsID: apnsID, providerTokenAccepted: true)
     }
@@ -209,7 +218,7 @@ public struct MockAPNsValidator: Sendable {
         }
         if event == "start" {
             guard let type = aps["attributes-type"]?.stringValue, !type.isEmpty,
-                  aps["attributes"]?.isObject == true
+                aps["attributes"]?.isObject == true
             else { return MockAPNsReasons.badAttributes }
         }
         return nil

@@ -12,7 +12,8 @@ enum Crypto {
                     var size: UInt32 = 0
                     return EVP_Digest(input.baseAddress, input.count, out.baseAddress, &size, EVP_sha256(), nil)
                 }
-            } ?? {
+            }
+            ?? {
                 let copy = Array(bytes)
                 return copy.withUnsafeBufferPointer { input in
                     digest.withUnsafeMutableBufferPointer { out in

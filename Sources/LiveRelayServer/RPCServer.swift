@@ -108,7 +108,8 @@ public final class RPCServer: Service, Sendable {
             channel = try await makeBootstrap(group: group, serverLoop: serverLoop, tracker: tracker)
                 .bind(host: configuration.host, port: configuration.port).get()
         } catch {
-            logger.error("cannot listen", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)", "error": "\(error)"])
+            logger.error(
+                "cannot listen", metadata: ["host": "\(configuration.host)", "port": "\(configuration.port)", "error": "\(error)"])
             bound.fail(error)
             try? await ownedGroup?.shutdownGracefully()
             throw error

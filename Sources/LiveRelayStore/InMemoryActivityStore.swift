@@ -1,12 +1,13 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import NIOConcurrencyHelpers
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import LiveRelayAPNs
-import LiveRelayDomain
-import NIOConcurrencyHelpers
-import NIOCore
 
 /// The store of `liverelay serve --store memory` (forgotten on exit) and of tests.
 ///

@@ -83,8 +83,9 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         if configuration.checkpointFrames > 0 {
             let connection = try SQLiteConnection(path: path, create: false)
             try Self.configure(connection, configuration, role: .checkpointer)
-            checkpointer = SQLiteCheckpointer(db: connection, softFrames: configuration.checkpointFrames,
-                                              hardFrames: configuration.walLimitFrames)
+            checkpointer = SQLiteCheckpointer(
+                db: connection, softFrames: configuration.checkpointFrames,
+                hardFrames: configuration.walLimitFrames)
         } else {
             checkpointer = nil
         }
@@ -158,7 +159,8 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         // The writer in pipelined mode leaves the WAL's fsync to the durability
         // thread; everything else (and every checkpoint) syncs as FULL.
         let synchronous = role == .writer && configuration.durability == .pipelined ? "NORMAL" : "FULL"
-        try db.execute("""
+        try db.execute(
+            """
             PRAGMA synchronous = \(synchronous);
             PRAGMA foreign_keys = OFF;
             PRAGMA temp_store = MEMORY;

@@ -1,9 +1,10 @@
+import CSQLite
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CSQLite
 
 /// Checkpoints off the commit path, with a bound on the WAL.
 ///
@@ -128,10 +129,12 @@ final class SQLiteWALFrames {
     var frames = 0
 
     func install(on db: SQLiteConnection) {
-        sqlite3_wal_hook(db.handle, { context, _, _, frames in
-            Unmanaged<SQLiteWALFrames>.fromOpaque(context!).takeUnretainedValue().frames = Int(frames)
-            return SQLITE_OK
-        }, Unmanaged.passUnretained(self).toOpaque())
+        sqlite3_wal_hook(
+            db.handle,
+            { context, _, _, frames in
+                Unmanaged<SQLiteWALFrames>.fromOpaque(context!).takeUnretainedValue().frames = Int(frames)
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
     }
 
     func uninstall(from db: SQLiteConnection) {

@@ -77,8 +77,9 @@ final class SQLiteConnection {
     }
 
     func error(_ rc: Int32, _ context: String) -> SQLiteError {
-        SQLiteError(code: rc & 0xff, extendedCode: sqlite3_extended_errcode(handle),
-                    message: String(cString: sqlite3_errmsg(handle)), context: context)
+        SQLiteError(
+            code: rc & 0xff, extendedCode: sqlite3_extended_errcode(handle),
+            message: String(cString: sqlite3_errmsg(handle)), context: context)
     }
 
     /// Runs one or more statements without results (schema, pragmas, BEGIN/COMMIT).
@@ -150,7 +151,9 @@ final class SQLiteConnection {
         try all(statement(sql), bind, row: row)
     }
 
-    func query<T>(_ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> [T] {
+    func query<T>(
+        _ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T
+    ) throws(SQLiteError) -> [T] {
         try all(statement(query), bind, row: row)
     }
 
@@ -159,7 +162,9 @@ final class SQLiteConnection {
         try first(statement(sql), bind, row: row)
     }
 
-    func queryFirst<T>(_ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T) throws(SQLiteError) -> T? {
+    func queryFirst<T>(
+        _ query: SQLiteQuery, _ bind: (SQLiteStatement) -> Void = { _ in }, row: (SQLiteStatement) -> T
+    ) throws(SQLiteError) -> T? {
         try first(statement(query), bind, row: row)
     }
 

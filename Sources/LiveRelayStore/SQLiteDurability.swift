@@ -1,9 +1,10 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOCore
 
 /// The store's durability stage: the only place that tells callers anything.
 ///
@@ -173,15 +174,17 @@ final class SQLiteDurability: @unchecked Sendable {
         var mine = stat()
         var current = stat()
         if fstat(walDescriptor, &mine) != 0 || stat(walPath, &current) != 0
-            || mine.st_ino != current.st_ino || mine.st_dev != current.st_dev || mine.st_nlink == 0 {
+            || mine.st_ino != current.st_ino || mine.st_dev != current.st_dev || mine.st_nlink == 0
+        {
             // Not expected while the store is open; never sync a file that is no longer the WAL.
             closeDescriptor(walDescriptor)
             walDescriptor = -1
             do throws(SQLiteError) { try openWAL() } catch { return error }
         }
         guard fdatasync(walDescriptor) == 0 else {
-            return SQLiteError(code: 10, extendedCode: 10 | (4 << 8) /* SQLITE_IOERR_FSYNC */,
-                               message: "fdatasync of the WAL failed (errno \(errno))", context: walPath)
+            return SQLiteError(
+                code: 10, extendedCode: 10 | (4 << 8) /* SQLITE_IOERR_FSYNC */,
+                message: "fdatasync of the WAL failed (errno \(errno))", context: walPath)
         }
         return nil
     }
@@ -193,7 +196,7 @@ final class SQLiteDurability: @unchecked Sendable {
             let (items, closed): ([Item], Bool) = locked {
                 while queue.isEmpty && !isClosed { monitor.wait() }
                 defer { queue = [] }
-                monitor.broadcast() // room for the writer
+                monitor.broadcast()  // room for the writer
                 return (queue, isClosed && queue.isEmpty)
             }
             if closed { break }

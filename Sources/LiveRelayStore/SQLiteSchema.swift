@@ -99,8 +99,9 @@ enum SQLiteSchema {
         do throws(SQLiteError) {
             let found = try version(db)
             guard found <= current else {
-                throw SQLiteError(code: 1, message: "the file has schema version \(found), newer than this build's \(current)",
-                                  context: db.path)
+                throw SQLiteError(
+                    code: 1, message: "the file has schema version \(found), newer than this build's \(current)",
+                    context: db.path)
             }
             for version in found..<current {
                 try db.execute(migrations[version])

@@ -25,29 +25,45 @@ struct SQLiteTables {
     enum SQL {
         static let count = 22
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
-        static let updateSlot = SQLiteQuery(1,
-            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3")
-        static let pushToStartSlot = SQLiteQuery(2,
-            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3")
-        static let updateTokens = SQLiteQuery(3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
-        static let pushToStartOfType = SQLiteQuery(4,
-            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2")
-        static let pushToStartOfUser = SQLiteQuery(5, """
+        static let updateSlot = SQLiteQuery(
+            1,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3"
+        )
+        static let pushToStartSlot = SQLiteQuery(
+            2,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3"
+        )
+        static let updateTokens = SQLiteQuery(
+            3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
+        static let pushToStartOfType = SQLiteQuery(
+            4,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2"
+        )
+        static let pushToStartOfUser = SQLiteQuery(
+            5,
+            """
             SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_by_user
             WHERE kind = 1 AND external_user_id IS NOT NULL AND app_id = ?1 AND external_user_id = ?2 AND attributes_type = ?3
             """)
-        static let tokensExpired = SQLiteQuery(6,
-            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_expiring WHERE expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2")
+        static let tokensExpired = SQLiteQuery(
+            6,
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_expiring WHERE expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2"
+        )
         static let activity = SQLiteQuery(7, "SELECT \(activityColumns) FROM activities WHERE app_id = ?1 AND id = ?2")
-        static let activitiesDue = SQLiteQuery(8,
-            "SELECT \(activityColumns) FROM activities INDEXED BY activities_sweep_deadline WHERE sweep_deadline <= ?1 ORDER BY sweep_deadline LIMIT ?2")
-        static let record = SQLiteQuery(9,
+        static let activitiesDue = SQLiteQuery(
+            8,
+            "SELECT \(activityColumns) FROM activities INDEXED BY activities_sweep_deadline WHERE sweep_deadline <= ?1 ORDER BY sweep_deadline LIMIT ?2"
+        )
+        static let record = SQLiteQuery(
+            9,
             "SELECT \(recordColumns) FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2 AND key = ?3")
 
         /// An upsert, not INSERT OR REPLACE: REPLACE would silently delete
         /// another token holding the same rotation slot; here that is a
         /// constraint error (the rules always delete the occupant first).
-        static let putToken = SQLiteQuery(10, """
+        static let putToken = SQLiteQuery(
+            10,
+            """
             INSERT INTO tokens (\(tokenColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             ON CONFLICT (app_id, hex) DO UPDATE SET
                 kind = excluded.kind, environment = excluded.environment, attributes_type = excluded.attributes_type,
@@ -56,13 +72,17 @@ struct SQLiteTables {
                 expires_at = excluded.expires_at
             """)
         static let deleteToken = SQLiteQuery(11, "DELETE FROM tokens WHERE app_id = ?1 AND hex = ?2")
-        static let putActivity = SQLiteQuery(12, """
+        static let putActivity = SQLiteQuery(
+            12,
+            """
             INSERT OR REPLACE INTO activities (\(activityColumns), sweep_deadline)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """)
         static let deleteActivity = SQLiteQuery(13, "DELETE FROM activities WHERE app_id = ?1 AND id = ?2")
         static let deleteRecords = SQLiteQuery(14, "DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2")
-        static let putRecord = SQLiteQuery(15, """
+        static let putRecord = SQLiteQuery(
+            15,
+            """
             INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             """)
 
@@ -78,44 +98,80 @@ struct SQLiteTables {
     // MARK: Reads
 
     func token(_ key: TokenKey) throws(SQLiteError) -> Token? {
-        try db.queryFirst(SQL.token, { $0.bind(1, key.appID); $0.bind(2, key.hex) }, row: Self.token(from:))
+        try db.queryFirst(
+            SQL.token,
+            {
+                $0.bind(1, key.appID); $0.bind(2, key.hex)
+            }, row: Self.token(from:))
     }
 
     func token(in slot: TokenSlot) throws(SQLiteError) -> Token? {
         switch slot {
         case let .update(appID, activityID, deviceID):
-            try db.queryFirst(SQL.updateSlot, { $0.bind(1, appID); $0.bind(2, activityID); $0.bind(3, deviceID) },
-                              row: Self.token(from:))
+            try db.queryFirst(
+                SQL.updateSlot,
+                {
+                    $0.bind(1, appID); $0.bind(2, activityID); $0.bind(3, deviceID)
+                },
+                row: Self.token(from:))
         case let .pushToStart(appID, deviceID, attributesType):
-            try db.queryFirst(SQL.pushToStartSlot, { $0.bind(1, appID); $0.bind(2, attributesType); $0.bind(3, deviceID) },
-                              row: Self.token(from:))
+            try db.queryFirst(
+                SQL.pushToStartSlot,
+                {
+                    $0.bind(1, appID); $0.bind(2, attributesType); $0.bind(3, deviceID)
+                },
+                row: Self.token(from:))
         }
     }
 
     func updateTokens(of activity: ActivityKey) throws(SQLiteError) -> [Token] {
-        try db.query(SQL.updateTokens, { $0.bind(1, activity.appID); $0.bind(2, activity.activityID) }, row: Self.token(from:))
+        try db.query(
+            SQL.updateTokens,
+            {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID)
+            }, row: Self.token(from:))
     }
 
     func pushToStartTokens(appID: String, attributesType: String) throws(SQLiteError) -> [Token] {
-        try db.query(SQL.pushToStartOfType, { $0.bind(1, appID); $0.bind(2, attributesType) }, row: Self.token(from:))
+        try db.query(
+            SQL.pushToStartOfType,
+            {
+                $0.bind(1, appID); $0.bind(2, attributesType)
+            }, row: Self.token(from:))
     }
 
     func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) throws(SQLiteError) -> [Token] {
-        try db.query(SQL.pushToStartOfUser, { $0.bind(1, appID); $0.bind(2, externalUserID); $0.bind(3, attributesType) },
-                     row: Self.token(from:))
+        try db.query(
+            SQL.pushToStartOfUser,
+            {
+                $0.bind(1, appID); $0.bind(2, externalUserID); $0.bind(3, attributesType)
+            },
+            row: Self.token(from:))
     }
 
     func tokensExpired(at now: UnixTime, limit: Int) throws(SQLiteError) -> [Token] {
-        try db.query(SQL.tokensExpired, { $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit)) }, row: Self.token(from:))
+        try db.query(
+            SQL.tokensExpired,
+            {
+                $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit))
+            }, row: Self.token(from:))
     }
 
     func activity(_ key: ActivityKey) throws(SQLiteError) -> Activity? {
-        let row = try db.queryFirst(SQL.activity, { $0.bind(1, key.appID); $0.bind(2, key.activityID) }, row: Self.activity(from:))
+        let row = try db.queryFirst(
+            SQL.activity,
+            {
+                $0.bind(1, key.appID); $0.bind(2, key.activityID)
+            }, row: Self.activity(from:))
         return try row?.get()
     }
 
     func activitiesDue(at now: UnixTime, limit: Int) throws(SQLiteError) -> [Activity] {
-        let rows = try db.query(SQL.activitiesDue, { $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit)) }, row: Self.activity(from:))
+        let rows = try db.query(
+            SQL.activitiesDue,
+            {
+                $0.bind(1, now.milliseconds); $0.bind(2, Int64(limit))
+            }, row: Self.activity(from:))
         var activities: [Activity] = []
         activities.reserveCapacity(rows.count)
         for row in rows { activities.append(try row.get()) }
@@ -123,8 +179,12 @@ struct SQLiteTables {
     }
 
     func idempotencyRecord(_ activity: ActivityKey, key: String) throws(SQLiteError) -> IdempotencyRecord? {
-        let row = try db.queryFirst(SQL.record, { $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, key) },
-                                    row: Self.record(from:))
+        let row = try db.queryFirst(
+            SQL.record,
+            {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, key)
+            },
+            row: Self.record(from:))
         return try row?.get()
     }
 
@@ -153,7 +213,9 @@ struct SQLiteTables {
                 s.bind(11, token.expiresAt?.milliseconds)
             }
         case let .deleteToken(key):
-            try db.run(SQL.deleteToken) { $0.bind(1, key.appID); $0.bind(2, key.hex) }
+            try db.run(SQL.deleteToken) {
+                $0.bind(1, key.appID); $0.bind(2, key.hex)
+            }
         case let .putActivity(activity):
             try db.run(SQL.putActivity) { s in
                 s.bind(1, activity.appID)
@@ -169,8 +231,12 @@ struct SQLiteTables {
                 s.bind(11, activity.sweepDeadline.milliseconds)
             }
         case let .deleteActivity(key):
-            try db.run(SQL.deleteActivity) { $0.bind(1, key.appID); $0.bind(2, key.activityID) }
-            try db.run(SQL.deleteRecords) { $0.bind(1, key.appID); $0.bind(2, key.activityID) }
+            try db.run(SQL.deleteActivity) {
+                $0.bind(1, key.appID); $0.bind(2, key.activityID)
+            }
+            try db.run(SQL.deleteRecords) {
+                $0.bind(1, key.appID); $0.bind(2, key.activityID)
+            }
         case let .putIdempotencyRecord(record):
             try db.run(SQL.putRecord) { s in
                 s.bind(1, record.appID)
@@ -207,24 +273,26 @@ struct SQLiteTables {
         guard let state = Activity.State(rawValue: s.string(3)) else {
             return .failure(corrupt("activity state \"\(s.string(3))\"", s))
         }
-        return .success(Activity(
-            appID: s.string(0), id: s.string(1), attributesType: s.optionalString(2), state: state,
-            lastTimestamp: s.int64(4), lastContentState: s.optionalString(5),
-            createdAt: UnixTime(milliseconds: s.int64(6)), expiresAt: UnixTime(milliseconds: s.int64(7)),
-            endedAt: s.optionalInt64(8).map(UnixTime.init(milliseconds:)),
-            dismissAt: s.optionalInt64(9).map(UnixTime.init(milliseconds:))))
+        return .success(
+            Activity(
+                appID: s.string(0), id: s.string(1), attributesType: s.optionalString(2), state: state,
+                lastTimestamp: s.int64(4), lastContentState: s.optionalString(5),
+                createdAt: UnixTime(milliseconds: s.int64(6)), expiresAt: UnixTime(milliseconds: s.int64(7)),
+                endedAt: s.optionalInt64(8).map(UnixTime.init(milliseconds:)),
+                dismissAt: s.optionalInt64(9).map(UnixTime.init(milliseconds:))))
     }
 
     static func record(from s: SQLiteStatement) -> Result<IdempotencyRecord, SQLiteError> {
         guard let operation = IdempotentOperation(rawValue: s.string(3)),
-              let state = Activity.State(rawValue: s.string(6)),
-              let reply = s.optionalString(9).map({ StoredReply(timestamp: s.int64(5), state: state, targetsJSON: $0) })
+            let state = Activity.State(rawValue: s.string(6)),
+            let reply = s.optionalString(9).map({ StoredReply(timestamp: s.int64(5), state: state, targetsJSON: $0) })
                 ?? StoredReply(timestamp: s.int64(5), state: state, legacySummary: s.blob(7))
         else { return .failure(corrupt("idempotency record", s)) }
-        return .success(IdempotencyRecord(
-            appID: s.string(0), activityID: s.string(1), key: s.string(2), operation: operation,
-            fingerprint: UInt64(bitPattern: s.int64(4)), reply: reply,
-            createdAt: UnixTime(milliseconds: s.int64(8))))
+        return .success(
+            IdempotencyRecord(
+                appID: s.string(0), activityID: s.string(1), key: s.string(2), operation: operation,
+                fingerprint: UInt64(bitPattern: s.int64(4)), reply: reply,
+                createdAt: UnixTime(milliseconds: s.int64(8))))
     }
 }
 

@@ -1,10 +1,11 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import NIOConcurrencyHelpers
-import NIOCore
 
 /// A FIFO of jobs for dedicated threads, with a condition variable to wait on.
 ///
@@ -122,11 +123,13 @@ func startSQLiteThread(name: String, _ body: @escaping @Sendable () -> Void) thr
     #else
     var thread: pthread_t?
     #endif
-    let rc = pthread_create(&thread, nil, { argument in
-        let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
-        box.body()
-        return nil
-    }, box)
+    let rc = pthread_create(
+        &thread, nil,
+        { argument in
+            let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            box.body()
+            return nil
+        }, box)
     guard rc == 0 else {
         Unmanaged<Box>.fromOpaque(box).release()
         throw SQLiteError(code: 1, message: "pthread_create failed (\(rc))", context: name)

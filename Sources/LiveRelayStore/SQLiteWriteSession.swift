@@ -79,12 +79,15 @@ final class SQLiteWriteSession {
         let groups = completions.values
         completions = [:]
         let committedWrites = wrote && commit.isSuccess
-        return (committedWrites, { durable in
-            let outcome = commit.flatMap { durable }
-            for (loop, group) in groups {
-                loop.execute { for complete in group { complete(outcome) } }
+        return (
+            committedWrites,
+            { durable in
+                let outcome = commit.flatMap { durable }
+                for (loop, group) in groups {
+                    loop.execute { for complete in group { complete(outcome) } }
+                }
             }
-        })
+        )
     }
 
     /// Plans `mutation` against the transaction so far and writes the plan in

@@ -15,8 +15,10 @@ final class SQLiteWriter {
     let maxBatch: Int
     let pipelined: Bool
 
-    init(session: SQLiteWriteSession, writes: SQLiteJobQueue<WriteJob>, durability: SQLiteDurability,
-         checkpointer: SQLiteCheckpointer?, counters: SQLiteCounters, maxBatch: Int, pipelined: Bool) {
+    init(
+        session: SQLiteWriteSession, writes: SQLiteJobQueue<WriteJob>, durability: SQLiteDurability,
+        checkpointer: SQLiteCheckpointer?, counters: SQLiteCounters, maxBatch: Int, pipelined: Bool
+    ) {
         self.session = session
         self.writes = writes
         self.durability = durability
@@ -40,7 +42,7 @@ final class SQLiteWriter {
                 let start = sqliteMonotonicNanoseconds()
                 checkpointer.restartAndWait()
                 restartWait = sqliteMonotonicNanoseconds() - start
-                wal.frames = 0 // the next commit's hook reports the restarted (or not) WAL
+                wal.frames = 0  // the next commit's hook reports the restarted (or not) WAL
             }
             let start = sqliteMonotonicNanoseconds()
             guard session.begin(batch) else { continue }
@@ -61,9 +63,10 @@ final class SQLiteWriter {
             let epoch = wrote ? durability.beginCommit() : durability.lastEpoch
             let (committedWrites, deliver) = session.commit()
             let end = sqliteMonotonicNanoseconds()
-            counters.count(batch: session.jobCount, committedWrites: committedWrites, execute: executed,
-                           wait: commitStart - start - executed, commit: end - commitStart, restartWait: restartWait,
-                           walFrames: wal.frames)
+            counters.count(
+                batch: session.jobCount, committedWrites: committedWrites, execute: executed,
+                wait: commitStart - start - executed, commit: end - commitStart, restartWait: restartWait,
+                walFrames: wal.frames)
             durability.submit(SQLiteDurability.Item(epoch: epoch, needsSync: pipelined && wrote, deliver: deliver))
             if let checkpointer, committedWrites { checkpointer.walHas(frames: wal.frames) }
         }

@@ -161,7 +161,9 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         return Int(UInt(bitPattern: hasher.finalize()) % UInt(lanes))
     }
 
-    private func read<T: Sendable>(on eventLoop: any EventLoop, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) -> EventLoopFuture<T> {
+    private func read<T: Sendable>(
+        on eventLoop: any EventLoop, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
         guard !lanes[0].isClosed else {
             promise.fail(ActivityStoreError.closed)
@@ -256,7 +258,8 @@ extension PostgresActivityStore {
         defer { run.cancel() }
         try await client.withConnection { connection in
             _ = try await connection.query(
-                PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(configuration.schema)\" CASCADE"), logger: Logger(label: "liverelay.postgres"))
+                PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \"\(configuration.schema)\" CASCADE"),
+                logger: Logger(label: "liverelay.postgres"))
         }
     }
 }

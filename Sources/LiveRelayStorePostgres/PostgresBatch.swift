@@ -143,9 +143,11 @@ struct PostgresBatchRunner: Sendable {
                 return
             } catch {
                 let failure = Self.classify(error, commitSent: progress.commitSent)
-                logger.debug("batch failed", metadata: [
-                    "size": "\(batch.count)", "attempt": "\(attempt)", "failure": "\(failure)", "error": "\(String(reflecting: error))",
-                ])
+                logger.debug(
+                    "batch failed",
+                    metadata: [
+                        "size": "\(batch.count)", "attempt": "\(attempt)", "failure": "\(failure)", "error": "\(String(reflecting: error))",
+                    ])
                 switch failure {
                 case .conflict, .uniqueViolation:
                     counters.withLockedValue { $0.conflicts += 1 }

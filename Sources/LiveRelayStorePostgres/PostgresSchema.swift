@@ -86,7 +86,7 @@ enum PostgresSchema {
         // not a wire message; rows written by version 1 keep their reply_summary and are
         // read through StoredReply(legacySummary:) until they are purged with their activity.
         [
-            "ALTER TABLE idempotency_records ADD COLUMN reply_targets text",
+            "ALTER TABLE idempotency_records ADD COLUMN reply_targets text"
         ],
     ]
 
@@ -109,8 +109,10 @@ enum PostgresSchema {
             try await run("SET LOCAL search_path TO \"\(schema)\"")
             try await run("CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)")
             var found = 0
-            for try await (version) in try await connection.query("SELECT coalesce(max(version), 0)::int8 FROM schema_version", logger: logger)
-                .decode(Int64.self) {
+            for try await (version) in try await connection.query(
+                "SELECT coalesce(max(version), 0)::int8 FROM schema_version", logger: logger
+            )
+            .decode(Int64.self) {
                 found = Int(version)
             }
             guard found <= current else { throw PostgresStoreError.newerSchema(found: found, supported: current) }

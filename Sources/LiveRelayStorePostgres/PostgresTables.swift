@@ -92,7 +92,9 @@ enum PostgresTables {
 
     /// Answers every key in `keys` (an absent row answers nil or []): at most
     /// three statements plus one per sweep read, whatever the number of keys.
-    static func fetch(_ keys: some Collection<ReadKey>, on connection: PostgresConnection, logger: Logger) async throws -> [ReadKey: ReadValue] {
+    static func fetch(
+        _ keys: some Collection<ReadKey>, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [ReadKey: ReadValue] {
         var answers: [ReadKey: ReadValue] = [:]
         var tokenQueries = Array(repeating: [ReadKey](), count: 6)
         var tokenArrays = Array(repeating: [String](), count: 15)
@@ -193,7 +195,7 @@ enum PostgresTables {
 
     static func record(_ r: RecordRow) throws -> IdempotencyRecord {
         guard let operation = IdempotentOperation(rawValue: r.3), let state = Activity.State(rawValue: r.6),
-              let reply = r.9.map({ StoredReply(timestamp: r.5, state: state, targetsJSON: $0) })
+            let reply = r.9.map({ StoredReply(timestamp: r.5, state: state, targetsJSON: $0) })
                 ?? StoredReply(timestamp: r.5, state: state, legacySummary: Array(buffer: r.7))
         else { throw PostgresStoreError.corruptRow("idempotency record \(r.0)/\(r.1)/\(r.2)") }
         return IdempotencyRecord(

@@ -104,7 +104,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         }
         guard verification == .fullVerification || verification == .optional else { return }
-        let ok = isIPAddress
+        let ok =
+            isIPAddress
             ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), hostname) == 1
             : SSL_set1_host(ssl, hostname) == 1
         guard ok else {

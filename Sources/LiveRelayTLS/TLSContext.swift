@@ -98,23 +98,27 @@ public final class TLSContext: @unchecked Sendable {
         switch source {
         case .file(let path):
             guard SSL_CTX_use_certificate_chain_file(ctx, path) == 1 else {
-                throw TLSContextError(setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
+                throw TLSContextError(
+                    setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
             }
         case .bytes(let bytes):
             let certificates = try Self.readCertificates(bytes, setting: "certificate chain", source: source)
             guard let leaf = certificates.first else {
-                throw TLSContextError(setting: "certificate chain", source: source.redactedDescription, openSSLError: "no certificate found")
+                throw TLSContextError(
+                    setting: "certificate chain", source: source.redactedDescription, openSSLError: "no certificate found")
             }
             defer { certificates.forEach { X509_free($0) } }
             guard SSL_CTX_use_certificate(ctx, leaf) == 1 else {
-                throw TLSContextError(setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
+                throw TLSContextError(
+                    setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
             }
             for intermediate in certificates.dropFirst() {
                 // add0 takes ownership on success: add a reference so the deferred free stays balanced.
                 X509_up_ref(intermediate)
                 guard lr_SSL_CTX_add0_chain_cert(ctx, intermediate) == 1 else {
                     X509_free(intermediate)
-                    throw TLSContextError(setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
+                    throw TLSContextError(
+                        setting: "certificate chain", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
                 }
             }
         }
@@ -123,7 +127,8 @@ public final class TLSContext: @unchecked Sendable {
     private func loadPrivateKey() throws(TLSContextError) {
         guard let source = configuration.privateKey else {
             if configuration.certificateChain != nil {
-                throw TLSContextError(setting: "private key", source: nil, openSSLError: "a certificate chain was given without its private key")
+                throw TLSContextError(
+                    setting: "private key", source: nil, openSSLError: "a certificate chain was given without its private key")
             }
             return
         }
@@ -147,7 +152,9 @@ public final class TLSContext: @unchecked Sendable {
             }
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
-            throw TLSContextError(setting: "private key", source: source.redactedDescription, openSSLError: "does not match the certificate: " + OpenSSLErrorQueue.message())
+            throw TLSContextError(
+                setting: "private key", source: source.redactedDescription,
+                openSSLError: "does not match the certificate: " + OpenSSLErrorQueue.message())
         }
     }
 
@@ -165,7 +172,8 @@ public final class TLSContext: @unchecked Sendable {
             switch source {
             case .file(let path):
                 guard SSL_CTX_load_verify_locations(ctx, path, nil) == 1 else {
-                    throw TLSContextError(setting: "trust roots (CA file)", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
+                    throw TLSContextError(
+                        setting: "trust roots (CA file)", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
                 }
                 if let names = SSL_load_client_CA_file(path) {
                     SSL_CTX_set_client_CA_list(ctx, names)
@@ -182,7 +190,8 @@ public final class TLSContext: @unchecked Sendable {
             let store = SSL_CTX_get_cert_store(ctx)
             for certificate in certificates {
                 guard X509_STORE_add_cert(store, certificate) == 1, SSL_CTX_add_client_CA(ctx, certificate) == 1 else {
-                    throw TLSContextError(setting: "trust roots (CA)", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
+                    throw TLSContextError(
+                        setting: "trust roots (CA)", source: source.redactedDescription, openSSLError: OpenSSLErrorQueue.message())
                 }
             }
         }
@@ -213,7 +222,8 @@ public final class TLSContext: @unchecked Sendable {
         for name in protocols {
             let bytes = Array(name.utf8)
             guard (1...255).contains(bytes.count) else {
-                throw TLSContextError(setting: "application protocols (ALPN)", source: nil, openSSLError: "protocol name '\(name)' must be 1 to 255 bytes")
+                throw TLSContextError(
+                    setting: "application protocols (ALPN)", source: nil, openSSLError: "protocol name '\(name)' must be 1 to 255 bytes")
             }
             wire.append(UInt8(bytes.count))
             wire.append(contentsOf: bytes)
@@ -236,25 +246,27 @@ final class ALPNWire {
 }
 
 /// Refuses passphrase prompts: LiveRelay keys are unencrypted files protected by file permissions.
-private let noPassphraseCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = { _, _, _, _ in
+private let noPassphraseCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32, UnsafeMutableRawPointer?) -> Int32 = {
+    _, _, _, _ in
     -1
 }
 
 /// Server ALPN selection: the first protocol of our list that the client offered.
 /// `arg` is the context's wire-format list, which outlives every connection.
-private let alpnSelectCallback: @convention(c) (
-    OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
-    UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
-) -> Int32 = { _, out, outLength, clientList, clientLength, arg in
-    guard let out, let outLength, let clientList, let arg else { return SSL_TLSEXT_ERR_ALERT_FATAL }
-    let serverList = Unmanaged<ALPNWire>.fromOpaque(arg).takeUnretainedValue().bytes
-    var selected: UnsafeMutablePointer<UInt8>? = nil
-    let result = SSL_select_next_proto(
-        &selected, outLength, serverList.baseAddress, UInt32(serverList.count), clientList, clientLength)
-    guard result == OPENSSL_NPN_NEGOTIATED, let selected else {
-        // RFC 7301: no protocol in common is a fatal no_application_protocol alert.
-        return SSL_TLSEXT_ERR_ALERT_FATAL
+private let alpnSelectCallback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outLength, clientList, clientLength, arg in
+        guard let out, let outLength, let clientList, let arg else { return SSL_TLSEXT_ERR_ALERT_FATAL }
+        let serverList = Unmanaged<ALPNWire>.fromOpaque(arg).takeUnretainedValue().bytes
+        var selected: UnsafeMutablePointer<UInt8>? = nil
+        let result = SSL_select_next_proto(
+            &selected, outLength, serverList.baseAddress, UInt32(serverList.count), clientList, clientLength)
+        guard result == OPENSSL_NPN_NEGOTIATED, let selected else {
+            // RFC 7301: no protocol in common is a fatal no_application_protocol alert.
+            return SSL_TLSEXT_ERR_ALERT_FATAL
+        }
+        out.pointee = UnsafePointer(selected)
+        return SSL_TLSEXT_ERR_OK
     }
-    out.pointee = UnsafePointer(selected)
-    return SSL_TLSEXT_ERR_OK
-}

@@ -155,7 +155,8 @@ extension ClientConnectionStateMachine {
             }
             self.goAwayReceived = goAway
             let status: StatusCode = goAway.code == .unauthenticated ? .unauthenticated : .unavailable
-            let message = goAway.reason.isEmpty
+            let message =
+                goAway.reason.isEmpty
                 ? "server is going away (\(goAway.code))"
                 : "server is going away (\(goAway.code)): \(goAway.reason)"
             for id in self.pending.keys.filter({ $0 > goAway.lastRequestID }).sorted() {

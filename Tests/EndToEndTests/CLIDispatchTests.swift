@@ -35,17 +35,27 @@ struct CLIDispatchTests {
 
         let startToken = String(repeating: "ab", count: 32)
         let updateToken = String(repeating: "cd", count: 32)
-        _ = try cli(["register-token", "--app", "dev.app", "--token", startToken, "--kind", "push-to-start",
-                     "--attributes-type", "OrderAttributes", "--device", "phone-1", "--environment", "sandbox"])
-        let started = try cli(["start", "--app", "dev.app", "--activity", "order-1", "--attributes-type", "OrderAttributes",
-                               "--attributes", #"{"orderID":"1"}"#, "--content-state", #"{"status":"placed"}"#,
-                               "--token", startToken, "--alert-title", "Order placed", "--wait-for-delivery"])
-        _ = try cli(["register-token", "--app", "dev.app", "--token", updateToken, "--kind", "update",
-                     "--activity", "order-1", "--device", "phone-1", "--environment", "sandbox"])
-        let updated = try cli(["update", "--app", "dev.app", "--activity", "order-1",
-                               "--content-state", #"{"status":"shipped"}"#, "--wait-for-delivery"])
-        let ended = try cli(["end", "--app", "dev.app", "--activity", "order-1",
-                             "--content-state", #"{"status":"delivered"}"#, "--wait-for-delivery"])
+        _ = try cli([
+            "register-token", "--app", "dev.app", "--token", startToken, "--kind", "push-to-start",
+            "--attributes-type", "OrderAttributes", "--device", "phone-1", "--environment", "sandbox",
+        ])
+        let started = try cli([
+            "start", "--app", "dev.app", "--activity", "order-1", "--attributes-type", "OrderAttributes",
+            "--attributes", #"{"orderID":"1"}"#, "--content-state", #"{"status":"placed"}"#,
+            "--token", startToken, "--alert-title", "Order placed", "--wait-for-delivery",
+        ])
+        _ = try cli([
+            "register-token", "--app", "dev.app", "--token", updateToken, "--kind", "update",
+            "--activity", "order-1", "--device", "phone-1", "--environment", "sandbox",
+        ])
+        let updated = try cli([
+            "update", "--app", "dev.app", "--activity", "order-1",
+            "--content-state", #"{"status":"shipped"}"#, "--wait-for-delivery",
+        ])
+        let ended = try cli([
+            "end", "--app", "dev.app", "--activity", "order-1",
+            "--content-state", #"{"status":"delivered"}"#, "--wait-for-delivery",
+        ])
 
         // Each call waited for APNs's answers: one push each, delivered, final.
         for (name, reply) in [("start", started), ("update", updated), ("end", ended)] {
@@ -59,7 +69,8 @@ struct CLIDispatchTests {
         let records = try Self.records(at: dataDir.path + "/mock-apns.jsonl")
         #expect(records.count == 3, "mock records: \(records)")
         guard records.count == 3 else { return }
-        #expect(records.map { $0["path"] as? String } == ["/3/device/" + startToken, "/3/device/" + updateToken, "/3/device/" + updateToken])
+        #expect(
+            records.map { $0["path"] as? String } == ["/3/device/" + startToken, "/3/device/" + updateToken, "/3/device/" + updateToken])
         #expect(records.allSatisfy { $0["status"] as? Int == 200 && $0["method"] as? String == "POST" })
         for record in records {
             let headers = Dictionary((record["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }, uniquingKeysWith: { a, _ in a })
@@ -69,7 +80,10 @@ struct CLIDispatchTests {
             #expect(headers["authorization"]?.hasPrefix("bearer ") == true)
         }
         let bodies = records.map { $0["body"] as? String ?? "" }
-        #expect(bodies[0] == #"{"aps":{"timestamp":\#(timestamps[0]),"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{"orderID":"1"},"input-push-token":1,"alert":{"title":"Order placed"}}}"#)
+        #expect(
+            bodies[0]
+                == #"{"aps":{"timestamp":\#(timestamps[0]),"event":"start","content-state":{"status":"placed"},"attributes-type":"OrderAttributes","attributes":{"orderID":"1"},"input-push-token":1,"alert":{"title":"Order placed"}}}"#
+        )
         #expect(bodies[1] == #"{"aps":{"timestamp":\#(timestamps[1]),"event":"update","content-state":{"status":"shipped"}}}"#)
         #expect(bodies[2].hasPrefix(#"{"aps":{"timestamp":\#(timestamps[2]),"event":"end","content-state":{"status":"delivered"}"#))
     }
@@ -86,8 +100,10 @@ struct CLIDispatchTests {
         }
         #expect(!result.output.contains("ap-ns"), "\(result.output)")
         #expect(!result.output.contains(".swift"), "\(result.output)")
-        for key in ["\"listen\"", "\"tls\"", "\"api_key_file\"", "\"app_ids\"", "\"allowed_methods\"", "\"limits\"",
-                    "\"store\"", "\"apps\"", "\"queue_capacity\""] {
+        for key in [
+            "\"listen\"", "\"tls\"", "\"api_key_file\"", "\"app_ids\"", "\"allowed_methods\"", "\"limits\"",
+            "\"store\"", "\"apps\"", "\"queue_capacity\"",
+        ] {
             #expect(result.output.contains(key), "\(key) missing:\n\(result.output)")
         }
     }

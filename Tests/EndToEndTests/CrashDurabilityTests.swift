@@ -48,32 +48,40 @@ struct CrashDurabilityTests {
         #expect(load.int("acked_not_created") == 0, "an acknowledged first registration was not CREATED: \(load)")
 
         #expect(verify.int("acked_checked") == load.int("acked"))
-        #expect(verify.int("lost") == 0,
-                "\(verify.int("lost")) of \(verify.int("acked_checked")) acknowledged tokens were lost (CREATED again after the restart), e.g. [conn, seq, result] \(verify["lost_samples"] ?? "")")
-        #expect(verify.int("acked_other") == 0, "acknowledged tokens came back neither UNCHANGED nor CREATED: \(verify["acked_other_samples"] ?? "")")
+        #expect(
+            verify.int("lost") == 0,
+            "\(verify.int("lost")) of \(verify.int("acked_checked")) acknowledged tokens were lost (CREATED again after the restart), e.g. [conn, seq, result] \(verify["lost_samples"] ?? "")"
+        )
+        #expect(
+            verify.int("acked_other") == 0,
+            "acknowledged tokens came back neither UNCHANGED nor CREATED: \(verify["acked_other_samples"] ?? "")")
         #expect(verify.int("acked_unchanged") == load.int("acked"))
         #expect(verify.int("unacked_checked") == load.int("unacked"))
-        #expect(verify.int("unacked_present") + verify.int("unacked_absent") == verify.int("unacked_checked"),
-                "unanswered calls came back neither present nor absent: \(verify["unacked_other_samples"] ?? "")")
+        #expect(
+            verify.int("unacked_present") + verify.int("unacked_absent") == verify.int("unacked_checked"),
+            "unanswered calls came back neither present nor absent: \(verify["unacked_other_samples"] ?? "")")
         // The check can fail: tokens never sent are CREATED after the restart, and UNCHANGED when repeated.
         #expect(verify.int("controls") > 0)
         #expect(verify.int("controls_created") == verify.int("controls"), "control tokens: \(verify)")
         #expect(verify.int("controls_unchanged_on_repeat") == verify.int("controls"), "control tokens: \(verify)")
         #expect(run.verifyStatus == 0, "crash_durability.py verify exited \(run.verifyStatus)")
-        print("crash durability: \(load.int("acked")) acknowledged (\(load.int("acked_after_kill")) read after the SIGKILL), "
-              + "\(load.int("in_flight_at_kill")) in flight at the kill, \(load.int("unacked")) unanswered "
-              + "(\(verify.int("unacked_present")) present, \(verify.int("unacked_absent")) absent after the restart); "
-              + "\(verify.int("acked_unchanged")) of \(verify.int("acked_checked")) acknowledged found")
+        print(
+            "crash durability: \(load.int("acked")) acknowledged (\(load.int("acked_after_kill")) read after the SIGKILL), "
+                + "\(load.int("in_flight_at_kill")) in flight at the kill, \(load.int("unacked")) unanswered "
+                + "(\(verify.int("unacked_present")) present, \(verify.int("unacked_absent")) absent after the restart); "
+                + "\(verify.int("acked_unchanged")) of \(verify.int("acked_checked")) acknowledged found")
     }
 
-    @Test("control: restarted on the in-memory store, the same check reports every acknowledged token lost",
-          .timeLimit(.minutes(5)))
+    @Test(
+        "control: restarted on the in-memory store, the same check reports every acknowledged token lost",
+        .timeLimit(.minutes(5)))
     func checkNoticesLostTokens() throws {
         guard let run = try CrashRun.perform(restartArguments: ["--store", "memory"]) else { return }
         #expect(run.load.int("acked") >= Self.killAfter)
         #expect(run.verify.int("acked_checked") == run.load.int("acked"))
-        #expect(run.verify.int("lost") == run.verify.int("acked_checked"),
-                "the check missed lost tokens: \(run.verify)")
+        #expect(
+            run.verify.int("lost") == run.verify.int("acked_checked"),
+            "the check missed lost tokens: \(run.verify)")
         #expect(run.verifyStatus != 0, "crash_durability.py verify passed although the server forgot everything")
     }
 }
@@ -138,9 +146,11 @@ struct CrashRun {
         let pid = server.process.processIdentifier
         let loaded = try E2E.run(
             "/usr/bin/env",
-            ["python3", script, "load", "--port", String(port), "--kill-pid", String(pid),
-             "--connections", "4", "--depth", "64", "--kill-after", String(CrashDurabilityTests.killAfter),
-             "--duration", "120"] + common,
+            [
+                "python3", script, "load", "--port", String(port), "--kill-pid", String(pid),
+                "--connections", "4", "--depth", "64", "--kill-after", String(CrashDurabilityTests.killAfter),
+                "--duration", "120",
+            ] + common,
             environment: environment, timeout: 180
         )
         // The driver has returned: the server must be dead by its SIGKILL (not by a crash of its own, not alive).
@@ -150,14 +160,20 @@ struct CrashRun {
             Issue.record("the server is still running after the driver's SIGKILL\n\(loaded.output)")
             return nil
         }
-        #expect(server.process.terminationReason == .uncaughtSignal && server.process.terminationStatus == SIGKILL,
-                "the server exited with \(server.process.terminationReason == .exit ? "status" : "signal") \(server.process.terminationStatus), not SIGKILL\n\(server.transcript())")
+        #expect(
+            server.process.terminationReason == .uncaughtSignal && server.process.terminationStatus == SIGKILL,
+            "the server exited with \(server.process.terminationReason == .exit ? "status" : "signal") \(server.process.terminationStatus), not SIGKILL\n\(server.transcript())"
+        )
         guard !loaded.timedOut, let load = parseResult(loaded.output) else {
-            Issue.record("crash_durability.py load failed (exit \(loaded.status), timed out: \(loaded.timedOut)):\n\(loaded.output)\n--- server:\n\(server.transcript())")
+            Issue.record(
+                "crash_durability.py load failed (exit \(loaded.status), timed out: \(loaded.timedOut)):\n\(loaded.output)\n--- server:\n\(server.transcript())"
+            )
             return nil
         }
         guard loaded.status == 0, load["killed"] as? Bool == true else {
-            Issue.record("crash_durability.py load did not reach the kill cleanly (exit \(loaded.status)): \(load)\n--- server:\n\(server.transcript())")
+            Issue.record(
+                "crash_durability.py load did not reach the kill cleanly (exit \(loaded.status)): \(load)\n--- server:\n\(server.transcript())"
+            )
             return nil
         }
 
@@ -188,7 +204,9 @@ struct CrashRun {
             environment: environment, timeout: 180
         )
         guard !verified.timedOut, let verify = parseResult(verified.output) else {
-            Issue.record("crash_durability.py verify failed (exit \(verified.status), timed out: \(verified.timedOut)):\n\(verified.output)\n--- server:\n\(restarted.transcript())")
+            Issue.record(
+                "crash_durability.py verify failed (exit \(verified.status), timed out: \(verified.timedOut)):\n\(verified.output)\n--- server:\n\(restarted.transcript())"
+            )
             return nil
         }
         #expect(restarted.isRunning, "the restarted server exited during the check:\n\(restarted.transcript())")

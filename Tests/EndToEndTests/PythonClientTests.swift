@@ -65,9 +65,11 @@ struct PythonClientTests {
         environment["PYTHONUNBUFFERED"] = "1"
         let python = try E2E.run(
             "/usr/bin/env",
-            ["python3", script.path,
-             "--host", "127.0.0.1", "--port", String(ready.port),
-             "--api-key", apiKey, "--ca", certificate.path, "-v"],
+            [
+                "python3", script.path,
+                "--host", "127.0.0.1", "--port", String(ready.port),
+                "--api-key", apiKey, "--ca", certificate.path, "-v",
+            ],
             environment: environment,
             timeout: 480
         )
@@ -86,8 +88,9 @@ struct PythonClientTests {
         if python.status != 0 || summary?.failed != 0 || python.timedOut {
             Issue.record("Python suite output:\n\(output)\n--- server:\n\(server.transcript())")
         } else {
-            print(output.split(separator: "\n").filter { $0.hasPrefix("note:") || $0.contains("passed,") }
-                .joined(separator: "\n"))
+            print(
+                output.split(separator: "\n").filter { $0.hasPrefix("note:") || $0.contains("passed,") }
+                    .joined(separator: "\n"))
         }
     }
 
@@ -156,12 +159,13 @@ enum E2E {
                 return candidate
             }
         }
-        throw Failure(description: """
-            the `liverelay` executable was not found next to the test bundle; looked at:
-            \(candidates.map(\.path).joined(separator: "\n"))
-            Build it first (`swift build --product liverelay`, same --scratch-path and configuration), \
-            or set LIVERELAY_BINARY.
-            """)
+        throw Failure(
+            description: """
+                the `liverelay` executable was not found next to the test bundle; looked at:
+                \(candidates.map(\.path).joined(separator: "\n"))
+                Build it first (`swift build --product liverelay`, same --scratch-path and configuration), \
+                or set LIVERELAY_BINARY.
+                """)
     }
 
     static func makeTemporaryDirectory(prefix: String) throws -> URL {
@@ -198,7 +202,8 @@ enum E2E {
     static func parseSummary(_ line: String) -> (passed: Int, failed: Int)? {
         let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
         guard words.count == 4, words[1] == "passed,", words[3] == "failed",
-              let passed = Int(words[0]), let failed = Int(words[2]) else { return nil }
+            let passed = Int(words[0]), let failed = Int(words[2])
+        else { return nil }
         return (passed, failed)
     }
 
@@ -209,8 +214,10 @@ enum E2E {
     }
 
     /// Runs a program to completion (or kills it after `timeout` seconds); stdout and stderr merged.
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String],
-                    timeout: TimeInterval) throws -> RunResult {
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String],
+        timeout: TimeInterval
+    ) throws -> RunResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -326,8 +333,11 @@ final class ServerProcess {
     static func port(in line: String) -> Int? {
         let tokens = line.split(whereSeparator: { $0 == " " || $0 == "\"" || $0 == "," })
         for token in tokens.reversed() {
-            if let colon = token.lastIndex(of: ":"), let port = Int(token[token.index(after: colon)...]
-                .trimmingCharacters(in: .punctuationCharacters)), port > 0, port < 65536 {
+            if let colon = token.lastIndex(of: ":"),
+                let port = Int(
+                    token[token.index(after: colon)...]
+                        .trimmingCharacters(in: .punctuationCharacters)), port > 0, port < 65536
+            {
                 return port
             }
         }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 /// The APNs client owns the pools: one per destination and key, shared by the apps that have both.

@@ -6,6 +6,7 @@ import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 /// What the handler told its pool.
@@ -33,8 +34,13 @@ struct ConnectionHandlerFrameTests {
             tokenSource: ProviderTokenSource(key: PoolIntegrationTests.key), delegate: delegate)
         try channel.pipeline.syncOperations.addHandler(handler)
         channel.pipeline.fireUserInboundEventTriggered(TLSEvent.handshakeCompleted(negotiatedProtocol: "h2"))
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: 10)]))))
+        try channel.writeInbound(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .settings(
+                    .settings([
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 10)
+                    ]))))
     }
 
     func send(_ n: Int) -> EventLoopFuture<APNsResponse> {
@@ -56,8 +62,12 @@ struct ConnectionHandlerFrameTests {
         headers.add(name: "apns-id", value: "11111111-2222-3333-4444-555555555555")
         try channel.writeInbound(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: body == nil))))
         if let body {
-            try channel.writeInbound(HTTP2Frame(streamID: id, payload: .data(.init(
-                data: .byteBuffer(ByteBuffer(string: body)), endStream: true))))
+            try channel.writeInbound(
+                HTTP2Frame(
+                    streamID: id,
+                    payload: .data(
+                        .init(
+                            data: .byteBuffer(ByteBuffer(string: body)), endStream: true))))
         }
     }
 
@@ -104,8 +114,11 @@ struct ConnectionHandlerFrameTests {
     @Test func goAwayFailsTheStreamsAboveItsLastIDAsUnprocessed() throws {
         let kept = send(1), dropped = send(2)
         _ = try outbound()
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(
-            lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
+        try channel.writeInbound(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .goAway(
+                    lastStreamID: 1, errorCode: .noError, opaqueData: nil)))
         #expect(result(dropped) == .failure(.refusedByGoAway))
         #expect(result(kept) == nil, "stream 1 may still be answered")
         try answer(1, status: "200")

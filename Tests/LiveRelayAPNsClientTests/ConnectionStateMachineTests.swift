@@ -1,13 +1,15 @@
 import LiveRelayAPNs
 import NIOCore
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 @Suite("APNs connection state machine")
 struct ConnectionStateMachineTests {
     let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    let timeouts = APNsConnectionStateMachine.Timeouts(idlePingInterval: .seconds(60), pingTimeout: .seconds(10),
-                                                       responseTimeout: .seconds(30))
+    let timeouts = APNsConnectionStateMachine.Timeouts(
+        idlePingInterval: .seconds(60), pingTimeout: .seconds(10),
+        responseTimeout: .seconds(30))
 
     func ready() -> APNsConnectionStateMachine {
         var m = APNsConnectionStateMachine(timeouts: timeouts, now: t0)
@@ -73,8 +75,11 @@ struct ConnectionStateMachineTests {
         m.streamIDAssigned(keys[0], http2ID: 1)
         m.streamIDAssigned(keys[2], http2ID: 3)
         // keys[1]'s HEADERS never reached the socket: not sent, so retryable anywhere.
-        #expect(m.connectionClosed() == [.failStreams([keys[1]], .refusedByGoAway),
-                                         .failStreams([keys[0], keys[2]], .connectionLost)])
+        #expect(
+            m.connectionClosed() == [
+                .failStreams([keys[1]], .refusedByGoAway),
+                .failStreams([keys[0], keys[2]], .connectionLost),
+            ])
         #expect(m.phase == .closed && m.openStreams == 0)
         #expect(m.connectionClosed() == [])
         #expect(m.openStream(now: t0) == .unavailable)

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 /// Counts the flushes that get past the coalescer and what was written before each.

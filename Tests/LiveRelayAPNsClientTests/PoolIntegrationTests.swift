@@ -6,6 +6,7 @@ import LiveRelayTestSupport
 import NIOCore
 import NIOPosix
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 /// The pool against `LiveRelayMockAPNs` over real TLS and HTTP/2 on loopback.
@@ -15,17 +16,22 @@ struct PoolIntegrationTests {
     static let bundleID = "com.example.liverelay"
 
     static func mockConfiguration() -> MockAPNsConfiguration {
-        MockAPNsConfiguration(apps: [MockAPNsApp(bundleID: bundleID, teamID: key.teamID, keyID: key.keyID,
-                                                 publicKeyPEM: try! key.publicKeyPEM)])
+        MockAPNsConfiguration(apps: [
+            MockAPNsApp(
+                bundleID: bundleID, teamID: key.teamID, keyID: key.keyID,
+                publicKeyPEM: try! key.publicKeyPEM)
+        ])
     }
 
     static func request(_ n: Int) -> APNsRequest {
         let digits = String(n, radix: 16)
         let token = String(repeating: "a", count: 64 - digits.count) + digits
-        let payload = APNsPayload(bytes: Array(
-            #"{"aps":{"timestamp":\#(1_700_000_000 + n),"event":"update","content-state":{"n":\#(n)}}}"#.utf8))
-        return APNsRequest(deviceToken: token, headers: APNsHeaders(bundleID: bundleID, expiration: 0),
-                           payload: payload, apnsID: "00000000-0000-0000-0000-\(String(repeating: "0", count: 12 - digits.count))\(digits)")
+        let payload = APNsPayload(
+            bytes: Array(
+                #"{"aps":{"timestamp":\#(1_700_000_000 + n),"event":"update","content-state":{"n":\#(n)}}}"#.utf8))
+        return APNsRequest(
+            deviceToken: token, headers: APNsHeaders(bundleID: bundleID, expiration: 0),
+            payload: payload, apnsID: "00000000-0000-0000-0000-\(String(repeating: "0", count: 12 - digits.count))\(digits)")
     }
 
     /// Starts a mock, makes a pool that trusts its certificate, runs `body`, shuts both down.
@@ -39,8 +45,9 @@ struct PoolIntegrationTests {
         configure(&mockConfiguration)
         let group = MultiThreadedEventLoopGroup.singleton
         let mock = try await MockAPNsServer.start(configuration: mockConfiguration, group: group)
-        var configuration = APNsClientConfiguration.trusting(certificatePEM: mock.certificatePEM,
-                                                             endpoint: .custom(host: "127.0.0.1", port: mock.port))
+        var configuration = APNsClientConfiguration.trusting(
+            certificatePEM: mock.certificatePEM,
+            endpoint: .custom(host: "127.0.0.1", port: mock.port))
         configuration.backoff = Backoff(initial: .milliseconds(20), maximum: .milliseconds(200))
         configuration.tickInterval = .milliseconds(50)
         adjust(&configuration)
@@ -81,21 +88,27 @@ struct PoolIntegrationTests {
     }
 
     @Test func honoursTheStreamLimitAsAPNsRaisesIt() async throws {
-        try await Self.withPool(mock: { $0.limitStreamsUntilAuthenticated = true; $0.maxConcurrentStreams = 8
-                                        $0.latency = MockAPNsLatency(fixed: .milliseconds(5)) },
-                                pool: { $0.maximumConnections = 1 }) { pool, mock in
+        try await Self.withPool(
+            mock: {
+                $0.limitStreamsUntilAuthenticated = true; $0.maxConcurrentStreams = 8
+                $0.latency = MockAPNsLatency(fixed: .milliseconds(5))
+            },
+            pool: { $0.maximumConnections = 1 }
+        ) { pool, mock in
             let futures = (0..<200).map { pool.send(Self.request($0)) }
             var delivered = 0
             for future in futures where (try? await future.get())?.status == 200 { delivered += 1 }
             #expect(delivered == 200)
             #expect(mock.counters.connectionsAccepted == 1)
-            #expect(mock.counters.peakConcurrentStreams > 1)   // the raised limit was used
+            #expect(mock.counters.peakConcurrentStreams > 1)  // the raised limit was used
             #expect(mock.counters.peakConcurrentStreams <= 8)  // and never exceeded
         }
     }
 
     @Test func goAwayRefusesUnprocessedStreamsWhichSucceedOnANewConnection() async throws {
-        try await Self.withPool(mock: { $0.goAwayAfterStreams = 5; $0.latency = MockAPNsLatency(fixed: .milliseconds(20)) }) { pool, mock in
+        try await Self.withPool(mock: {
+            $0.goAwayAfterStreams = 5; $0.latency = MockAPNsLatency(fixed: .milliseconds(20))
+        }) { pool, mock in
             var pending = Array(0..<20)
             var delivered: Set<Int> = []
             var refused = 0
@@ -123,8 +136,12 @@ struct PoolIntegrationTests {
     }
 
     @Test func connectionDropFailsInFlightAndTheNextRequestReconnects() async throws {
-        try await Self.withPool(mock: { $0.dropConnectionAfterStreams = 3; $0.latency = MockAPNsLatency(fixed: .milliseconds(50)) },
-                                pool: { $0.maximumConnections = 1 }) { pool, mock in
+        try await Self.withPool(
+            mock: {
+                $0.dropConnectionAfterStreams = 3; $0.latency = MockAPNsLatency(fixed: .milliseconds(50))
+            },
+            pool: { $0.maximumConnections = 1 }
+        ) { pool, mock in
             let results = await withTaskGroup(of: Result<APNsResponse, APNsTransportError>.self) { group in
                 for n in 0..<6 { group.addTask { await Self.outcome(pool.send(Self.request(n))) } }
                 return await group.reduce(into: []) { $0.append($1) }
@@ -165,8 +182,10 @@ struct PoolIntegrationTests {
     }
 
     @Test func responseTimeoutFailsTheRequest() async throws {
-        try await Self.withPool(mock: { $0.latency = MockAPNsLatency(fixed: .seconds(3)) },
-                                pool: { $0.timeouts.responseTimeout = .milliseconds(200) }) { pool, _ in
+        try await Self.withPool(
+            mock: { $0.latency = MockAPNsLatency(fixed: .seconds(3)) },
+            pool: { $0.timeouts.responseTimeout = .milliseconds(200) }
+        ) { pool, _ in
             let result = await Self.outcome(pool.send(Self.request(1)))
             #expect(result == .failure(.timedOut))
         }
@@ -182,8 +201,9 @@ struct PoolIntegrationTests {
         let probe = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
         let port = probe.localAddress!.port!
         try await probe.close()
-        let pool = try APNsConnectionPool(configuration: .init(endpoint: .custom(host: "127.0.0.1", port: port)),
-                                          tokenSource: ProviderTokenSource(key: Self.key), group: group)
+        let pool = try APNsConnectionPool(
+            configuration: .init(endpoint: .custom(host: "127.0.0.1", port: port)),
+            tokenSource: ProviderTokenSource(key: Self.key), group: group)
         let result = await Self.outcome(pool.send(Self.request(1)))
         guard case .failure(.connectFailed) = result else { Issue.record("\(result)"); return }
         // Backing off with nothing alive: the next request fails fast, without queueing.

@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayBackoff
 import NIOCore
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 @Suite("APNs pool state machine")
@@ -9,8 +10,10 @@ struct PoolStateMachineTests {
     typealias M = APNsPoolStateMachine<String>
 
     func machine(connections: Int = 2, queue: Int = 3) -> M {
-        M(configuration: .init(maximumConnections: connections, maximumQueuedRequests: queue,
-                               backoff: .init(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0)))
+        M(
+            configuration: .init(
+                maximumConnections: connections, maximumQueuedRequests: queue,
+                backoff: .init(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0)))
     }
 
     func summary(_ actions: [M.Action]) -> [String] {
@@ -77,7 +80,8 @@ struct PoolStateMachineTests {
         #expect(summary(m.submit("b")) == ["fail b connectFailed(\"refused\")"])
         #expect(summary(m.backoffElapsed()) == [])
         #expect(summary(m.submit("c")) == ["connect 1"])
-        #expect(summary(m.connectionClosed(1, connectError: "refused", random: 0)) == ["backoff 200ms", "fail c connectFailed(\"refused\")"])
+        #expect(
+            summary(m.connectionClosed(1, connectError: "refused", random: 0)) == ["backoff 200ms", "fail c connectFailed(\"refused\")"])
         _ = m.backoffElapsed(); _ = m.submit("d")
         #expect(summary(m.connectionClosed(2, connectError: "refused", random: 0)).first == "backoff 400ms")
         // A success resets the count.

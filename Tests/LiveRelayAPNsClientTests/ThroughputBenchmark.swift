@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+
 @testable import LiveRelayAPNsClient
 
 /// A benchmark, not a test: pushes/s from the pool to the mock over 1 and 4
@@ -21,7 +22,9 @@ struct ThroughputBenchmark {
         let requests = (0..<1000).map(PoolIntegrationTests.request)
         try await PoolIntegrationTests.withPool(
             mock: { $0.recordingCapacity = 1_000 },
-            pool: { $0.maximumConnections = connections; $0.maximumQueuedRequests = window * 2 }
+            pool: {
+                $0.maximumConnections = connections; $0.maximumQueuedRequests = window * 2
+            }
         ) { pool, mock in
             // Warm up: connections open and the stream limit is raised.
             for n in 0..<connections * 50 { _ = try await pool.send(requests[n % requests.count]).get() }
@@ -48,7 +51,9 @@ struct ThroughputBenchmark {
             }
             let elapsed = ContinuousClock.now - start
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            print("APNS_THROUGHPUT connections=\(connections) pushes=\(delivered) seconds=\(seconds) rate=\(Int(Double(delivered) / seconds))/s peakStreams=\(mock.counters.peakConcurrentStreams)")
+            print(
+                "APNS_THROUGHPUT connections=\(connections) pushes=\(delivered) seconds=\(seconds) rate=\(Int(Double(delivered) / seconds))/s peakStreams=\(mock.counters.peakConcurrentStreams)"
+            )
             #expect(delivered == (total / 8) * 8)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import LiveRelayAPNs
 
 /// The reason table of ../shared/apns-facts.md, transcribed, against ``APNsDisposition``.
@@ -8,12 +9,22 @@ struct APNsDispositionTests {
     static let table: [(status: Int, reasons: [String?], expected: APNsDisposition)] = [
         (200, [nil], .delivered),
         (400, ["BadDeviceToken", "DeviceTokenNotForTopic"], .pruneToken),
-        (400, ["BadCollapseId", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic", "DuplicateHeaders",
-               "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic", "PayloadEmpty", "TopicDisallowed"],
-         .failRequest),
+        (
+            400,
+            [
+                "BadCollapseId", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic", "DuplicateHeaders",
+                "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic", "PayloadEmpty", "TopicDisallowed",
+            ],
+            .failRequest
+        ),
         (403, ["ExpiredProviderToken"], .refreshProviderTokenAndRetry),
-        (403, ["InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",
-               "BadCertificate", "BadCertificateEnvironment", "Forbidden"], .credentialsRejected),
+        (
+            403,
+            [
+                "InvalidProviderToken", "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",
+                "BadCertificate", "BadCertificateEnvironment", "Forbidden",
+            ], .credentialsRejected
+        ),
         (404, ["BadPath"], .failRequest),
         (405, ["MethodNotAllowed"], .failRequest),
         (410, ["Unregistered", "ExpiredToken"], .pruneToken),
@@ -27,8 +38,9 @@ struct APNsDispositionTests {
     @Test func everyRowMapsToItsAction() {
         for row in Self.table {
             for reason in row.reasons {
-                #expect(APNsResponse(status: row.status, reason: reason).disposition == row.expected,
-                        "\(row.status) \(reason ?? "-")")
+                #expect(
+                    APNsResponse(status: row.status, reason: reason).disposition == row.expected,
+                    "\(row.status) \(reason ?? "-")")
             }
         }
         #expect(APNsDisposition.delivered.isFinal && APNsDisposition.pruneToken.isFinal)
@@ -37,10 +49,15 @@ struct APNsDispositionTests {
 
     /// A transport failure has one name, used by the call's account and the metrics alike, never an APNs reason.
     @Test func transportErrorsHaveOneStableReasonEach() {
-        let errors: [APNsTransportError] = [.connectFailed("dns"), .refusedByGoAway, .connectionLost, .timedOut,
-                                            .shutDown, .malformedResponse("no :status")]
-        #expect(errors.map(\.reason) == ["ConnectFailed", "RefusedByGoAway", "ConnectionLost", "TimedOut",
-                                         "TransportShutDown", "MalformedResponse"])
+        let errors: [APNsTransportError] = [
+            .connectFailed("dns"), .refusedByGoAway, .connectionLost, .timedOut,
+            .shutDown, .malformedResponse("no :status"),
+        ]
+        #expect(
+            errors.map(\.reason) == [
+                "ConnectFailed", "RefusedByGoAway", "ConnectionLost", "TimedOut",
+                "TransportShutDown", "MalformedResponse",
+            ])
         #expect(errors.map(\.kind) == APNsTransportError.Kind.allCases)
         let apnsReasons = Set(Self.table.flatMap { $0.reasons.compactMap { $0 } })
         #expect(apnsReasons.isDisjoint(with: errors.map(\.reason)))
@@ -67,8 +84,10 @@ struct APNsDispositionTests {
 
     /// Every reason the verifier can give maps to a 403 credential answer, or the refresh for an expired token.
     @Test func verifierReasonsAreInTheTable() {
-        let all: [ProviderTokenRejection] = [.missing, .malformed, .wrongAlgorithm, .badSignature, .unknownKeyID,
-                                             .wrongTeam, .expired, .issuedInFuture]
+        let all: [ProviderTokenRejection] = [
+            .missing, .malformed, .wrongAlgorithm, .badSignature, .unknownKeyID,
+            .wrongTeam, .expired, .issuedInFuture,
+        ]
         for rejection in all {
             let disposition = APNsDisposition(status: rejection.httpStatus, reason: rejection.apnsReason)
             #expect(disposition == (rejection == .expired ? .refreshProviderTokenAndRetry : .credentialsRejected))
@@ -77,14 +96,16 @@ struct APNsDispositionTests {
 
     /// If the rule book is checked out next to the repository, the transcription above must cover its table.
     @Test func transcriptionCoversTheRuleBook() throws {
-        let repo = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repo = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let facts = repo.deletingLastPathComponent().appendingPathComponent("shared/apns-facts.md")
         guard let text = try? String(contentsOf: facts, encoding: .utf8) else { return }
         var rows = 0
         for line in text.split(separator: "\n") where line.hasPrefix("| 200") || line.hasPrefix("| 4") || line.hasPrefix("| 5") {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             let statuses = cells[0].split(separator: "/").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            let reasons = cells.count > 1 ? cells[1].split(separator: ",").map { $0.split(separator: " ").first.map(String.init) ?? "" } : []
+            let reasons =
+                cells.count > 1 ? cells[1].split(separator: ",").map { $0.split(separator: " ").first.map(String.init) ?? "" } : []
             rows += 1
             for reason in reasons where !reason.isEmpty {
                 let known = Self.table.contains { statuses.contains($0.status) && $0.reasons.contains(reason) }

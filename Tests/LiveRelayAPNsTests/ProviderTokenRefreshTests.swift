@@ -1,6 +1,7 @@
 import LiveRelayTestSupport
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import LiveRelayAPNs
 
 @Suite("Provider token refresh rules")
@@ -78,11 +79,15 @@ struct ProviderTokenSourceTests {
         let (first, g1) = try source.current()
         let (again, g1b) = try source.current()
         #expect(first == again && g1 == 1 && g1b == 1)
-        #expect(try verifier().verify(first, nowSeconds: testNow) == .success(.init(keyID: testKey.keyID, teamID: testKey.teamID, issuedAt: testNow)))
+        #expect(
+            try verifier().verify(first, nowSeconds: testNow)
+                == .success(.init(keyID: testKey.keyID, teamID: testKey.teamID, issuedAt: testNow)))
         clock.advance(by: .seconds(50 * 60))
         let (second, g2) = try source.current()
         #expect(second != first && g2 == 2)
-        #expect(try verifier().verify(second, nowSeconds: testNow + 3000) == .success(.init(keyID: testKey.keyID, teamID: testKey.teamID, issuedAt: testNow + 3000)))
+        #expect(
+            try verifier().verify(second, nowSeconds: testNow + 3000)
+                == .success(.init(keyID: testKey.keyID, teamID: testKey.teamID, issuedAt: testNow + 3000)))
     }
 
     @Test func concurrentCallersAndReportersCauseOneSigningEach() async throws {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LiveRelayAPNs
 
 @Suite("ES256 provider tokens: every rejection")
@@ -6,8 +7,10 @@ struct ProviderTokenRejectionTests {
     let header = #"{"alg":"ES256","kid":"KEY1234567"}"#
     let claims = #"{"iss":"TEAM123456","iat":1700000000}"#
 
-    func check(_ jwt: String?, _ expected: ProviderTokenRejection, now: Int64 = testNow,
-               sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func check(
+        _ jwt: String?, _ expected: ProviderTokenRejection, now: Int64 = testNow,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         #expect(try verifier().verify(jwt, nowSeconds: now) == .failure(expected), sourceLocation: sourceLocation)
     }
 
@@ -29,7 +32,7 @@ struct ProviderTokenRejectionTests {
         for jwt in [
             "abc", "a.b", good.joined(separator: ".") + ".x", "." + good[1] + "." + good[2],
             good[0] + ".." + good[2],
-            good[0] + "=." + good[1] + "." + good[2],          // padding
+            good[0] + "=." + good[1] + "." + good[2],  // padding
             good[0] + "." + good[1] + "." + good[2] + "==",
             good[0].replacingOccurrences(of: "e", with: "+") + "." + good[1] + "." + good[2],
             b64("not json") + "." + good[1] + "." + good[2],
@@ -40,8 +43,10 @@ struct ProviderTokenRejectionTests {
             try check(jwt, .malformed)
         }
         // Signed, but claims APNs cannot use.
-        for badClaims in [#"{"iss":"TEAM123456"}"#, #"{"iat":1700000000}"#, #"{"iss":"TEAM123456","iat":1700000000.5}"#,
-                          #"{"iss":"TEAM123456","iat":"1700000000"}"#, #"{"iss":"TEAM123456","iat":1700000000} x"#] {
+        for badClaims in [
+            #"{"iss":"TEAM123456"}"#, #"{"iat":1700000000}"#, #"{"iss":"TEAM123456","iat":1700000000.5}"#,
+            #"{"iss":"TEAM123456","iat":"1700000000"}"#, #"{"iss":"TEAM123456","iat":1700000000} x"#,
+        ] {
             try check(try craftedToken(header: header, claims: badClaims), .malformed)
         }
         #expect(ProviderTokenRejection.malformed.apnsReason == "InvalidProviderToken")
@@ -65,16 +70,16 @@ struct ProviderTokenRejectionTests {
         let zero = [UInt8](repeating: 0, count: 32)
         let allOnes = [UInt8](repeating: 0xFF, count: 32)
         for signature in [
-            der,                                   // DER, as OpenSSL produces it
-            Array(raw.dropLast()),                 // 63 bytes
-            raw + [0],                             // 65 bytes
-            [],                                    // empty
-            zero + Array(raw[32...]),              // r = 0
-            Array(raw[..<32]) + zero,              // s = 0
-            order + Array(raw[32...]),             // r = n
-            Array(raw[..<32]) + order,             // s = n
-            allOnes + Array(raw[32...]),           // r > n
-            Array(raw[..<32]) + allOnes,           // s > n
+            der,  // DER, as OpenSSL produces it
+            Array(raw.dropLast()),  // 63 bytes
+            raw + [0],  // 65 bytes
+            [],  // empty
+            zero + Array(raw[32...]),  // r = 0
+            Array(raw[..<32]) + zero,  // s = 0
+            order + Array(raw[32...]),  // r = n
+            Array(raw[..<32]) + order,  // s = n
+            allOnes + Array(raw[32...]),  // r > n
+            Array(raw[..<32]) + allOnes,  // s > n
         ] {
             try check(input + Base64URL.encode(signature), .badSignature)
         }

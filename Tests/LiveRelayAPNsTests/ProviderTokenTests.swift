@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import Testing
+
 @testable import LiveRelayAPNs
 
 @Suite("ES256 provider tokens: signing")
@@ -61,7 +62,8 @@ struct ProviderTokenSigningTests {
     @Test func refusesKeysThatAreNotP256() throws {
         let dir = try temporaryDirectory()
         let file = dir.appendingPathComponent("p384.pem")
-        let generated = try run("/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", file.path])
+        let generated = try run(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384", "-out", file.path])
         #expect(generated.status == 0)
         #expect(throws: APNsKeyError.self) { try APNsSigningKey(contentsOfFile: file.path, keyID: "K", teamID: "T") }
         #expect(throws: APNsKeyError.self) { try APNsSigningKey(pkcs8PEM: "not a key", keyID: "K", teamID: "T") }
@@ -102,8 +104,10 @@ struct ProviderTokenInteropTests {
         try testKey.publicKeyPEM.write(to: dir.appendingPathComponent("pub.pem"), atomically: true, encoding: .utf8)
         try Data((p[0] + "." + p[1]).utf8).write(to: dir.appendingPathComponent("input"))
         try Data(der).write(to: dir.appendingPathComponent("sig.der"))
-        let args = ["dgst", "-sha256", "-verify", dir.appendingPathComponent("pub.pem").path,
-                    "-signature", dir.appendingPathComponent("sig.der").path, dir.appendingPathComponent("input").path]
+        let args = [
+            "dgst", "-sha256", "-verify", dir.appendingPathComponent("pub.pem").path,
+            "-signature", dir.appendingPathComponent("sig.der").path, dir.appendingPathComponent("input").path,
+        ]
         let ok = try run("/usr/bin/openssl", args)
         #expect(ok.status == 0 && ok.output.contains("Verified OK"), "\(ok.output)")
 
@@ -127,8 +131,9 @@ struct ProviderTokenInteropTests {
         let pythonPublicKey = lines.dropFirst().prefix { $0 != "JWT" }.joined(separator: "\n") + "\n"
         let pythonJWT = try #require(lines.last)
         let theirs = try ProviderTokenVerifier(publicKeyPEM: pythonPublicKey, keyID: "PYKEY00001", teamID: "PYTEAM0001")
-        #expect(theirs.verify(pythonJWT, nowSeconds: testNow) ==
-            .success(ProviderTokenClaims(keyID: "PYKEY00001", teamID: "PYTEAM0001", issuedAt: testNow)))
+        #expect(
+            theirs.verify(pythonJWT, nowSeconds: testNow)
+                == .success(ProviderTokenClaims(keyID: "PYKEY00001", teamID: "PYTEAM0001", issuedAt: testNow)))
         // And our verifier refuses the Python token under our key: the check is real.
         #expect(try verifier().verify(pythonJWT, nowSeconds: testNow) == .failure(.unknownKeyID))
     }
@@ -139,35 +144,35 @@ func pythonCryptographyAvailable() -> Bool {
 }
 
 private let pythonScript = #"""
-import base64, json, sys
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature, decode_dss_signature
+    import base64, json, sys
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature, decode_dss_signature
 
-def unb64(s):
-    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+    def unb64(s):
+        return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
 
-def b64(b):
-    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
-public = serialization.load_pem_public_key(sys.argv[1].encode())
-header, claims, sig = sys.argv[2].split(".")
-assert json.loads(unb64(header)) == {"alg": "ES256", "kid": "KEY1234567"}
-assert json.loads(unb64(claims)) == {"iss": "TEAM123456", "iat": 1700000000}
-raw = unb64(sig)
-assert len(raw) == 64
-der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
-public.verify(der, (header + "." + claims).encode(), ec.ECDSA(hashes.SHA256()))
-print("verified")
+    public = serialization.load_pem_public_key(sys.argv[1].encode())
+    header, claims, sig = sys.argv[2].split(".")
+    assert json.loads(unb64(header)) == {"alg": "ES256", "kid": "KEY1234567"}
+    assert json.loads(unb64(claims)) == {"iss": "TEAM123456", "iat": 1700000000}
+    raw = unb64(sig)
+    assert len(raw) == 64
+    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public.verify(der, (header + "." + claims).encode(), ec.ECDSA(hashes.SHA256()))
+    print("verified")
 
-key = ec.generate_private_key(ec.SECP256R1())
-print(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode().strip())
-print("JWT")
-h = b64(json.dumps({"alg": "ES256", "kid": "PYKEY00001"}).encode())
-c = b64(json.dumps({"iss": "PYTEAM0001", "iat": 1700000000}).encode())
-r, s = decode_dss_signature(key.sign((h + "." + c).encode(), ec.ECDSA(hashes.SHA256())))
-print(h + "." + c + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
-"""#
+    key = ec.generate_private_key(ec.SECP256R1())
+    print(key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode().strip())
+    print("JWT")
+    h = b64(json.dumps({"alg": "ES256", "kid": "PYKEY00001"}).encode())
+    c = b64(json.dumps({"iss": "PYTEAM0001", "iat": 1700000000}).encode())
+    r, s = decode_dss_signature(key.sign((h + "." + c).encode(), ec.ECDSA(hashes.SHA256())))
+    print(h + "." + c + "." + b64(r.to_bytes(32, "big") + s.to_bytes(32, "big")))
+    """#
 
 extension Result {
     var isSuccess: Bool {

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import LiveRelayAPNs
 
 let testNow: Int64 = 1_700_000_000

@@ -69,8 +69,11 @@ import Testing
     @Test func aStartQueuesOnePushPerTokenAndReportsTheUnresolved() async throws {
         let h = Harness()
         try await h.register(pushToStart(hex(1), user: "user-a"))
-        let reply = try await h.start(startRequest(targets: Targets(pushToStartTokens: [hex(1), hex(9)],
-                                                                    externalUserIDs: ["user-a", "ghost"])))
+        let reply = try await h.start(
+            startRequest(
+                targets: Targets(
+                    pushToStartTokens: [hex(1), hex(9)],
+                    externalUserIDs: ["user-a", "ghost"])))
         #expect(reply.activityID == "order-1")
         #expect(reply.timestamp == t0.seconds)
         #expect(reply.state == .starting)
@@ -83,7 +86,10 @@ import Testing
 
         let batch = try #require(h.recorder.batches.first)
         #expect(batch.targets == [PushTarget(token: hex(1), environment: .production)])
-        #expect(batch.payload.text == #"{"aps":{"timestamp":1700000000,"event":"start","content-state":{"status":"placed"},"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#)
+        #expect(
+            batch.payload.text
+                == #"{"aps":{"timestamp":1700000000,"event":"start","content-state":{"status":"placed"},"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#
+        )
         #expect(batch.headers.topic == "com.example.app.push-type.liveactivity")
         #expect(batch.headers.priority == 10)
     }
@@ -116,7 +122,9 @@ import Testing
         try await h.register(pushToStart(hex(1)))
         let content = #"{"p":""# + String(repeating: "x", count: 4000) + #""}"#
         let error = await rpcError(h.service.startActivity(startRequest(content: content), context: h.context()))
-        let size = #"{"aps":{"timestamp":1700000000,"event":"start","content-state":,"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#.utf8.count + content.utf8.count
+        let size =
+            #"{"aps":{"timestamp":1700000000,"event":"start","content-state":,"attributes-type":"DeliveryAttributes","attributes":{"orderID":"A1"},"input-push-token":1}}"#
+            .utf8.count + content.utf8.count
         #expect(error?.status == .invalidArgument)
         let digits = String(size)
         #expect(digits.count == 4)
@@ -235,10 +243,11 @@ import Testing
 
 @Suite struct PushSinkTests {
     func batch(_ timestamp: Int64, targets: Int = 2) throws -> PushBatch {
-        PushBatch(appID: appID, activityID: "order-1", event: .update, timestamp: timestamp,
-                  payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
-                  headers: APNsHeaders(bundleID: appID, expiration: 0),
-                  targets: (0..<targets).map { PushTarget(token: hex($0), environment: .sandbox) })
+        PushBatch(
+            appID: appID, activityID: "order-1", event: .update, timestamp: timestamp,
+            payload: try APNsPayloadBuilder.update(timestamp: timestamp, content: LiveActivityContent()),
+            headers: APNsHeaders(bundleID: appID, expiration: 0),
+            targets: (0..<targets).map { PushTarget(token: hex($0), environment: .sandbox) })
     }
 
     @Test func anOlderBatchArrivingLateIsSupersededNotSentAfterTheNewer() async throws {
@@ -292,8 +301,10 @@ import Testing
 
         func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
             self.options.append(options)
-            return eventLoop.makeSucceededFuture(EnqueueResult(delivered: 1, pruned: 1, expired: 1,
-                                                               failures: ["BadTopic": 1]))
+            return eventLoop.makeSucceededFuture(
+                EnqueueResult(
+                    delivered: 1, pruned: 1, expired: 1,
+                    failures: ["BadTopic": 1]))
         }
     }
 
@@ -338,13 +349,16 @@ import Testing
     @Test func aWaitingCallPastItsDeadlineIsDeadlineExceededAndItsStateChangeStays() async throws {
         let h = Harness(sink: DeadlineSink())
         for i in 0..<4 { try await h.register(pushToStart(hex(i), device: "d\(i)")) }
-        let error = await rpcError(h.service.startActivity(startRequest(wait: true),
-                                                           context: h.context(deadline: .now() + .seconds(30))))
+        let error = await rpcError(
+            h.service.startActivity(
+                startRequest(wait: true),
+                context: h.context(deadline: .now() + .seconds(30))))
         #expect(error?.status == .deadlineExceeded)
         #expect(error?.details.reason == "DeliveryIncomplete")
-        #expect(error?.message.hasPrefix("deadline passed with 2 of 4 pushes not final (delivered 1, failed 0, pruned 0, superseded 0, expired 1)") == true,
-                "\(String(describing: error))")
+        #expect(
+            error?.message.hasPrefix(
+                "deadline passed with 2 of 4 pushes not final (delivered 1, failed 0, pruned 0, superseded 0, expired 1)") == true,
+            "\(String(describing: error))")
         #expect(h.store.snapshot.activityCount == 1, "the call took effect: a resend with its idempotency key replays it")
     }
 }
-

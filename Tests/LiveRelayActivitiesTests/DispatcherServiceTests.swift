@@ -22,8 +22,10 @@ import Testing
     let wall = ManualClock(UnixTime(seconds: 1_700_000_000))
 
     /// A dispatcher whose apps each have a route of their own, served by the given fake.
-    func dispatcher(_ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100,
-                    quantum: Int = 4) -> Dispatcher {
+    func dispatcher(
+        _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100,
+        quantum: Int = 4
+    ) -> Dispatcher {
         let transports = FakeTransports()
         for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
         return Dispatcher(
@@ -40,22 +42,26 @@ import Testing
     }
 
     func context() -> CallContext {
-        CallContext(principal: Principal(keyID: "k", appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases)),
-                    eventLoop: callLoop, deadline: nil, requestID: 1)
+        CallContext(
+            principal: Principal(keyID: "k", appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases)),
+            eventLoop: callLoop, deadline: nil, requestID: 1)
     }
 
     func register(_ service: ActivityService, app: String, tokens: Range<Int>) async throws {
         for i in tokens {
             _ = try await service.registerToken(
-                RegisterTokenRequest(appID: app, kind: .pushToStart, token: hex(i), environment: .production,
-                                     attributesType: "T", externalUserID: "", deviceID: "d\(i)"),
-                context: context()).get()
+                RegisterTokenRequest(
+                    appID: app, kind: .pushToStart, token: hex(i), environment: .production,
+                    attributesType: "T", externalUserID: "", deviceID: "d\(i)"),
+                context: context()
+            ).get()
         }
     }
 
     func start(_ app: String, _ activity: String, wait: Bool = false) -> StartActivityRequest {
-        StartActivityRequest(appID: app, activityID: activity, attributesType: "T", attributesJSON: "{}",
-                             contentStateJSON: #"{"s":1}"#, targets: Targets(allDevices: true), waitForDelivery: wait)
+        StartActivityRequest(
+            appID: app, activityID: activity, attributesType: "T", attributesJSON: "{}",
+            contentStateJSON: #"{"s":1}"#, targets: Targets(allDevices: true), waitForDelivery: wait)
     }
 
     /// Fails what the fakes still hold (a promise must not be dropped), stops
@@ -81,8 +87,10 @@ import Testing
     @Test func aFullQueueIsResourceExhaustedForThatAppOnlyAndTheRefusedCallStoresNothing() async throws {
         let stuck = FakeTransport(eventLoop: loop)  // never answers: app "full" keeps its pushes unfinished
         let fine = FakeTransport(eventLoop: loop) { _, _ in .success(APNsResponse(status: 200)) }
-        let d = dispatcher([("full", 2, stuck),
-                            ("other", 2, fine)])
+        let d = dispatcher([
+            ("full", 2, stuck),
+            ("other", 2, fine),
+        ])
         let service = service(d)
         try await register(service, app: "full", tokens: 0..<3)
         try await register(service, app: "other", tokens: 0..<3)
@@ -117,8 +125,10 @@ import Testing
             case hex(2): .success(APNsResponse(status: 400, reason: "BadTopic"))
             case hex(3): .success(APNsResponse(status: 503, reason: "ServiceUnavailable"))
             case hex(4): attempt == 1 ? .failure(.connectionLost) : .success(APNsResponse(status: 200))
-            default: attempt == 1 ? .success(APNsResponse(status: 403, reason: "ExpiredProviderToken"))
-                : .success(APNsResponse(status: 200))
+            default:
+                attempt == 1
+                    ? .success(APNsResponse(status: 403, reason: "ExpiredProviderToken"))
+                    : .success(APNsResponse(status: 200))
             }
         }
         let d = dispatcher([("app", 100, transport)])
@@ -138,10 +148,14 @@ import Testing
         #expect(summary.queued == 0)
         #expect(summary.delivered == 3)
         #expect(summary.pruned == 1)
-        #expect(summary.failures == [FailureCount(reason: "BadTopic", count: 1),
-                                     FailureCount(reason: "ServiceUnavailable", count: 1)])
+        #expect(
+            summary.failures == [
+                FailureCount(reason: "BadTopic", count: 1),
+                FailureCount(reason: "ServiceUnavailable", count: 1),
+            ])
         #expect(summary.failed == 2)
-        #expect(summary.delivered + summary.failed + summary.pruned + summary.superseded + summary.expired
+        #expect(
+            summary.delivered + summary.failed + summary.pruned + summary.superseded + summary.expired
                 == summary.targeted)
         #expect(transport.requests.filter { $0.deviceToken == hex(3) }.count == 3, "max attempts")
         await loop.run()
@@ -171,8 +185,11 @@ import Testing
         try await stopped.get()
         #expect(stuck.shutdownCalls == 0, "the APNs client closes transports, not the dispatcher")
         let summary = try #require(try await reply.get().summary)
-        #expect(summary == DeliverySummary(targeted: 5, delivered: 1, failed: 4,
-                                           failures: [FailureCount(reason: "ShuttingDown", count: 4)], complete: true))
+        #expect(
+            summary
+                == DeliverySummary(
+                    targeted: 5, delivered: 1, failed: 4,
+                    failures: [FailureCount(reason: "ShuttingDown", count: 4)], complete: true))
         await loop.shutdownGracefully()
     }
 }

@@ -36,8 +36,9 @@ struct Harness {
     }
 
     func context(apps: Set<String> = [appID], deadline: NIODeadline? = nil) -> CallContext {
-        CallContext(principal: Principal(keyID: "key-1", appIDs: apps, allowedMethods: Set(LiveRelayMethod.allCases)),
-                    eventLoop: loop, deadline: deadline, requestID: 1)
+        CallContext(
+            principal: Principal(keyID: "key-1", appIDs: apps, allowedMethods: Set(LiveRelayMethod.allCases)),
+            eventLoop: loop, deadline: deadline, requestID: 1)
     }
 
     @discardableResult
@@ -72,28 +73,34 @@ func rpcError<T: Sendable>(_ future: EventLoopFuture<T>) async -> RPCError? {
 }
 
 func pushToStart(_ token: String, device: String = "device-1", user: String = "", app: String = appID) -> RegisterTokenRequest {
-    RegisterTokenRequest(appID: app, kind: .pushToStart, token: token, environment: .production,
-                         attributesType: "DeliveryAttributes", externalUserID: user, deviceID: device)
+    RegisterTokenRequest(
+        appID: app, kind: .pushToStart, token: token, environment: .production,
+        attributesType: "DeliveryAttributes", externalUserID: user, deviceID: device)
 }
 
 func updateToken(_ token: String, activity: String = "order-1", device: String = "device-1") -> RegisterTokenRequest {
-    RegisterTokenRequest(appID: appID, kind: .update, token: token, environment: .sandbox, activityID: activity,
-                         deviceID: device)
+    RegisterTokenRequest(
+        appID: appID, kind: .update, token: token, environment: .sandbox, activityID: activity,
+        deviceID: device)
 }
 
 func startRequest(
     _ activity: String = "order-1", app: String = appID, targets: Targets = Targets(allDevices: true),
     key: String? = nil, content: String = #"{"status":"placed"}"#, wait: Bool? = nil
 ) -> StartActivityRequest {
-    StartActivityRequest(appID: app, activityID: activity, attributesType: "DeliveryAttributes",
-                         attributesJSON: #"{"orderID":"A1"}"#, contentStateJSON: content,
-                         targets: targets, idempotencyKey: key, waitForDelivery: wait)
+    StartActivityRequest(
+        appID: app, activityID: activity, attributesType: "DeliveryAttributes",
+        attributesJSON: #"{"orderID":"A1"}"#, contentStateJSON: content,
+        targets: targets, idempotencyKey: key, waitForDelivery: wait)
 }
 
-func updateRequest(_ activity: String = "order-1", content: String? = #"{"status":"cooking"}"#, end: Bool? = nil,
-                   key: String? = nil) -> UpdateActivityRequest {
-    UpdateActivityRequest(appID: appID, activityID: activity, contentStateJSON: content, endActivity: end,
-                          idempotencyKey: key)
+func updateRequest(
+    _ activity: String = "order-1", content: String? = #"{"status":"cooking"}"#, end: Bool? = nil,
+    key: String? = nil
+) -> UpdateActivityRequest {
+    UpdateActivityRequest(
+        appID: appID, activityID: activity, contentStateJSON: content, endActivity: end,
+        idempotencyKey: key)
 }
 
 func endRequest(_ activity: String = "order-1", key: String? = nil) -> EndActivityRequest {

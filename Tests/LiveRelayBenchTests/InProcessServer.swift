@@ -34,8 +34,9 @@ final class InProcessServer: Sendable {
     static func start(_ service: any LiveRelayService) async throws -> InProcessServer {
         var logger = Logger(label: "bench.tests.server")
         logger.logLevel = .critical
-        let tls = try TLSContext(configuration: .makeServerConfiguration(
-            certificateChain: .string(certificate.certificatePEM), privateKey: .string(certificate.privateKeyPEM)))
+        let tls = try TLSContext(
+            configuration: .makeServerConfiguration(
+                certificateChain: .string(certificate.certificatePEM), privateKey: .string(certificate.privateKeyPEM)))
         let server = RPCServer(
             configuration: .init(host: "127.0.0.1", port: 0, tls: tls, maxDrainTime: .seconds(5)),
             service: service, authenticator: try APIKeyAuthenticator(records: [key.record]), logger: logger)
@@ -176,8 +177,9 @@ final class DeliveringService: LiveRelayService, @unchecked Sendable {
     private func summary(_ wait: Bool?) -> DeliverySummary {
         guard wait == true else { return DeliverySummary(targeted: 5, queued: 5) }
         lock.withLock { waiting += 1 }
-        return DeliverySummary(targeted: 5, delivered: 3, failed: 1, failures: [FailureCount(reason: "BadTopic", count: 1)],
-                               pruned: 1, complete: true)
+        return DeliverySummary(
+            targeted: 5, delivered: 3, failed: 1, failures: [FailureCount(reason: "BadTopic", count: 1)],
+            pruned: 1, complete: true)
     }
 
     func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {

@@ -91,8 +91,11 @@ struct LogicTests {
     }
 
     @Test func gateFailsOnlyOnADropOfThirtyPercentOrMore() throws {
-        let baseline = GateBaseline(note: "t", nullThroughput: 100_000, scenarios: ["realistic": .init(throughput: 20_000, ratioToNull: 0.2)])
-        func verdict(_ ratio: Double) throws -> GateResult { try Gate.evaluate(baseline: baseline, measuredRatios: ["realistic": ratio])[0] }
+        let baseline = GateBaseline(
+            note: "t", nullThroughput: 100_000, scenarios: ["realistic": .init(throughput: 20_000, ratioToNull: 0.2)])
+        func verdict(_ ratio: Double) throws -> GateResult {
+            try Gate.evaluate(baseline: baseline, measuredRatios: ["realistic": ratio])[0]
+        }
         #expect(try verdict(0.2).passed)
         #expect(try verdict(0.5).passed)
         #expect(try verdict(0.1401).passed)

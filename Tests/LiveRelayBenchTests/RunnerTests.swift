@@ -54,8 +54,10 @@ struct RunnerTests {
         var s = Scenario()
         s.name = "statuses"
         s.shape = .open(rate: 3000, connections: 2, maxOutstanding: 1000)
-        s.mix = [MixEntry(.registerToken, 1), MixEntry(.startActivity, 2), MixEntry(.updateActivity, 3),
-                 MixEntry(.endActivity, 1), MixEntry(.ping, 3)]
+        s.mix = [
+            MixEntry(.registerToken, 1), MixEntry(.startActivity, 2), MixEntry(.updateActivity, 3),
+            MixEntry(.endActivity, 1), MixEntry(.ping, 3),
+        ]
         s.activitiesPerApp = 5
         s.tokensPerActivity = 2
         s.stop = .requests(2000)

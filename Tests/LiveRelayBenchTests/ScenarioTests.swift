@@ -19,7 +19,8 @@ struct ScenarioTests {
     }
 
     @Test func aCompleteFileResolvesToEveryField() throws {
-        let s = try parse("""
+        let s = try parse(
+            """
             {"name": "fanout", "mode": "open", "rate": 2500, "connections": 8, "max_outstanding": 500,
              "mix": {"UpdateActivity": 4, "RegisterToken": 1, "ping": 1}, "apps": 3, "app_id": "com.example",
              "activities_per_app": 10, "tokens_per_activity": 5, "content_state_bytes": 512,
@@ -106,9 +107,10 @@ struct ScenarioTests {
     }
 
     @Test func mixFlagTakesShortNamesAndDefaultWeights() throws {
-        #expect(try ScenarioSpec.parseMix("update=4, register=1,ping") == [
-            MixEntry(.registerToken, 1), MixEntry(.updateActivity, 4), MixEntry(.ping, 1),
-        ])
+        #expect(
+            try ScenarioSpec.parseMix("update=4, register=1,ping") == [
+                MixEntry(.registerToken, 1), MixEntry(.updateActivity, 4), MixEntry(.ping, 1),
+            ])
         #expect(throws: ScenarioError.self) { try ScenarioSpec.parseMix("update=lots") }
         #expect(throws: ScenarioError.self) { try ScenarioSpec.parseMix("ping,ping") }
         do {

@@ -17,11 +17,12 @@ struct ClientPoolStateMachineTests {
     typealias M = ClientPoolStateMachine<Call>
 
     func machine(connections: Int = 1, maxPendingCalls: Int = 100) -> M {
-        M(configuration: .init(
-            connections: connections, maxPendingCalls: maxPendingCalls,
-            backoff: Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0),
-            serverName: "h:1"
-        ))
+        M(
+            configuration: .init(
+                connections: connections, maxPendingCalls: maxPendingCalls,
+                backoff: Backoff(initial: .milliseconds(100), maximum: .seconds(1), multiplier: 2, jitter: 0),
+                serverName: "h:1"
+            ))
     }
 
     func summary(_ actions: [M.Action]) -> [String] {
@@ -79,9 +80,10 @@ struct ClientPoolStateMachineTests {
         #expect(m.preferredConnection == nil)
         #expect(summary(m.released(1, calls: 1)) == ["dispatch c->1"])
         #expect(m.queuedCount == 1)
-        #expect(summary(m.expire(d)) == [
-            "fail d DEADLINE_EXCEEDED: deadline exceeded while waiting for a free request slot",
-        ])
+        #expect(
+            summary(m.expire(d)) == [
+                "fail d DEADLINE_EXCEEDED: deadline exceeded while waiting for a free request slot"
+            ])
         #expect(summary(m.released(1, calls: 2)) == [])
         #expect(m.load(of: 1) == 0)
     }
@@ -98,15 +100,17 @@ struct ClientPoolStateMachineTests {
     @Test func consecutiveConnectFailuresBackOffAndSuccessResetsIt() {
         var m = machine()
         #expect(submit(&m, "a") == ["queue a", "connect 1 in 0"])
-        #expect(summary(m.connectionClosed(1, wasUsable: false, reason: "refused", random: 0)) == [
-            "reconnect 0 in 100ms", "fail a UNAVAILABLE: cannot connect to h:1: refused",
-        ])
+        #expect(
+            summary(m.connectionClosed(1, wasUsable: false, reason: "refused", random: 0)) == [
+                "reconnect 0 in 100ms", "fail a UNAVAILABLE: cannot connect to h:1: refused",
+            ])
         #expect(m.slotState(0) == .backingOff)
         #expect(submit(&m, "b") == ["queue b"])  // no connect while backing off
         #expect(summary(m.reconnectDue(slot: 0)) == ["connect 2 in 0"])
-        #expect(summary(m.connectionClosed(2, wasUsable: false, reason: "refused", random: 0)) == [
-            "reconnect 0 in 200ms", "fail b UNAVAILABLE: cannot connect to h:1: refused",
-        ])
+        #expect(
+            summary(m.connectionClosed(2, wasUsable: false, reason: "refused", random: 0)) == [
+                "reconnect 0 in 200ms", "fail b UNAVAILABLE: cannot connect to h:1: refused",
+            ])
         _ = m.reconnectDue(slot: 0)
         #expect(summary(m.connectionClosed(3, wasUsable: false, reason: "refused", random: 0)) == ["reconnect 0 in 400ms"])
         _ = m.reconnectDue(slot: 0)
@@ -122,10 +126,11 @@ struct ClientPoolStateMachineTests {
     }
 
     @Test func jitterComesFromTheCallersRandomNumber() {
-        var m = M(configuration: .init(
-            connections: 1, maxPendingCalls: 10,
-            backoff: Backoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0.5), serverName: "h:1"
-        ))
+        var m = M(
+            configuration: .init(
+                connections: 1, maxPendingCalls: 10,
+                backoff: Backoff(initial: .milliseconds(100), maximum: .seconds(1), jitter: 0.5), serverName: "h:1"
+            ))
         _ = submit(&m, "a")
         #expect(summary(m.connectionClosed(1, wasUsable: false, reason: "x", random: 1)).first == "reconnect 0 in 50ms")
     }
@@ -134,9 +139,10 @@ struct ClientPoolStateMachineTests {
         var m = machine()
         _ = submit(&m, "a")
         _ = submit(&m, "b")  // arrived while attempt 1 was under way, which may predate the server's return
-        #expect(summary(m.connectionClosed(1, wasUsable: false, reason: "refused", random: 0)) == [
-            "reconnect 0 in 100ms", "fail a UNAVAILABLE: cannot connect to h:1: refused",
-        ])
+        #expect(
+            summary(m.connectionClosed(1, wasUsable: false, reason: "refused", random: 0)) == [
+                "reconnect 0 in 100ms", "fail a UNAVAILABLE: cannot connect to h:1: refused",
+            ])
         #expect(m.queuedCount == 1)
         _ = m.reconnectDue(slot: 0)
         #expect(summary(m.connectionUsable(2)) == ["dispatch b->2"])
@@ -186,9 +192,10 @@ struct ClientPoolStateMachineTests {
         _ = submit(&m, "a")
         _ = submit(&m, "b")
         _ = m.connectionClosed(1, wasUsable: false, reason: "refused", random: 0)
-        #expect(summary(m.shutdown()) == [
-            "fail a UNAVAILABLE: the client is shut down", "fail b UNAVAILABLE: the client is shut down", "shut down 2",
-        ])
+        #expect(
+            summary(m.shutdown()) == [
+                "fail a UNAVAILABLE: the client is shut down", "fail b UNAVAILABLE: the client is shut down", "shut down 2",
+            ])
         #expect(m.slotState(0) == .idle)
         #expect(summary(m.reconnectDue(slot: 0)) == [])
         #expect(submit(&m, "c") == ["reject c UNAVAILABLE"])

@@ -17,7 +17,8 @@ let token64 = String(repeating: "ab", count: 32)
         let client = makeClient(port: server.port)
 
         let registered = try await client.registerToken(
-            RegisterTokenRequest(appID: "dev.app", kind: .pushToStart, token: token64, environment: .sandbox, attributesType: "DeliveryAttributes")
+            RegisterTokenRequest(
+                appID: "dev.app", kind: .pushToStart, token: token64, environment: .sandbox, attributesType: "DeliveryAttributes")
         )
         #expect(registered.result == .created)
 

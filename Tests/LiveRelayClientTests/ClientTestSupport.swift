@@ -69,7 +69,8 @@ final class TestServer: Sendable {
             ),
             service: service, authenticator: TestKeys.authenticator, logger: testLogger
         )
-        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [], logger: testLogger))
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [], logger: testLogger))
         let runTask = Task { try await group.run() }
         let address = try await withTimeout(.seconds(10)) { try await server.boundAddress }
         return TestServer(group: group, runTask: runTask, port: address.port!)
@@ -179,7 +180,8 @@ final class TestService: LiveRelayService, @unchecked Sendable {
     }
 
     func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        context.eventLoop.makeSucceededFuture(EndActivityReply(timestamp: 1_700_000_002, replayed: request.idempotencyKey == "again", state: .ended))
+        context.eventLoop.makeSucceededFuture(
+            EndActivityReply(timestamp: 1_700_000_002, replayed: request.idempotencyKey == "again", state: .ended))
     }
 
     func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {

@@ -111,7 +111,8 @@ private final class ScriptedHandler: ChannelInboundHandler {
                         if id.rawValue <= answerUpTo {
                             self.answer(id, payload, encoder: encoder, into: &out)
                         } else {
-                            encoder.encode(.error(id, Frame.RequestError(status: .unavailable, message: "server is going away")), into: &out)
+                            encoder.encode(
+                                .error(id, Frame.RequestError(status: .unavailable, message: "server is going away")), into: &out)
                         }
                     }
                     self.finish(context: context, out)

@@ -16,8 +16,10 @@ import Testing
     let wall = ManualClock(UnixTime(seconds: 1_700_000_000))
 
     /// A dispatcher whose apps each have a route of their own, served by the given fake.
-    func dispatcher(_ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100,
-                    quantum: Int = 4) -> Dispatcher {
+    func dispatcher(
+        _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100,
+        quantum: Int = 4
+    ) -> Dispatcher {
         let transports = FakeTransports()
         for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
         return Dispatcher(
@@ -70,20 +72,25 @@ import Testing
         }
         let floodTransport = FakeTransport(eventLoop: loop, delay: .milliseconds(10), script: answers)
         let quietTransport = FakeTransport(eventLoop: loop, delay: .milliseconds(10), script: answers)
-        let d = dispatcher([("flood", 1_000_000, floodTransport),
-                            ("quiet", 10, quietTransport)],
-                           maxInFlight: 8)
+        let d = dispatcher(
+            [
+                ("flood", 1_000_000, floodTransport),
+                ("quiet", 10, quietTransport),
+            ],
+            maxInFlight: 8)
         for i in 0..<10 {
-            _ = d.enqueue(try batch(app: "flood", activity: "f\(i)", tokens: (0..<1_000).map { token(i * 1_000 + $0) }),
-                          on: callLoop)
+            _ = d.enqueue(
+                try batch(app: "flood", activity: "f\(i)", tokens: (0..<1_000).map { token(i * 1_000 + $0) }),
+                on: callLoop)
         }
         await loop.advanceTime(by: .milliseconds(50))
         let sentAt = loop.now
         // The reply completes on the dispatcher's own loop, so the callback reads the
         // virtual clock and the flood's backlog at the instant of delivery, however
         // slowly this thread gets to observe it.
-        let quiet = d.enqueue(try batch(app: "quiet", tokens: [token(1)]), options: EnqueueOptions(waitForDelivery: true),
-                              on: loop)
+        let quiet = d.enqueue(
+            try batch(app: "quiet", tokens: [token(1)]), options: EnqueueOptions(waitForDelivery: true),
+            on: loop)
         let observed = NIOLockedValueBox<(at: NIODeadline, floodUnfinished: Int)?>(nil)
         quiet.whenComplete { _ in
             let unfinished = d.counters(appID: "flood")?.unfinished ?? -1
@@ -108,8 +115,9 @@ import Testing
         let d = dispatcher([("app", 100, transport)], maxInFlight: 1)
         let deadline = loop.now + .seconds(1)
         // The promise completes on the dispatcher's own loop, so the callback sees the virtual time of the answer.
-        let call = d.enqueue(try batch(app: "app", tokens: [token(0), token(1), token(2)]),
-                             options: EnqueueOptions(waitForDelivery: true, deadline: deadline), on: loop)
+        let call = d.enqueue(
+            try batch(app: "app", tokens: [token(0), token(1), token(2)]),
+            options: EnqueueOptions(waitForDelivery: true, deadline: deadline), on: loop)
         let answered = NIOLockedValueBox<(at: NIODeadline, result: Result<EnqueueResult, any Error>)?>(nil)
         call.whenComplete { result in answered.withLockedValue { $0 = (self.loop.now, result) } }
 

@@ -41,9 +41,12 @@ import Testing
                 let app = Bool.random(using: &rng) ? "app-a" : "app-b"
                 let tokens = (0..<Int.random(in: 0...12, using: &rng)).map { _ in token(Int.random(in: 0..<30, using: &rng)) }
                 let activity = "act-\(Int.random(in: 0..<4, using: &rng))"
-                let deadline: NIODeadline? = Bool.random(using: &rng) ? d.now + .milliseconds(Int64.random(in: 1...3_000, using: &rng)) : nil
-                let call = d.enqueue(try batch(app: app, activity: activity, timestamp: Int64(step), tokens: Array(Set(tokens))),
-                                     sendBy: deadline, replyBy: deadline).0
+                let deadline: NIODeadline? =
+                    Bool.random(using: &rng) ? d.now + .milliseconds(Int64.random(in: 1...3_000, using: &rng)) : nil
+                let call = d.enqueue(
+                    try batch(app: app, activity: activity, timestamp: Int64(step), tokens: Array(Set(tokens))),
+                    sendBy: deadline, replyBy: deadline
+                ).0
                 targets[call] = Set(tokens).count
             } else if roll < 8, !d.outstanding.isEmpty {
                 let index = Int.random(in: 0..<d.outstanding.count, using: &rng)
@@ -61,7 +64,8 @@ import Testing
         let apps = ["app-a", "app-b"].compactMap { d.scheduler.counters(appID: $0) }
         for counters in apps {
             #expect(counters.unfinished == 0)
-            #expect(counters.delivered + counters.pruned + counters.superseded + counters.expired + counters.failed
+            #expect(
+                counters.delivered + counters.pruned + counters.superseded + counters.expired + counters.failed
                     == counters.enqueued)
         }
         #expect(apps.map(\.enqueued).reduce(0, +) == targets.values.reduce(0, +))

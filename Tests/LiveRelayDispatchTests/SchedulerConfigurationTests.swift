@@ -20,10 +20,13 @@ import Testing
 
     @Test func appsSharingARouteShareItsLimitAndANewRouteHasItsOwn() throws {
         let shared = testRoute("one-key")
-        var d = SchedulerDriver(DispatcherConfiguration(
-            apps: [DispatchApp(appID: "app-a", queueCapacity: 100, route: shared),
-                   DispatchApp(appID: "app-b", queueCapacity: 100, route: shared)],
-            maxInFlight: 100, maxInFlightPerTransport: 3, quantum: 4))
+        var d = SchedulerDriver(
+            DispatcherConfiguration(
+                apps: [
+                    DispatchApp(appID: "app-a", queueCapacity: 100, route: shared),
+                    DispatchApp(appID: "app-b", queueCapacity: 100, route: shared),
+                ],
+                maxInFlight: 100, maxInFlightPerTransport: 3, quantum: 4))
         d.enqueue(try batch(app: "app-a", tokens: (0..<10).map(token)), wait: false)
         d.enqueue(try batch(app: "app-b", tokens: (10..<20).map(token)), wait: false)
         #expect(d.outstanding.count == 3, "one route, one limit, whichever app fills it")

@@ -30,8 +30,10 @@ import Testing
 
     @Test func sendSlotsAreSharedInProportionToWeightWhileBothAppsHaveWork() throws {
         let config = DispatcherConfiguration(
-            apps: [DispatchApp(appID: "a", queueCapacity: 100_000, route: testRoute("k1")),
-                   DispatchApp(appID: "b", queueCapacity: 100_000, route: testRoute("k2"), weight: 3)],
+            apps: [
+                DispatchApp(appID: "a", queueCapacity: 100_000, route: testRoute("k1")),
+                DispatchApp(appID: "b", queueCapacity: 100_000, route: testRoute("k2"), weight: 3),
+            ],
             maxInFlight: 1, quantum: 2)
         var d = SchedulerDriver(config)
         d.enqueue(try batch(app: "a", tokens: (0..<400).map(token)), wait: false)
@@ -136,8 +138,9 @@ import Testing
     @Test func pushesNotSentByTheirDeadlineExpireAndTheWaitingCallIsAnsweredThen() throws {
         var d = SchedulerDriver(configuration(maxInFlight: 1))
         let (blocker, _) = d.enqueue(try batch(activity: "other", tokens: [token(99)]))
-        let (late, _) = d.enqueue(try batch(tokens: [token(1), token(2)]), sendBy: start + .seconds(1),
-                                  replyBy: start + .seconds(1))
+        let (late, _) = d.enqueue(
+            try batch(tokens: [token(1), token(2)]), sendBy: start + .seconds(1),
+            replyBy: start + .seconds(1))
         d.advance(by: .milliseconds(999))
         #expect(d.replies[late] == nil)
         d.advance(by: .milliseconds(1))
@@ -150,8 +153,9 @@ import Testing
 
     @Test func aWaitingCallIsAnsweredAtItsReplyTimeWithWhatIsStillInFlightAsQueued() throws {
         var d = SchedulerDriver(configuration(maxInFlight: 1))
-        let (call, _) = d.enqueue(try batch(tokens: [token(1), token(2), token(3)]), sendBy: start + .seconds(2),
-                                  replyBy: start + .seconds(2))
+        let (call, _) = d.enqueue(
+            try batch(tokens: [token(1), token(2), token(3)]), sendBy: start + .seconds(2),
+            replyBy: start + .seconds(2))
         d.respond(200)  // token 1 delivered; token 2 now in flight
         d.advance(by: .seconds(2))
         #expect(d.replies[call] == EnqueueResult(queued: 1, delivered: 1, expired: 1))
@@ -186,8 +190,9 @@ import Testing
         #expect(queued == EnqueueResult(queued: 12))
         #expect(d.scheduler.counters(appID: "app-a")?.unfinished == 12)
         for _ in 0..<7 { d.respond(200) }
-        #expect(d.scheduler.admit(appID: "app-a") == .queueFull(unfinished: 5, capacity: 5, retryAfterMS: 1_000),
-                "at capacity is full")
+        #expect(
+            d.scheduler.admit(appID: "app-a") == .queueFull(unfinished: 5, capacity: 5, retryAfterMS: 1_000),
+            "at capacity is full")
         d.respond(200)
         #expect(d.scheduler.admit(appID: "app-a") == .admitted, "4 unfinished: below capacity")
         #expect(d.scheduler.counters(appID: "app-a")?.refusedCalls == 1)

@@ -26,8 +26,9 @@ import Testing
         FinalCase(status: 413, reason: "PayloadTooLarge", expected: EnqueueResult(failures: ["PayloadTooLarge": 1])),
         FinalCase(status: 405, reason: nil, expected: EnqueueResult(failures: ["HTTP405": 1])),
         FinalCase(status: 403, reason: "InvalidProviderToken", expected: EnqueueResult(failures: ["InvalidProviderToken": 1])),
-        FinalCase(status: 403, reason: "BadEnvironmentKeyIdInToken",
-                  expected: EnqueueResult(failures: ["BadEnvironmentKeyIdInToken": 1])),
+        FinalCase(
+            status: 403, reason: "BadEnvironmentKeyIdInToken",
+            expected: EnqueueResult(failures: ["BadEnvironmentKeyIdInToken": 1])),
     ]
 
     @Test(arguments: finalCases)
@@ -41,8 +42,14 @@ import Testing
         #expect(d.outstanding.isEmpty, "a final answer is never retried")
         #expect(d.scheduler.unfinishedCount == 0)
         let pruning = c.expected.pruned == 1
-        #expect(d.prunes == (pruning ? [PrunedToken(appID: "app-a", token: token(1), reason: c.reason!,
-                                                     invalidSince: UnixTime(milliseconds: 1_699_999_000_123))] : []))
+        #expect(
+            d.prunes
+                == (pruning
+                    ? [
+                        PrunedToken(
+                            appID: "app-a", token: token(1), reason: c.reason!,
+                            invalidSince: UnixTime(milliseconds: 1_699_999_000_123))
+                    ] : []))
         #expect((d.scheduler.credentialError(appID: "app-a") != nil) == (c.status == 403))
     }
 
@@ -69,8 +76,10 @@ import Testing
         #expect(d.scheduler.counters(appID: "app-a")?.attempts == 2)
     }
 
-    @Test(arguments: [(429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
-                      (503, "Shutdown"), (429, "TooManyProviderTokenUpdates")])
+    @Test(arguments: [
+        (429, "TooManyRequests"), (500, "InternalServerError"), (503, "ServiceUnavailable"),
+        (503, "Shutdown"), (429, "TooManyProviderTokenUpdates"),
+    ])
     func retryableAnswersBackOffExponentiallyUpToTheCapThenFailAfterMaxAttempts(_ status: Int, _ reason: String) throws {
         var d = SchedulerDriver()  // 4 attempts, 100 ms doubling, capped at 250 ms, no jitter
         let (call, _) = d.enqueue(try batch(tokens: [token(1)]))

@@ -16,26 +16,30 @@ func batch(
     app: String = "app-a", activity: String = "act-1", timestamp: Int64 = 1_700_000_000, tokens: [String],
     expiration: Int64 = 0
 ) throws -> PushBatch {
-    PushBatch(appID: app, activityID: activity, event: .update, timestamp: timestamp,
-              payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":\#(timestamp),"event":"update"}}"#.utf8)),
-              headers: APNsHeaders(bundleID: "com.example." + app, expiration: expiration),
-              targets: tokens.map { PushTarget(token: $0, environment: .production) },
-              expiresAt: expiration > 0 ? UnixTime(seconds: expiration) : nil)
+    PushBatch(
+        appID: app, activityID: activity, event: .update, timestamp: timestamp,
+        payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":\#(timestamp),"event":"update"}}"#.utf8)),
+        headers: APNsHeaders(bundleID: "com.example." + app, expiration: expiration),
+        targets: tokens.map { PushTarget(token: $0, environment: .production) },
+        expiresAt: expiration > 0 ? UnixTime(seconds: expiration) : nil)
 }
 
 /// The aps timestamp a request carries, read back from its payload.
 func timestamp(of request: APNsRequest) -> Int64? {
     // The builder writes `{"aps":{"timestamp":N,...` first.
     guard let head = request.payload.text.split(separator: ",").first,
-          let digits = head.split(separator: ":").last else { return nil }
+        let digits = head.split(separator: ":").last
+    else { return nil }
     return Int64(digits)
 }
 
 /// A scheduler configuration with no jitter, so back-off delays are exact.
 func configuration(
     apps: [(String, Int)] = [("app-a", 100), ("app-b", 100)], maxInFlight: Int = 100, perTransport: Int = 100,
-    quantum: Int = 4, retry: RetryPolicy = RetryPolicy(maxAttempts: 4, initialBackoff: .milliseconds(100),
-                                                        maxBackoff: .milliseconds(250), jitter: 0)
+    quantum: Int = 4,
+    retry: RetryPolicy = RetryPolicy(
+        maxAttempts: 4, initialBackoff: .milliseconds(100),
+        maxBackoff: .milliseconds(250), jitter: 0)
 ) -> DispatcherConfiguration {
     DispatcherConfiguration(
         apps: apps.map { DispatchApp(appID: $0.0, queueCapacity: $0.1, route: testRoute("key-" + $0.0)) },
@@ -72,8 +76,10 @@ struct SchedulerDriver {
     }
 
     @discardableResult
-    mutating func enqueue(_ batch: PushBatch, wait: Bool = true, sendBy: NIODeadline? = nil,
-                          replyBy: NIODeadline? = nil) -> (CallID, EnqueueResult?) {
+    mutating func enqueue(
+        _ batch: PushBatch, wait: Bool = true, sendBy: NIODeadline? = nil,
+        replyBy: NIODeadline? = nil
+    ) -> (CallID, EnqueueResult?) {
         let step = scheduler.enqueue(batch, waitForDelivery: wait, sendBy: sendBy, replyBy: replyBy, now: now)
         absorb(step.actions)
         if let immediate = step.immediate, wait { replies[step.call] = immediate }

@@ -17,8 +17,11 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
         #expect(call.reply.state == .starting)
         #expect(call.reply.targeted == 2 && call.reply.unresolved.isEmpty)
         #expect(call.batch.event == .start)
-        #expect(Set(call.batch.targets) == [PushTarget(token: hex(1), environment: .production),
-                                            PushTarget(token: hex(2), environment: .sandbox)])
+        #expect(
+            Set(call.batch.targets) == [
+                PushTarget(token: hex(1), environment: .production),
+                PushTarget(token: hex(2), environment: .sandbox),
+            ])
         #expect(call.batch.headers.topic == "com.example.app.push-type.liveactivity")
         #expect(call.batch.headers.expiration == (t0 + .milliseconds(1500) + .hours(8)).seconds)
         #expect(call.batch.payload.text.contains(#""input-push-token":1"#))
@@ -73,17 +76,22 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
         var state = InMemoryState()
         let call = try #require(try state.apply(StartActivity(start(), app: app), now: t0).accepted)
         #expect(call.reply.targeted == 0)
-        #expect(call.reply.unresolved == [UnresolvedStartTarget(
-            kind: .allDevices, value: "", reason: "no push-to-start token registered for attributes type DeliveryAttributes")])
+        #expect(
+            call.reply.unresolved == [
+                UnresolvedStartTarget(
+                    kind: .allDevices, value: "", reason: "no push-to-start token registered for attributes type DeliveryAttributes")
+            ])
     }
 
     /// The record the stores keep with an idempotency key reads back as it was written, escapes included.
     @Test func theStoredReplyRoundTripsThroughItsTargetsJSON() throws {
-        let reply = StoredReply(timestamp: 1_700_000_000, state: .starting, targeted: 3, unresolved: [
-            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
-            UnresolvedStartTarget(kind: .externalUserID, value: "a \"quoted\"\\ user\n", reason: "ünïcode ✓"),
-            UnresolvedStartTarget(kind: .allDevices, value: "", reason: "none"),
-        ])
+        let reply = StoredReply(
+            timestamp: 1_700_000_000, state: .starting, targeted: 3,
+            unresolved: [
+                UnresolvedStartTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
+                UnresolvedStartTarget(kind: .externalUserID, value: "a \"quoted\"\\ user\n", reason: "ünïcode ✓"),
+                UnresolvedStartTarget(kind: .allDevices, value: "", reason: "none"),
+            ])
         let again = StoredReply(timestamp: reply.timestamp, state: reply.state, targetsJSON: reply.targetsJSON)
         #expect(again == reply)
         #expect(StoredReply(timestamp: 1, state: .active, targetsJSON: #"{"targeted":1,"unresolved":[["nope","x","y"]]}"#) == nil)
@@ -160,8 +168,11 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
     @Test func anEndWithoutContentStateRepeatsTheLastOne() throws {
         var state = try activeState()
         _ = try state.apply(ChangeActivity(update(content: #"{"status":"delivered"}"#), app: app), now: t0 + .seconds(1))
-        let call = try #require(try state.apply(ChangeActivity(endRequest(dismissal: t0.seconds + 60), app: app), now: t0 + .seconds(2)).accepted)
-        #expect(call.batch.payload.text == #"{"aps":{"timestamp":1700000002,"event":"end","content-state":{"status":"delivered"},"dismissal-date":1700000060}}"#)
+        let call = try #require(
+            try state.apply(ChangeActivity(endRequest(dismissal: t0.seconds + 60), app: app), now: t0 + .seconds(2)).accepted)
+        #expect(
+            call.batch.payload.text
+                == #"{"aps":{"timestamp":1700000002,"event":"end","content-state":{"status":"delivered"},"dismissal-date":1700000060}}"#)
     }
 
     @Test func anEndWithAPastDismissalDateIsDismissedAtOnce() throws {
@@ -198,10 +209,12 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
     @Test func aKeyReusedForADifferentUpdateIsRefused() throws {
         var state = try activeState()
         _ = try state.apply(ChangeActivity(update(key: "u1"), app: app), now: t0 + .seconds(1))
-        #expect(refusal(&state, ChangeActivity(update(content: #"{"x":1}"#, key: "u1"), app: app), now: t0 + .seconds(2))
-            == .idempotencyKeyReused(key: "u1", order1, firstUsedFor: .update))
-        #expect(refusal(&state, ChangeActivity(endRequest(key: "u1"), app: app), now: t0 + .seconds(2))
-            == .idempotencyKeyReused(key: "u1", order1, firstUsedFor: .update))
+        #expect(
+            refusal(&state, ChangeActivity(update(content: #"{"x":1}"#, key: "u1"), app: app), now: t0 + .seconds(2))
+                == .idempotencyKeyReused(key: "u1", order1, firstUsedFor: .update))
+        #expect(
+            refusal(&state, ChangeActivity(endRequest(key: "u1"), app: app), now: t0 + .seconds(2))
+                == .idempotencyKeyReused(key: "u1", order1, firstUsedFor: .update))
     }
 
     @Test func aTooLargeUpdateChangesNothing() throws {

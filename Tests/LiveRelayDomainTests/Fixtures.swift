@@ -47,11 +47,14 @@ func update(
         endActivity: end, idempotencyKey: key)
 }
 
-func endRequest(_ activity: String = "order-1", content: String? = nil, dismissal: Int64? = nil, key: String? = nil)
+func endRequest(
+    _ activity: String = "order-1", content: String? = nil, dismissal: Int64? = nil, key: String? = nil
+)
     -> EndActivityRequest
 {
-    EndActivityRequest(appID: app.id, activityID: activity, contentStateJSON: content, dismissalDate: dismissal,
-                       idempotencyKey: key)
+    EndActivityRequest(
+        appID: app.id, activityID: activity, contentStateJSON: content, dismissalDate: dismissal,
+        idempotencyKey: key)
 }
 
 extension ActivityCallOutcome {

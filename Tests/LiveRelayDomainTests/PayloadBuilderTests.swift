@@ -14,7 +14,10 @@ import Testing
         let payload = try APNsPayloadBuilder.start(
             timestamp: 1_700_000_000, attributesType: "DeliveryAttributes", attributesJSON: #"{"orderID": "A1"}"#,
             content: fullContent)
-        #expect(payload.text == #"{"aps":{"timestamp":1700000000,"event":"start","content-state":{"status":"cooking","eta":12.50},"attributes-type":"DeliveryAttributes","attributes":{"orderID": "A1"},"input-push-token":1,"alert":{"title":"Order","body":"Cooking \"now\"","sound":"default"},"stale-date":1700003600,"dismissal-date":1700007200,"relevance-score":0.5}}"#)
+        #expect(
+            payload.text
+                == #"{"aps":{"timestamp":1700000000,"event":"start","content-state":{"status":"cooking","eta":12.50},"attributes-type":"DeliveryAttributes","attributes":{"orderID": "A1"},"input-push-token":1,"alert":{"title":"Order","body":"Cooking \"now\"","sound":"default"},"stale-date":1700003600,"dismissal-date":1700007200,"relevance-score":0.5}}"#
+        )
 
         let root = try #require(JSONSerialization.jsonObject(with: Data(payload.bytes)) as? [String: Any])
         let aps = try #require(root["aps"] as? [String: Any])
@@ -95,10 +98,11 @@ import Testing
 
     @Test func headersForALiveActivityPush() {
         let high = APNsHeaders(bundleID: "com.example.app", priority: Priority?.none.apnsPriority, expiration: 1_700_028_800)
-        #expect(high.fields.map { "\($0.name): \($0.value)" } == [
-            "apns-push-type: liveactivity", "apns-topic: com.example.app.push-type.liveactivity",
-            "apns-priority: 10", "apns-expiration: 1700028800",
-        ])
+        #expect(
+            high.fields.map { "\($0.name): \($0.value)" } == [
+                "apns-push-type: liveactivity", "apns-topic: com.example.app.push-type.liveactivity",
+                "apns-priority: 10", "apns-expiration: 1700028800",
+            ])
         #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.unspecified).apnsPriority, expiration: 0).priority == 10)
         #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.high).apnsPriority, expiration: 0).priority == 10)
         #expect(APNsHeaders(bundleID: "b", priority: Priority?.some(.low).apnsPriority, expiration: 0).priority == 5)

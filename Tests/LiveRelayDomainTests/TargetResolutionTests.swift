@@ -23,13 +23,16 @@ import Testing
         let state = try populated()
         let result = resolve(Targets(pushToStartTokens: [hex(1), hex(9), hex(3), hex(5)]), state)
         #expect(result.tokens.map(\.hex) == [hex(1)])
-        #expect(result.unresolved == [
-            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
-            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(3),
-                                  reason: "registered for attributes type RideAttributes, not DeliveryAttributes"),
-            UnresolvedStartTarget(kind: .pushToStartToken, value: hex(5),
-                             reason: "registered as an update token, not a push-to-start token"),
-        ])
+        #expect(
+            result.unresolved == [
+                UnresolvedStartTarget(kind: .pushToStartToken, value: hex(9), reason: "no push-to-start token registered"),
+                UnresolvedStartTarget(
+                    kind: .pushToStartToken, value: hex(3),
+                    reason: "registered for attributes type RideAttributes, not DeliveryAttributes"),
+                UnresolvedStartTarget(
+                    kind: .pushToStartToken, value: hex(5),
+                    reason: "registered as an update token, not a push-to-start token"),
+            ])
     }
 
     @Test func externalUserIDsResolveToEveryDeviceOfTheUser() throws {
@@ -47,8 +50,10 @@ import Testing
 
     @Test func duplicatesAcrossAndWithinTargetsAreSentOnce() throws {
         let state = try populated()
-        let result = resolve(Targets(pushToStartTokens: [hex(1), hex(1)], externalUserIDs: ["user-a", "user-a"],
-                                     allDevices: true), state)
+        let result = resolve(
+            Targets(
+                pushToStartTokens: [hex(1), hex(1)], externalUserIDs: ["user-a", "user-a"],
+                allDevices: true), state)
         #expect(result.tokens.map(\.hex).count == 3)
         #expect(Set(result.tokens.map(\.hex)) == [hex(1), hex(2), hex(4)])
         #expect(result.tokens.first?.hex == hex(1))

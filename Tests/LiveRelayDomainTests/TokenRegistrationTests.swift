@@ -25,7 +25,8 @@ import Testing
         #expect(token.externalUserID == "user-7")
         #expect(token.createdAt == t0)
         #expect(token.updatedAt == t0 + .seconds(1))
-        #expect(state.pushToStartTokens(appID: app.id, externalUserID: "user-7", attributesType: "DeliveryAttributes").map(\.hex) == [hex(1)])
+        #expect(
+            state.pushToStartTokens(appID: app.id, externalUserID: "user-7", attributesType: "DeliveryAttributes").map(\.hex) == [hex(1)])
     }
 
     @Test func aNewUpdateTokenForTheSameActivityAndDeviceRotatesTheOld() throws {
@@ -44,8 +45,9 @@ import Testing
         #expect(try state.apply(RegisterToken(updateToken(hex(3), activity: "order-2")), now: t0).result == .created)
         #expect(try state.apply(RegisterToken(updateToken(hex(4), device: nil)), now: t0).result == .created)
         #expect(try state.apply(RegisterToken(updateToken(hex(5), device: nil)), now: t0).result == .created)
-        #expect(Set(state.updateTokens(of: ActivityKey(appID: app.id, activityID: "order-1")).map(\.hex))
-            == [hex(1), hex(2), hex(4), hex(5)])
+        #expect(
+            Set(state.updateTokens(of: ActivityKey(appID: app.id, activityID: "order-1")).map(\.hex))
+                == [hex(1), hex(2), hex(4), hex(5)])
     }
 
     @Test func aNewPushToStartTokenForTheSameDeviceAndTypeRotatesTheOld() throws {

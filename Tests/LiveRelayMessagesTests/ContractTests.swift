@@ -18,15 +18,19 @@ import Testing
         #expect(proto.messages.count >= 17)
         #expect(proto.enums.count >= 6)
         #expect(proto.methods.count >= 5)
-        #expect(proto.messages["liverelay.v1.StartActivityRequest"]?["alert"]
-            == ContractModel.Field(number: 6, type: "message liverelay.v1.Alert", label: "optional"))
-        #expect(proto.messages["liverelay.v1.RegisterTokenRequest"]?["kind"]
-            == ContractModel.Field(number: 2, type: "enum liverelay.v1.TokenKind", label: "none"))
-        #expect(proto.messages["liverelay.v1.Targets"]?["push_to_start_tokens"]
-            == ContractModel.Field(number: 1, type: "string", label: "repeated"))
+        #expect(
+            proto.messages["liverelay.v1.StartActivityRequest"]?["alert"]
+                == ContractModel.Field(number: 6, type: "message liverelay.v1.Alert", label: "optional"))
+        #expect(
+            proto.messages["liverelay.v1.RegisterTokenRequest"]?["kind"]
+                == ContractModel.Field(number: 2, type: "enum liverelay.v1.TokenKind", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.Targets"]?["push_to_start_tokens"]
+                == ContractModel.Field(number: 1, type: "string", label: "repeated"))
         #expect(proto.enums["liverelay.v1.Priority"] == ["PRIORITY_UNSPECIFIED": 0, "PRIORITY_LOW": 5, "PRIORITY_HIGH": 10])
-        #expect(proto.methods["/liverelay.v1.LiveRelay/Ping"]
-            == ContractModel.Method(request: "liverelay.v1.PingRequest", reply: "liverelay.v1.PingReply"))
+        #expect(
+            proto.methods["/liverelay.v1.LiveRelay/Ping"]
+                == ContractModel.Method(request: "liverelay.v1.PingRequest", reply: "liverelay.v1.PingReply"))
     }
 
     /// Each edit of a copy of Protos/ must produce exactly the listed differences.
@@ -36,8 +40,9 @@ import Testing
         let mutated = try mutation.apply()
         defer { try? FileManager.default.removeItem(at: mutated.deletingLastPathComponent()) }
         let differences = ContractModel.differences(proto: try ProtocContract.load(protos: mutated), bindings: BindingContract.load())
-        #expect(Set(differences).subtracting(baseline) == Set(mutation.expected),
-                "\(mutation.name): got\n\(differences.joined(separator: "\n"))")
+        #expect(
+            Set(differences).subtracting(baseline) == Set(mutation.expected),
+            "\(mutation.name): got\n\(differences.joined(separator: "\n"))")
     }
 
     @Test func changedBindingsAreReported() throws {

@@ -1,5 +1,6 @@
 import CLiveRelayProto
 import Testing
+
 @testable import LiveRelayMessages
 
 /// The invariants protobuf-c silently relies on in hand-written tables.

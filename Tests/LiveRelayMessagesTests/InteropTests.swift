@@ -15,7 +15,9 @@ import Testing
         #expect(swiftNames.subtracting(pythonNames).isEmpty, "Swift values without a case: \(swiftNames.subtracting(pythonNames).sorted())")
         // Every message type is covered in both directions.
         let types = Set(python.valid.map(\.type))
-        #expect(types == Set(BindingContract.swiftTypes.map { $0.protoName }), "types without a case: \(Set(BindingContract.swiftTypes.map { $0.protoName }).subtracting(types).sorted())")
+        #expect(
+            types == Set(BindingContract.swiftTypes.map { $0.protoName }),
+            "types without a case: \(Set(BindingContract.swiftTypes.map { $0.protoName }).subtracting(types).sorted())")
     }
 
     /// (a) Python encodes, Swift decodes: the value equals the one written in Swift.
@@ -35,8 +37,10 @@ import Testing
         let entry = try #require(try PythonInterop.encoded.get().valid.first { $0.name == name }, "no Python case \(name)")
         let expected = try #require(InteropCases.expected[name])
         let swift = PythonInterop.hex(expected.serializedBytes())
-        #expect(swift == entry.canonicalHex,
-                "\(name): Swift \(swift.prefix(160))… (\(swift.count / 2) bytes), Python \(entry.canonicalHex.prefix(160))… (\(entry.canonicalHex.count / 2) bytes)")
+        #expect(
+            swift == entry.canonicalHex,
+            "\(name): Swift \(swift.prefix(160))… (\(swift.count / 2) bytes), Python \(entry.canonicalHex.prefix(160))… (\(entry.canonicalHex.count / 2) bytes)"
+        )
     }
 
     /// (c) Swift encodes, Python decodes: field-equal (Python's ==) to the case.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LiveRelayMessages
 
 @Suite struct JSONValidatorTests {
@@ -70,7 +71,7 @@ import Testing
 
     @Test func depthLimit() {
         let ok = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
-        #expect(JSONValidator.check("{\"a\":" + ok + "}") == .object) // depth 32
+        #expect(JSONValidator.check("{\"a\":" + ok + "}") == .object)  // depth 32
         let deep = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)
         #expect(JSONValidator.check("{\"a\":" + deep + "}") == .invalid(offset: 36, reason: "nesting too deep"))
         let veryDeep = String(repeating: "{\"a\":", count: 10_000)

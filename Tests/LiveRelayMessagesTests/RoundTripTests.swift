@@ -1,6 +1,7 @@
 import CLiveRelayProto
 import NIOCore
 import Testing
+
 @testable import LiveRelayMessages
 
 @Suite struct RoundTripTests {
@@ -38,8 +39,10 @@ import Testing
     }
 
     @Test func activityReplies() throws {
-        try roundTrip(StartActivityReply(activityID: "order-42", timestamp: -5, summary: Fixtures.summary,
-                                         replayed: true, state: .active))
+        try roundTrip(
+            StartActivityReply(
+                activityID: "order-42", timestamp: -5, summary: Fixtures.summary,
+                replayed: true, state: .active))
         try roundTrip(UpdateActivityReply(timestamp: .max, summary: Fixtures.summary, replayed: true, state: .ended))
         try roundTrip(EndActivityReply(timestamp: .min, summary: DeliverySummary(), replayed: false, state: .dismissed))
     }
@@ -47,10 +50,13 @@ import Testing
     @Test func pingAndErrors() throws {
         try roundTrip(PingRequest(payload: Array(0...255)))
         try roundTrip(PingReply(payload: [0, 0, 1], serverTimeMS: 1_700_000_000_000, serverVersion: "1.0.0 ✓"))
-        try roundTrip(ErrorDetails(
-            fieldViolations: [FieldViolation(field: "targets.push_to_start_tokens[3]", description: "not lowercase hex"),
-                              FieldViolation(field: "app_id", description: "required")],
-            retryAfterMS: 1500, reason: "QueueFull"))
+        try roundTrip(
+            ErrorDetails(
+                fieldViolations: [
+                    FieldViolation(field: "targets.push_to_start_tokens[3]", description: "not lowercase hex"),
+                    FieldViolation(field: "app_id", description: "required"),
+                ],
+                retryAfterMS: 1500, reason: "QueueFull"))
         try roundTrip(FieldViolation(field: "a", description: "b"))
     }
 
@@ -104,7 +110,8 @@ import Testing
 
     @Test func unknownFieldsAreDropped() throws {
         let known = RegisterTokenReply(result: .created, replacedToken: "x").serializedBytes()
-        let withUnknown = known + TestWire.string(99, "future") + TestWire.int(100, 7)
+        let withUnknown =
+            known + TestWire.string(99, "future") + TestWire.int(100, 7)
             + TestWire.tag(101, 1) + [1, 2, 3, 4, 5, 6, 7, 8] + TestWire.tag(102, 5) + [1, 2, 3, 4]
         let decoded = try RegisterTokenReply(serializedBytes: withUnknown)
         #expect(decoded == RegisterTokenReply(result: .created, replacedToken: "x"))

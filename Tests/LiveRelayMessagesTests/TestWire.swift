@@ -1,4 +1,5 @@
 import CLiveRelayProto
+
 @testable import LiveRelayMessages
 
 /// A tiny hand encoder for building wire bytes in tests (including broken ones).
@@ -39,7 +40,7 @@ enum TestWire {
 
     /// Unpacks with protobuf-c directly and runs protobuf_c_message_check.
     static func check(_ bytes: [UInt8], _ descriptor: UnsafePointer<ProtobufCMessageDescriptor>) -> Bool {
-        let storage = bytes.isEmpty ? [0] : bytes // a real address even for an empty message
+        let storage = bytes.isEmpty ? [0] : bytes  // a real address even for an empty message
         return storage.withUnsafeBufferPointer { buffer -> Bool in
             guard let message = protobuf_c_message_unpack(descriptor, nil, bytes.count, buffer.baseAddress!) else {
                 return false
@@ -56,9 +57,10 @@ enum Fixtures {
     static let token2 = "00112233445566778899aabbccddeeff"
 
     static var register: RegisterTokenRequest {
-        RegisterTokenRequest(appID: "com.example.app", kind: .pushToStart, token: token, environment: .sandbox,
-                             attributesType: "DeliveryAttributes", externalUserID: "user-1", deviceID: "device-1",
-                             expiresAt: 1_900_000_000)
+        RegisterTokenRequest(
+            appID: "com.example.app", kind: .pushToStart, token: token, environment: .sandbox,
+            attributesType: "DeliveryAttributes", externalUserID: "user-1", deviceID: "device-1",
+            expiresAt: 1_900_000_000)
     }
 
     static var start: StartActivityRequest {
@@ -90,8 +92,10 @@ enum Fixtures {
             targeted: 5, queued: 1, delivered: 2, failed: 2,
             failures: [FailureCount(reason: "BadDeviceToken", count: 1), FailureCount(reason: "QueueFull", count: 1)],
             pruned: 1, superseded: 3, expired: 4,
-            unresolved: [UnresolvedTarget(kind: .externalUserID, value: "user-9", reason: "no push-to-start token registered"),
-                         UnresolvedTarget(kind: .allDevices, value: "", reason: "none")],
+            unresolved: [
+                UnresolvedTarget(kind: .externalUserID, value: "user-9", reason: "no push-to-start token registered"),
+                UnresolvedTarget(kind: .allDevices, value: "", reason: "none"),
+            ],
             complete: true)
     }
 }

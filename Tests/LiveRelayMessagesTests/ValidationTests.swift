@@ -1,4 +1,5 @@
 import Testing
+
 @testable import LiveRelayMessages
 
 /// Runs validate() and returns the error (nil when valid).
@@ -19,8 +20,9 @@ func validationError(_ message: some LiveRelayMessage) -> MessageError? {
         #expect(validationError(Fixtures.update) == nil)
         #expect(validationError(Fixtures.end) == nil)
         // Decoding a request runs validate().
-        let bad = RegisterTokenRequest(appID: "bad app", kind: .update, token: Fixtures.token, environment: .sandbox,
-                                       activityID: "a")
+        let bad = RegisterTokenRequest(
+            appID: "bad app", kind: .update, token: Fixtures.token, environment: .sandbox,
+            activityID: "a")
         let error = expectError(RegisterTokenRequest.self, bad.serializedBytes())
         #expect(error == MessageError(.invalidValue, field: "app_id", detail: "only A-Z, a-z, 0-9, '.', '_' and '-' are allowed"))
         #expect(error?.fieldViolation.field == "app_id")
@@ -62,7 +64,7 @@ func validationError(_ message: some LiveRelayMessage) -> MessageError? {
         #expect(validationError(s)?.kind == .tooLong(length: 129, max: 128))
         s.activityID = "a\tb"
         #expect(validationError(s)?.kind == .invalidValue)
-        s.activityID = "a\u{85}b" // C1 control
+        s.activityID = "a\u{85}b"  // C1 control
         #expect(validationError(s)?.field == "activity_id")
         s.activityID = "commande-été"
         #expect(validationError(s) == nil)
@@ -195,8 +197,9 @@ func validationError(_ message: some LiveRelayMessage) -> MessageError? {
         var s = Fixtures.start; s.targets?.externalUserIDs = ["ok", "x\u{0}"]
         #expect(validationError(s)?.field == "targets.external_user_ids[1]")
         #expect(validationError(ErrorDetails(fieldViolations: [FieldViolation(field: "\u{0}")]))?.field == "field_violations[0].field")
-        #expect(validationError(StartActivityReply(summary: DeliverySummary(unresolved: [UnresolvedTarget(reason: "\u{0}")])))?.field
-            == "summary.unresolved[0].reason")
+        #expect(
+            validationError(StartActivityReply(summary: DeliverySummary(unresolved: [UnresolvedTarget(reason: "\u{0}")])))?.field
+                == "summary.unresolved[0].reason")
     }
 
     // MARK: JSON fields
@@ -285,8 +288,9 @@ func validationError(_ message: some LiveRelayMessage) -> MessageError? {
         #expect(validationError(s) == MessageError(.tooMany(count: 1001, max: 1000), field: "targets.push_to_start_tokens"))
         s.targets = Targets(externalUserIDs: Array(repeating: "u", count: 1001))
         #expect(validationError(s)?.kind == .tooMany(count: 1001, max: 1000))
-        s.targets = Targets(pushToStartTokens: Array(repeating: Fixtures.token, count: 1000),
-                            externalUserIDs: Array(repeating: "u", count: 1000))
+        s.targets = Targets(
+            pushToStartTokens: Array(repeating: Fixtures.token, count: 1000),
+            externalUserIDs: Array(repeating: "u", count: 1000))
         #expect(validationError(s) == nil)
     }
 

@@ -1,5 +1,6 @@
 import CLiveRelayProto
 import Testing
+
 @testable import LiveRelayMessages
 
 func expectError<M: LiveRelayMessage>(
@@ -60,8 +61,9 @@ func expectError<M: LiveRelayMessage>(
     }
 
     @Test func invalidUTF8InRepeatedStringNamesTheIndex() {
-        let targets = TestWire.string(1, Fixtures.token) + TestWire.string(2, "u1") + TestWire.string(1, Fixtures.token2)
-            + TestWire.string(2, "u2") + TestWire.bytes(1, [0x61, 0xC3, 0x28]) // third token, bad UTF-8
+        let targets =
+            TestWire.string(1, Fixtures.token) + TestWire.string(2, "u1") + TestWire.string(1, Fixtures.token2)
+            + TestWire.string(2, "u2") + TestWire.bytes(1, [0x61, 0xC3, 0x28])  // third token, bad UTF-8
         let start = TestWire.string(1, "app") + TestWire.bytes(11, targets)
         let error = expectError(StartActivityRequest.self, start)
         #expect(error?.kind == .invalidUTF8)
@@ -77,12 +79,12 @@ func expectError<M: LiveRelayMessage>(
         let error = expectError(UpdateActivityReply.self, TestWire.bytes(2, summary))
         #expect(error?.kind == .embeddedNUL)
         #expect(error?.field == "summary.failures[1].reason")
-        let unresolved = TestWire.bytes(9, TestWire.bytes(2, [0xED, 0xA0, 0x80])) // a UTF-16 surrogate
+        let unresolved = TestWire.bytes(9, TestWire.bytes(2, [0xED, 0xA0, 0x80]))  // a UTF-16 surrogate
         #expect(expectError(DeliverySummary.self, unresolved)?.field == "unresolved[0].value")
     }
 
     @Test func alertStringInRequest() {
-        let alert = TestWire.bytes(2, [0xF0, 0x9F, 0x98]) // truncated 4-byte sequence
+        let alert = TestWire.bytes(2, [0xF0, 0x9F, 0x98])  // truncated 4-byte sequence
         let error = expectError(UpdateActivityRequest.self, TestWire.bytes(4, alert))
         #expect(error?.kind == .invalidUTF8)
         #expect(error?.field == "alert.body")
@@ -94,17 +96,17 @@ func expectError<M: LiveRelayMessage>(
     }
 
     @Test(arguments: [
-        ([0xC0, 0x80] as [UInt8], false), // overlong NUL
-        ([0xE0, 0x80, 0x80], false),      // overlong
-        ([0xED, 0xBF, 0xBF], false),      // surrogate
-        ([0xF4, 0x90, 0x80, 0x80], false), // above U+10FFFF
+        ([0xC0, 0x80] as [UInt8], false),  // overlong NUL
+        ([0xE0, 0x80, 0x80], false),  // overlong
+        ([0xED, 0xBF, 0xBF], false),  // surrogate
+        ([0xF4, 0x90, 0x80, 0x80], false),  // above U+10FFFF
         ([0xF5, 0x80, 0x80, 0x80], false),
-        ([0x80], false),                   // lone continuation
-        ([0xC3, 0xA9], true),              // é
-        ([0xEF, 0xBF, 0xBF], true),        // U+FFFF
+        ([0x80], false),  // lone continuation
+        ([0xC3, 0xA9], true),  // é
+        ([0xEF, 0xBF, 0xBF], true),  // U+FFFF
         ([0xF4, 0x8F, 0xBF, 0xBF], true),  // U+10FFFF
         (Array("plain ASCII longer than eight bytes".utf8), true),
-        (Array("0123456789abcdef".utf8) + [0], false), // NUL after the fast path
+        (Array("0123456789abcdef".utf8) + [0], false),  // NUL after the fast path
     ])
     func utf8Checker(bytes: [UInt8], valid: Bool) {
         let result = bytes.withUnsafeBufferPointer { WireScan.checkString($0.baseAddress!, $0.count) }

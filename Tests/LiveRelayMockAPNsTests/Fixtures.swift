@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+
 @testable import LiveRelayMockAPNs
 
 /// Keys and requests shared by the validator and socket tests. Keys are
@@ -30,7 +31,8 @@ enum Fixture {
     static let defaultJWT = jwt()
 
     static let updateBody = #"{"aps":{"timestamp":1795392000,"event":"update","content-state":{"eta":5}}}"#
-    static let startBody = #"{"aps":{"timestamp":1795392000,"event":"start","content-state":{"eta":9},"attributes-type":"RideAttributes","attributes":{"driver":"Ann"},"input-push-token":1,"alert":{"title":"Ride","body":"On the way"}}}"#
+    static let startBody =
+        #"{"aps":{"timestamp":1795392000,"event":"start","content-state":{"eta":9},"attributes-type":"RideAttributes","attributes":{"driver":"Ann"},"input-push-token":1,"alert":{"title":"Ride","body":"On the way"}}}"#
     static let endBody = #"{"aps":{"timestamp":1795392001,"event":"end","dismissal-date":0}}"#
 
     static func headers(

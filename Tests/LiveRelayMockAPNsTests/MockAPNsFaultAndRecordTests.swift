@@ -1,6 +1,7 @@
 import LiveRelayAPNs
-@testable import LiveRelayMockAPNs
 import Testing
+
+@testable import LiveRelayMockAPNs
 
 @Suite("Fault plan, connection policy, JSON reader, records")
 struct MockAPNsFaultAndRecordTests {
@@ -8,8 +9,10 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("the same seed injects the same errors in the same places")
     func deterministic() {
-        let errors = [MockAPNsInjectedError(reason: "TooManyRequests", rate: 0.2),
-                      MockAPNsInjectedError(reason: "InternalServerError", rate: 0.1)]
+        let errors = [
+            MockAPNsInjectedError(reason: "TooManyRequests", rate: 0.2),
+            MockAPNsInjectedError(reason: "InternalServerError", rate: 0.1),
+        ]
         var a = MockAPNsFaultPlan(injectedErrors: errors, latency: .none, seed: 42)
         var b = MockAPNsFaultPlan(injectedErrors: errors, latency: .none, seed: 42)
         var c = MockAPNsFaultPlan(injectedErrors: errors, latency: .none, seed: 43)
@@ -23,8 +26,9 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("rates hold over many draws, with APNs's status per reason")
     func rates() {
-        var plan = MockAPNsFaultPlan(injectedErrors: [MockAPNsInjectedError(reason: "ServiceUnavailable", rate: 0.25)],
-                                     latency: .none, seed: 7)
+        var plan = MockAPNsFaultPlan(
+            injectedErrors: [MockAPNsInjectedError(reason: "ServiceUnavailable", rate: 0.25)],
+            latency: .none, seed: 7)
         let verdicts = (0..<20_000).map { _ in plan.apply(to: ok) }
         let injected = verdicts.filter { $0.status == 503 }
         #expect((4_600...5_400).contains(injected.count))
@@ -47,8 +51,11 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("latency is the fixed part plus a draw within the random range")
     func latency() {
-        var plan = MockAPNsFaultPlan(injectedErrors: [], latency: MockAPNsLatency(fixed: .milliseconds(5),
-                                     random: .milliseconds(1) ... .milliseconds(3)), seed: 9)
+        var plan = MockAPNsFaultPlan(
+            injectedErrors: [],
+            latency: MockAPNsLatency(
+                fixed: .milliseconds(5),
+                random: .milliseconds(1) ... .milliseconds(3)), seed: 9)
         let delays = (0..<1000).map { _ in plan.nextDelay() }
         #expect(delays.allSatisfy { $0 >= .milliseconds(6) && $0 <= .milliseconds(8) })
         #expect(Set(delays).count > 100)
@@ -94,7 +101,10 @@ struct MockAPNsFaultAndRecordTests {
         #expect(line.contains(#"["authorization","bearer eyJh.eyJp.<redacted>"]"#))
         #expect(line.contains(#"["apns-topic","t\"q"]"#))
         #expect(line.contains(#""body":"{\"aps\":{}}""#))
-        #expect(line.hasPrefix(#"{"connection":2,"stream":5,"received_ms":12,"method":"POST","path":"/3/device/abcd","status":410,"reason":"Unregistered""#))
+        #expect(
+            line.hasPrefix(
+                #"{"connection":2,"stream":5,"received_ms":12,"method":"POST","path":"/3/device/abcd","status":410,"reason":"Unregistered""#
+            ))
         #expect(record.deviceToken == "abcd")
     }
 
@@ -102,8 +112,10 @@ struct MockAPNsFaultAndRecordTests {
     func recorderBound() throws {
         let recorder = try MockAPNsRecorder(capacity: 3, recordFile: nil)
         for i in 1...5 {
-            recorder.record(MockAPNsRecord(path: "/\(i)", method: "POST", headers: [], body: [], status: i == 5 ? 0 : 200,
-                                           reason: nil, apnsID: nil, connection: 1, streamID: i, receivedAtMilliseconds: 0))
+            recorder.record(
+                MockAPNsRecord(
+                    path: "/\(i)", method: "POST", headers: [], body: [], status: i == 5 ? 0 : 200,
+                    reason: nil, apnsID: nil, connection: 1, streamID: i, receivedAtMilliseconds: 0))
         }
         #expect(recorder.records.map(\.streamID) == [3, 4, 5])
         #expect(recorder.counters.recordsDiscarded == 2)

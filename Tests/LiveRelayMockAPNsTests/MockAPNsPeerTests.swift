@@ -5,15 +5,17 @@
 
 import Foundation
 import LiveRelayAPNs
-@testable import LiveRelayMockAPNs
 import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
 
+@testable import LiveRelayMockAPNs
+
 @Suite("MockAPNsServer against independent peers", .serialized)
 struct MockAPNsPeerTests {
-    @Test("aioapns gets the answers APNs would give: 200, 400 BadDeviceToken, 410, 403 for a wrong key",
-          .timeLimit(.minutes(3)))
+    @Test(
+        "aioapns gets the answers APNs would give: 200, 400 BadDeviceToken, 410, 403 for a wrong key",
+        .timeLimit(.minutes(3)))
     func aioapns() async throws {
         let directory = try PeerProcess.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -31,13 +33,15 @@ struct MockAPNsPeerTests {
         try Data(server.certificatePEM.utf8).write(to: caFile)
         let result: PeerProcess.Result
         do {
-            result = try await PeerProcess.run("python3", [
-                PeerProcess.repositoryRoot().appendingPathComponent("Tests/APNsPeers/aioapns_peer.py").path,
-                "--host", "127.0.0.1", "--port", String(server.port), "--ca", caFile.path,
-                "--key-file", keyFile.path, "--wrong-key-file", wrongKeyFile.path,
-                "--key-id", Fixture.keyID, "--team-id", Fixture.teamID, "--bundle-id", Fixture.bundleID,
-                "--token", Fixture.token, "--unregistered-token", dead,
-            ], timeout: 120)
+            result = try await PeerProcess.run(
+                "python3",
+                [
+                    PeerProcess.repositoryRoot().appendingPathComponent("Tests/APNsPeers/aioapns_peer.py").path,
+                    "--host", "127.0.0.1", "--port", String(server.port), "--ca", caFile.path,
+                    "--key-file", keyFile.path, "--wrong-key-file", wrongKeyFile.path,
+                    "--key-id", Fixture.keyID, "--team-id", Fixture.teamID, "--bundle-id", Fixture.bundleID,
+                    "--token", Fixture.token, "--unregistered-token", dead,
+                ], timeout: 120)
         } catch {
             try await server.shutdown()
             throw error
@@ -51,10 +55,11 @@ struct MockAPNsPeerTests {
         let delivered = records.filter { $0.status == 200 }
         #expect(delivered.count == 202)
         // What aioapns put on the wire is what APNs expects of a Live Activity push.
-        #expect(delivered.allSatisfy {
-            $0.header("apns-push-type") == "liveactivity" && $0.header("apns-topic") == Fixture.topic
-                && $0.header("authorization")?.hasPrefix("bearer ") == true && $0.method == "POST"
-        })
+        #expect(
+            delivered.allSatisfy {
+                $0.header("apns-push-type") == "liveactivity" && $0.header("apns-topic") == Fixture.topic
+                    && $0.header("authorization")?.hasPrefix("bearer ") == true && $0.method == "POST"
+            })
         #expect(records.contains { $0.status == 403 && $0.reason == "InvalidProviderToken" })
         #expect(records.contains { $0.status == 410 && $0.deviceToken == dead })
     }
@@ -65,17 +70,20 @@ struct MockAPNsPeerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let bodyFile = directory.appendingPathComponent("body.json")
         try Data(Fixture.updateBody.utf8).write(to: bodyFile)
-        let server = try await MockAPNsServer.start(configuration: MockAPNsConfiguration(apps: [Fixture.app]),
-                                                    group: MultiThreadedEventLoopGroup.singleton)
+        let server = try await MockAPNsServer.start(
+            configuration: MockAPNsConfiguration(apps: [Fixture.app]),
+            group: MultiThreadedEventLoopGroup.singleton)
         let requests = 2000
         let result: PeerProcess.Result
         do {
-            result = try await PeerProcess.run("h2load", [
-                "-n", String(requests), "-c", "4", "-m", "50", "-d", bodyFile.path,
-                "-H", "authorization: bearer " + Fixture.jwt(issuedAt: Int64(Date().timeIntervalSince1970)),
-                "-H", "apns-topic: " + Fixture.topic, "-H", "apns-push-type: liveactivity", "-H", "apns-priority: 10",
-                "https://127.0.0.1:\(server.port)/3/device/" + Fixture.token,
-            ], timeout: 120)
+            result = try await PeerProcess.run(
+                "h2load",
+                [
+                    "-n", String(requests), "-c", "4", "-m", "50", "-d", bodyFile.path,
+                    "-H", "authorization: bearer " + Fixture.jwt(issuedAt: Int64(Date().timeIntervalSince1970)),
+                    "-H", "apns-topic: " + Fixture.topic, "-H", "apns-push-type: liveactivity", "-H", "apns-priority: 10",
+                    "https://127.0.0.1:\(server.port)/3/device/" + Fixture.token,
+                ], timeout: 120)
         } catch {
             try await server.shutdown()
             throw error

@@ -1,11 +1,12 @@
 import Foundation
 import LiveRelayAPNs
-@testable import LiveRelayMockAPNs
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Testing
+
+@testable import LiveRelayMockAPNs
 
 /// The mock over real TLS + HTTP/2 on loopback, driven by `TestAPNsConnection`.
 @Suite("MockAPNsServer over TLS and HTTP/2")
@@ -36,8 +37,10 @@ struct MockAPNsServerTests {
         try await TestAPNsConnection.connect(port: server.port, certificatePEM: server.certificatePEM, group: Self.group)
     }
 
-    func push(_ c: TestAPNsConnection, token: String = Fixture.token, headers: [(name: String, value: String)] = Fixture.headers(),
-              body: String = Fixture.updateBody) async throws -> TestResponse {
+    func push(
+        _ c: TestAPNsConnection, token: String = Fixture.token, headers: [(name: String, value: String)] = Fixture.headers(),
+        body: String = Fixture.updateBody
+    ) async throws -> TestResponse {
         try await c.send(path: "/3/device/" + token, headers: headers, body: Array(body.utf8))
     }
 

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
-@testable import LiveRelayMockAPNs
 import Testing
+
+@testable import LiveRelayMockAPNs
 
 /// The APNs rules of the mock as a pure function: no sockets, a fixed clock.
 @Suite("MockAPNsValidator")
@@ -16,13 +17,17 @@ struct MockAPNsValidatorTests {
     func validPushes() {
         var connection = MockAPNsConnectionState()
         for body in [Fixture.updateBody, Fixture.startBody, Fixture.endBody] {
-            let verdict = validator.validate(Fixture.request(body: body), connection: &connection,
-                                             nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "generated")
+            let verdict = validator.validate(
+                Fixture.request(body: body), connection: &connection,
+                nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "generated")
             #expect(verdict == MockAPNsVerdict(status: 200, apnsID: "generated", providerTokenAccepted: true))
             #expect(verdict.responseBody == nil)
         }
-        #expect(connection.acceptedClaims == ProviderTokenClaims(keyID: Fixture.keyID, teamID: Fixture.teamID,
-                                                                 issuedAt: Fixture.nowSeconds))
+        #expect(
+            connection.acceptedClaims
+                == ProviderTokenClaims(
+                    keyID: Fixture.keyID, teamID: Fixture.teamID,
+                    issuedAt: Fixture.nowSeconds))
         #expect(connection.tokenChangedAtSeconds == Fixture.nowSeconds)
     }
 
@@ -51,9 +56,20 @@ struct MockAPNsValidatorTests {
             ("no authorization", Fixture.request(headers: Fixture.headers(authorization: nil)), 403, "MissingProviderToken"),
             ("basic scheme", Fixture.request(headers: Fixture.headers(authorization: "basic abc")), 403, "MissingProviderToken"),
             ("garbage token", Fixture.request(headers: Fixture.headers(authorization: "bearer abc.def.ghi")), 403, "InvalidProviderToken"),
-            ("other key", Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(key: Fixture.otherKey))), 403, "InvalidProviderToken"),
-            ("expired", Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(issuedAt: Fixture.nowSeconds - 3601))), 403, "ExpiredProviderToken"),
-            ("future", Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(issuedAt: Fixture.nowSeconds + 600))), 403, "InvalidProviderToken"),
+            (
+                "other key", Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(key: Fixture.otherKey))), 403,
+                "InvalidProviderToken"
+            ),
+            (
+                "expired",
+                Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(issuedAt: Fixture.nowSeconds - 3601))), 403,
+                "ExpiredProviderToken"
+            ),
+            (
+                "future",
+                Fixture.request(headers: Fixture.headers(authorization: "bearer " + Fixture.jwt(issuedAt: Fixture.nowSeconds + 600))), 403,
+                "InvalidProviderToken"
+            ),
             ("odd token", Fixture.request(path: "/3/device/" + Fixture.token + "a"), 400, "BadDeviceToken"),
             ("short token", Fixture.request(path: "/3/device/abcd"), 400, "BadDeviceToken"),
             ("non-hex token", Fixture.request(path: "/3/device/" + String(repeating: "zz", count: 32)), 400, "BadDeviceToken"),
@@ -65,9 +81,17 @@ struct MockAPNsValidatorTests {
             ("alert push type", Fixture.request(headers: Fixture.headers(pushType: "alert")), 400, "InvalidPushType"),
             ("priority 1", Fixture.request(headers: Fixture.headers(priority: "1")), 400, "BadPriority"),
             ("priority text", Fixture.request(headers: Fixture.headers(priority: "high")), 400, "BadPriority"),
-            ("expiration text", Fixture.request(headers: Fixture.headers(extra: []).map { field -> (name: String, value: String) in
-                field.name == "apns-expiration" ? (name: field.name, value: "tomorrow") : field }), 400, "BadExpirationDate"),
-            ("collapse 65", Fixture.request(headers: Fixture.headers(extra: [("apns-collapse-id", String(repeating: "c", count: 65))])), 400, "BadCollapseId"),
+            (
+                "expiration text",
+                Fixture.request(
+                    headers: Fixture.headers(extra: []).map { field -> (name: String, value: String) in
+                        field.name == "apns-expiration" ? (name: field.name, value: "tomorrow") : field
+                    }), 400, "BadExpirationDate"
+            ),
+            (
+                "collapse 65", Fixture.request(headers: Fixture.headers(extra: [("apns-collapse-id", String(repeating: "c", count: 65))])),
+                400, "BadCollapseId"
+            ),
             ("empty body", Fixture.request(body: ""), 400, "PayloadEmpty"),
             ("4 KiB + 1", Fixture.request(body: big), 413, "PayloadTooLarge"),
             ("not JSON", Fixture.request(body: "{\"aps\":"), 400, MockAPNsReasons.malformedPayload),
@@ -79,10 +103,23 @@ struct MockAPNsValidatorTests {
             ("string timestamp", Fixture.request(body: #"{"aps":{"timestamp":"1","event":"end"}}"#), 400, MockAPNsReasons.badTimestamp),
             ("bad event", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"stop"}}"#), 400, MockAPNsReasons.badEvent),
             ("no event", Fixture.request(body: #"{"aps":{"timestamp":1}}"#), 400, MockAPNsReasons.badEvent),
-            ("update without state", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"update"}}"#), 400, MockAPNsReasons.badContentState),
-            ("state not object", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"end","content-state":[1]}}"#), 400, MockAPNsReasons.badContentState),
-            ("start without attributes", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"start","content-state":{},"attributes-type":"A"}}"#), 400, MockAPNsReasons.badAttributes),
-            ("start without type", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"start","content-state":{},"attributes":{}}}"#), 400, MockAPNsReasons.badAttributes),
+            (
+                "update without state", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"update"}}"#), 400,
+                MockAPNsReasons.badContentState
+            ),
+            (
+                "state not object", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"end","content-state":[1]}}"#), 400,
+                MockAPNsReasons.badContentState
+            ),
+            (
+                "start without attributes",
+                Fixture.request(body: #"{"aps":{"timestamp":1,"event":"start","content-state":{},"attributes-type":"A"}}"#), 400,
+                MockAPNsReasons.badAttributes
+            ),
+            (
+                "start without type", Fixture.request(body: #"{"aps":{"timestamp":1,"event":"start","content-state":{},"attributes":{}}}"#),
+                400, MockAPNsReasons.badAttributes
+            ),
         ]
     }()
 
@@ -101,7 +138,9 @@ struct MockAPNsValidatorTests {
         let body = prefix + String(repeating: "x", count: 4096 - prefix.utf8.count - 3) + #""}}"#
         #expect(body.utf8.count == 4096)
         #expect(judge(Fixture.request(body: body)).status == 200)
-        #expect(judge(Fixture.request(headers: Fixture.headers(extra: [("apns-collapse-id", String(repeating: "c", count: 64))]))).status == 200)
+        #expect(
+            judge(Fixture.request(headers: Fixture.headers(extra: [("apns-collapse-id", String(repeating: "c", count: 64))]))).status == 200
+        )
         #expect(judge(Fixture.request(path: "/3/device/" + String(repeating: "AB", count: 100))).status == 200)
         #expect(judge(Fixture.request(headers: Fixture.headers(priority: "5"))).status == 200)
         #expect(judge(Fixture.request(headers: Fixture.headers(priority: nil))).status == 200)
@@ -112,8 +151,9 @@ struct MockAPNsValidatorTests {
     func unregistered() {
         let validator = Fixture.validator(unregistered: [Fixture.token.uppercased(): 1_700_000_000_123])
         var connection = MockAPNsConnectionState()
-        let verdict = validator.validate(Fixture.request(), connection: &connection,
-                                         nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
+        let verdict = validator.validate(
+            Fixture.request(), connection: &connection,
+            nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
         #expect(verdict.status == 410 && verdict.reason == "Unregistered")
         #expect(verdict.timestampMilliseconds == 1_700_000_000_123)
         #expect(verdict.responseBody == Array(#"{"reason":"Unregistered","timestamp":1700000000123}"#.utf8))
@@ -123,20 +163,23 @@ struct MockAPNsValidatorTests {
     func tokenForOtherTopic() {
         let validator = Fixture.validator(bundles: [Fixture.token: "com.example.other"])
         var connection = MockAPNsConnectionState()
-        let verdict = validator.validate(Fixture.request(), connection: &connection,
-                                         nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
+        let verdict = validator.validate(
+            Fixture.request(), connection: &connection,
+            nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
         #expect(verdict.status == 400 && verdict.reason == "DeviceTokenNotForTopic")
     }
 
     @Test("a key shared by two apps may push to both topics, and to no third")
     func sharedKey() {
-        let second = MockAPNsApp(bundleID: "com.example.food", teamID: Fixture.teamID, keyID: Fixture.keyID,
-                                 publicKeyPEM: try! Fixture.key.publicKeyPEM)
+        let second = MockAPNsApp(
+            bundleID: "com.example.food", teamID: Fixture.teamID, keyID: Fixture.keyID,
+            publicKeyPEM: try! Fixture.key.publicKeyPEM)
         let validator = Fixture.validator(apps: [Fixture.app, second])
         var connection = MockAPNsConnectionState()
         for (topic, status) in [(Fixture.topic, 200), (second.liveActivityTopic, 200), ("com.x.push-type.liveactivity", 400)] {
-            let verdict = validator.validate(Fixture.request(headers: Fixture.headers(topic: topic)), connection: &connection,
-                                             nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
+            let verdict = validator.validate(
+                Fixture.request(headers: Fixture.headers(topic: topic)), connection: &connection,
+                nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "id")
             #expect(verdict.status == status, "\(topic)")
         }
     }
@@ -147,11 +190,13 @@ struct MockAPNsValidatorTests {
         let request = Fixture.request()
         let first = validator.validate(request, connection: &connection, nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "a")
         #expect(first.status == 200)
-        let stillFine = validator.validate(request, connection: &connection,
-                                           nowMilliseconds: Fixture.nowMilliseconds + 3_600_000, newAPNsID: "b")
+        let stillFine = validator.validate(
+            request, connection: &connection,
+            nowMilliseconds: Fixture.nowMilliseconds + 3_600_000, newAPNsID: "b")
         #expect(stillFine.status == 200)
-        let expired = validator.validate(request, connection: &connection,
-                                         nowMilliseconds: Fixture.nowMilliseconds + 3_601_000, newAPNsID: "c")
+        let expired = validator.validate(
+            request, connection: &connection,
+            nowMilliseconds: Fixture.nowMilliseconds + 3_601_000, newAPNsID: "c")
         #expect(expired.status == 403 && expired.reason == "ExpiredProviderToken" && !expired.providerTokenAccepted)
     }
 
@@ -180,17 +225,22 @@ struct MockAPNsValidatorTests {
     @Test("a token that verified on one connection is checked again (signature) when it changes")
     func changedTokenIsVerified() {
         var connection = MockAPNsConnectionState()
-        #expect(validator.validate(Fixture.request(), connection: &connection,
-                                   nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "a").status == 200)
+        #expect(
+            validator.validate(
+                Fixture.request(), connection: &connection,
+                nowMilliseconds: Fixture.nowMilliseconds, newAPNsID: "a"
+            ).status == 200)
         let forged = "bearer " + Fixture.jwt(key: Fixture.otherKey)
-        let verdict = validator.validate(Fixture.request(headers: Fixture.headers(authorization: forged)), connection: &connection,
-                                         nowMilliseconds: Fixture.nowMilliseconds + 1_300_000, newAPNsID: "b")
+        let verdict = validator.validate(
+            Fixture.request(headers: Fixture.headers(authorization: forged)), connection: &connection,
+            nowMilliseconds: Fixture.nowMilliseconds + 1_300_000, newAPNsID: "b")
         #expect(verdict.status == 403 && verdict.reason == "InvalidProviderToken")
     }
 
     @Test("an app with a public key that is not P-256 PEM is refused at construction")
     func badPublicKey() {
-        let bad = MockAPNsApp(bundleID: "b", teamID: "T", keyID: "K", publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+        let bad = MockAPNsApp(
+            bundleID: "b", teamID: "T", keyID: "K", publicKeyPEM: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
         #expect(throws: APNsKeyError.self) { try MockAPNsValidator(apps: [bad]) }
     }
 }

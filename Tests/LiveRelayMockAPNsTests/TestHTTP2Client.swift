@@ -68,7 +68,9 @@ final class ResponseCollector: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .headers(let frame):
             for field in frame.headers {
-                if field.name == ":status" { response.status = Int(field.value) ?? -1 } else {
+                if field.name == ":status" {
+                    response.status = Int(field.value) ?? -1
+                } else {
                     response.headers.append((field.name, field.value))
                 }
             }
@@ -109,9 +111,10 @@ final class TestAPNsConnection: Sendable {
     }
 
     static func connect(port: Int, certificatePEM: String, group: EventLoopGroup) async throws -> TestAPNsConnection {
-        let tls = try TLSContext(configuration: TLSConfiguration(
-            trustRoots: .pem(.string(certificatePEM)), certificateVerification: .fullVerification,
-            applicationProtocols: ["h2"], serverHostname: "localhost"))
+        let tls = try TLSContext(
+            configuration: TLSConfiguration(
+                trustRoots: .pem(.string(certificatePEM)), certificateVerification: .fullVerification,
+                applicationProtocols: ["h2"], serverHostname: "localhost"))
         let frames = FrameLog()
         let (channel, multiplexer) = try await ClientBootstrap(group: group)
             .connect(host: "127.0.0.1", port: port) { channel in

@@ -1,9 +1,10 @@
 import Foundation
 import LiveRelayMessages
-@testable import LiveRelayServer
 import LiveRelayService
 import NIOCore
 import Testing
+
+@testable import LiveRelayServer
 
 @Suite("API keys", .timeLimit(.minutes(1)))
 struct AuthenticatorTests {
@@ -66,9 +67,11 @@ struct AuthenticatorTests {
         #expect(try goodResult.get().keyID == record.keyID)
     }
 
-    @Test(arguments: ["", "x", "lrk_", "LRK_aaaaaaaaaaaa_" + String(repeating: "0", count: 64),
-                      "lrk_AAAAAAAAAAAA_" + String(repeating: "0", count: 64),
-                      "lrk_aaaaaaaaaaaa-" + String(repeating: "0", count: 64)])
+    @Test(arguments: [
+        "", "x", "lrk_", "LRK_aaaaaaaaaaaa_" + String(repeating: "0", count: 64),
+        "lrk_AAAAAAAAAAAA_" + String(repeating: "0", count: 64),
+        "lrk_aaaaaaaaaaaa-" + String(repeating: "0", count: 64),
+    ])
     func malformedKeysFailTheSameWayAndStillRunTheComparison(text: String) throws {
         let authenticator = try APIKeyAuthenticator(records: [TestKeys.all.record])
         let (result, trace) = authenticator.check(apiKey: Self.key(text))

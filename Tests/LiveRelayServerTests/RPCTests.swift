@@ -61,7 +61,8 @@ struct RPCTests {
             #expect(ids == Array((1...UInt32(count)).reversed()), "the service completed in reverse order")
             for reply in replies {
                 let payload = try #require(expectResponse(reply, id: reply.requestID))
-                #expect(try PingReply(serializedBytes: payload).payload == withUnsafeBytes(of: reply.requestID.rawValue.bigEndian, Array.init))
+                #expect(
+                    try PingReply(serializedBytes: payload).payload == withUnsafeBytes(of: reply.requestID.rawValue.bigEndian, Array.init))
             }
             #expect(service.dispatched.count == count)
             await client.close()

@@ -149,7 +149,9 @@ func ping(_ id: RequestID, _ payload: [UInt8] = Array("hi".utf8), timeoutMs: UIn
 }
 
 /// The ERROR frame for `id`, or a test failure naming what came instead.
-func expectError(_ frame: Frame, id: RequestID, status: StatusCode, sourceLocation: SourceLocation = #_sourceLocation) -> Frame.RequestError? {
+func expectError(
+    _ frame: Frame, id: RequestID, status: StatusCode, sourceLocation: SourceLocation = #_sourceLocation
+) -> Frame.RequestError? {
     guard case .error(let gotID, let error) = frame else {
         Issue.record("expected ERROR \(status) for \(id), got \(frame)", sourceLocation: sourceLocation)
         return nil

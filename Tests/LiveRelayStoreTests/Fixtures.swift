@@ -16,28 +16,36 @@ func pushToStart(
     _ token: String, device: String = "device-1", type: String = "DeliveryAttributes", user: String = "",
     expiresAt: Int64 = 0
 ) -> RegisterTokenRequest {
-    RegisterTokenRequest(appID: appID, kind: .pushToStart, token: token, environment: .production,
-                         attributesType: type, externalUserID: user, deviceID: device, expiresAt: expiresAt)
+    RegisterTokenRequest(
+        appID: appID, kind: .pushToStart, token: token, environment: .production,
+        attributesType: type, externalUserID: user, deviceID: device, expiresAt: expiresAt)
 }
 
-func updateToken(_ token: String, activity: String = "order-1", device: String = "device-1", remove: Bool = false)
+func updateToken(
+    _ token: String, activity: String = "order-1", device: String = "device-1", remove: Bool = false
+)
     -> RegisterTokenRequest
 {
-    RegisterTokenRequest(appID: appID, kind: .update, token: token, environment: .sandbox, activityID: activity,
-                         deviceID: device, remove: remove)
+    RegisterTokenRequest(
+        appID: appID, kind: .update, token: token, environment: .sandbox, activityID: activity,
+        deviceID: device, remove: remove)
 }
 
-func start(_ activity: String = "order-1", key: String? = nil, content: String = #"{"status":"placed"}"#)
+func start(
+    _ activity: String = "order-1", key: String? = nil, content: String = #"{"status":"placed"}"#
+)
     -> StartActivityRequest
 {
-    StartActivityRequest(appID: appID, activityID: activity, attributesType: "DeliveryAttributes",
-                         attributesJSON: #"{"orderID":"A1"}"#, contentStateJSON: content,
-                         targets: Targets(allDevices: true), idempotencyKey: key)
+    StartActivityRequest(
+        appID: appID, activityID: activity, attributesType: "DeliveryAttributes",
+        attributesJSON: #"{"orderID":"A1"}"#, contentStateJSON: content,
+        targets: Targets(allDevices: true), idempotencyKey: key)
 }
 
 func update(_ activity: String = "order-1", key: String? = nil) -> UpdateActivityRequest {
-    UpdateActivityRequest(appID: appID, activityID: activity, contentStateJSON: #"{"status":"cooking"}"#,
-                          idempotencyKey: key)
+    UpdateActivityRequest(
+        appID: appID, activityID: activity, contentStateJSON: #"{"status":"cooking"}"#,
+        idempotencyKey: key)
 }
 
 func endRequest(_ activity: String = "order-1") -> EndActivityRequest {

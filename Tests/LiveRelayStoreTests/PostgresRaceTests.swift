@@ -2,9 +2,10 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
-@testable import LiveRelayStorePostgres
 import NIOCore
 import Testing
+
+@testable import LiveRelayStorePostgres
 
 /// Two LiveRelay nodes on one database: two store instances (each with its
 /// own pool and lanes) on one schema, racing on the same rows. Whatever the
@@ -49,7 +50,9 @@ struct PostgresRaceTests {
             let stamps = try await withThrowingTaskGroup(of: Int64.self) { group in
                 for i in 0..<60 {
                     let node = i % 2 == 0 ? a : b
-                    group.addTask { try await StoreBehaviourSuite.apply(node, ChangeActivity(update(), app: app)).accepted?.reply.timestamp ?? 0 }
+                    group.addTask {
+                        try await StoreBehaviourSuite.apply(node, ChangeActivity(update(), app: app)).accepted?.reply.timestamp ?? 0
+                    }
                 }
                 return try await group.reduce(into: [Int64]()) { $0.append($1) }
             }
@@ -79,7 +82,8 @@ struct PostgresRaceTests {
             #expect(replaced.count == count - 1, "every other registration rotated")
             #expect(Set(replaced).count == count - 1, "a token was replaced twice: two registrations both took the slot")
             let loop = StoreBehaviourSuite.group.any()
-            let holders = kind == .update
+            let holders =
+                kind == .update
                 ? try await a.updateTokens(of: order1, on: loop).get()
                 : try await b.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
             #expect(holders.count == 1)
@@ -94,10 +98,13 @@ struct PostgresRaceTests {
             let store = try await PostgresTestDatabase.store(schema: schema)
             let loop = StoreBehaviourSuite.group.any()
             for i in 0..<20 { try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(i), device: "d\(i)"))) }
-            let killed = try await PostgresTestDatabase.sql(["""
-                SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity
-                WHERE application_name = 'liverelay-test-\(schema)' AND pid <> pg_backend_pid()
-                """], schema: schema)
+            let killed = try await PostgresTestDatabase.sql(
+                [
+                    """
+                    SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity
+                    WHERE application_name = 'liverelay-test-\(schema)' AND pid <> pg_backend_pid()
+                    """
+                ], schema: schema)
             #expect(!killed.isEmpty, "the store had no connection to kill")
             // Every call after the kill still lands: the pool opens new connections and
             // a batch that lost its connection before COMMIT is retried on another.
@@ -112,7 +119,8 @@ struct PostgresRaceTests {
 
 @Suite struct PostgresConfigurationTests {
     @Test func aURLIsParsedAndItsPasswordNeverPrinted() throws {
-        let c = try PostgresStoreConfiguration(url: "postgres://relay:s3cr%40t@db.internal:6543/live?sslmode=require&schema=lr_prod&lanes=3")
+        let c = try PostgresStoreConfiguration(
+            url: "postgres://relay:s3cr%40t@db.internal:6543/live?sslmode=require&schema=lr_prod&lanes=3")
         #expect(c.host == "db.internal")
         #expect(c.port == 6543)
         #expect(c.username == "relay")

@@ -2,9 +2,10 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
-@testable import LiveRelayStorePostgres
 import NIOCore
 import Testing
+
+@testable import LiveRelayStorePostgres
 
 /// The shared behavioural suite against PostgreSQL, each behaviour in a fresh schema.
 @Suite(.enabled(if: PostgresTestDatabase.enabled, Comment(rawValue: PostgresTestDatabase.skipReason)))
@@ -21,7 +22,8 @@ struct PostgresStoreTests {
             let loop = StoreBehaviourSuite.group.any()
             let store = try await PostgresTestDatabase.store(schema: schema)
             #expect(store.openedSchemaVersion == 0)
-            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
+            try await StoreBehaviourSuite.apply(
+                store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
             let first = try #require(try await StoreBehaviourSuite.apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
             try await StoreBehaviourSuite.apply(store, RegisterToken(updateToken(hex(2), device: "a1")), now: t0 + .seconds(1))
             try await store.close()
@@ -29,9 +31,12 @@ struct PostgresStoreTests {
             let reopened = try await PostgresTestDatabase.store(schema: schema)
             #expect(reopened.openedSchemaVersion == PostgresActivityStore.schemaVersion)
             let token = try await reopened.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get()
-            #expect(token == Token(kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
-                                   attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
-                                   createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
+            #expect(
+                token
+                    == Token(
+                        kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
+                        attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
+                        createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
             #expect(try await reopened.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(2)])
             let activity = try #require(try await reopened.activity(order1, on: loop).get())
             #expect(activity.state == .active)
@@ -53,7 +58,8 @@ struct PostgresStoreTests {
             let opened = stores.map(\.openedSchemaVersion).sorted()
             #expect(opened == [0] + Array(repeating: PostgresActivityStore.schemaVersion, count: 3), "exactly one node migrated")
             for store in stores { try await store.close() }
-            let versions = try await PostgresTestDatabase.sql(["SELECT version::text FROM \"\(schema)\".schema_version ORDER BY version"], schema: schema)
+            let versions = try await PostgresTestDatabase.sql(
+                ["SELECT version::text FROM \"\(schema)\".schema_version ORDER BY version"], schema: schema)
             #expect(versions == (1...PostgresActivityStore.schemaVersion).map { [String($0)] })
             let again = try await PostgresTestDatabase.store(schema: schema)
             #expect(again.openedSchemaVersion == PostgresActivityStore.schemaVersion)
@@ -84,12 +90,15 @@ struct PostgresStoreTests {
             }
             let t = PostgresTables.prefixed(PostgresTables.tokenColumns, "t")
             let updateTokens = try await plan(
-                "SELECT \(t) FROM unnest(\(arrays), '{order-1}'::text[]) AS k(a, x) JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x")
+                "SELECT \(t) FROM unnest(\(arrays), '{order-1}'::text[]) AS k(a, x) JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x"
+            )
             #expect(updateTokens.contains("tokens_update_slot"), "\(updateTokens)")
             let ofType = try await plan(
-                "SELECT \(t) FROM unnest(\(arrays), '{T}'::text[]) AS k(a, ty) JOIN tokens t ON t.kind = 1 AND t.app_id = k.a AND t.attributes_type = k.ty")
+                "SELECT \(t) FROM unnest(\(arrays), '{T}'::text[]) AS k(a, ty) JOIN tokens t ON t.kind = 1 AND t.app_id = k.a AND t.attributes_type = k.ty"
+            )
             #expect(ofType.contains("tokens_push_to_start_slot"), "\(ofType)")
-            let ofUser = try await plan("""
+            let ofUser = try await plan(
+                """
                 SELECT \(t) FROM unnest(\(arrays), '{u}'::text[], '{T}'::text[]) AS k(a, u, ty) JOIN tokens t ON t.kind = 1
                 AND t.external_user_id IS NOT NULL AND t.app_id = k.a AND t.external_user_id = k.u AND t.attributes_type = k.ty
                 """)
@@ -110,7 +119,8 @@ struct PostgresStoreTests {
             // Queued together, so usually one batch; the outcome must not depend on how they are batched.
             let good1 = store.apply(RegisterToken(pushToStart(hex(1), device: "a1")), now: t0, on: loop)
             let sees1 = store.apply(Sees(key: TokenKey(appID: appID, hex: hex(1))), now: t0, on: loop)
-            let refused = store.apply(Writes([.putToken(tokenRow(hex(2), device: "a2"))], refuse: .unknownApp(appID: "x")), now: t0, on: loop)
+            let refused = store.apply(
+                Writes([.putToken(tokenRow(hex(2), device: "a2"))], refuse: .unknownApp(appID: "x")), now: t0, on: loop)
             // Its second write breaks the slot index: its first must be undone too.
             let halfway = store.apply(
                 Writes([.putToken(tokenRow(hex(3), device: "a3")), .putToken(tokenRow(hex(4), device: "taken"))]), now: t0, on: loop)

@@ -1,14 +1,16 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import LiveRelayStorePostgres
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import LiveRelayAPNs
-import LiveRelayDomain
-@testable import LiveRelayStorePostgres
-import Logging
-import PostgresNIO
-import Testing
 
 /// The PostgreSQL server of the tests: `LIVERELAY_POSTGRES_URL` (scripts/test.sh
 /// starts a throwaway one with scripts/postgres.sh and exports it).

@@ -1,14 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
 import NIOCore
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Issue 4, "Done when": a process is SIGKILLed while RegisterToken calls are
 /// in flight, the store is reopened, and every acknowledged token is there.
@@ -48,7 +49,8 @@ import Testing
 
             let store = try SQLiteActivityStore(path: path)
             let present = try await store.pushToStartTokens(
-                appID: Self.appID, attributesType: "CrashAttributes", on: StoreBehaviourSuite.group.any()).get()
+                appID: Self.appID, attributesType: "CrashAttributes", on: StoreBehaviourSuite.group.any()
+            ).get()
             try await store.close()
             let presentSet = Set(present.map(\.hex))
             let missing = acknowledged.filter { !presentSet.contains($0) }
@@ -95,7 +97,7 @@ import Testing
             if ready < 0 { if errno == EINTR { continue } else { break } }
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0 { if errno == EINTR { continue } else { break } }
-            if n == 0 { break } // EOF: the helper is gone and everything it wrote has been read
+            if n == 0 { break }  // EOF: the helper is gone and everything it wrote has been read
             pending += buffer[0..<n]
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 lines.append(String(decoding: pending[..<newline], as: UTF8.self))

@@ -1,14 +1,16 @@
+import Foundation
+import LiveRelayAPNs
+import LiveRelayDomain
+import NIOCore
+import Testing
+
+@testable import LiveRelayStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import LiveRelayAPNs
-import LiveRelayDomain
-@testable import LiveRelayStore
-import NIOCore
-import Testing
 
 /// A plan that writes one token and counts how many such plans have run.
 struct CountedWrite: StoreMutation {
@@ -60,7 +62,9 @@ func waitUntil(_ condition: () -> Bool) async {
         let store = try SQLiteActivityStore(path: path)
         let loop = StoreBehaviourSuite.group.any()
         let gate = Gate()
-        store.durability.setSyncHookForTesting { gate.enter(); return nil }
+        store.durability.setSyncHookForTesting {
+            gate.enter(); return nil
+        }
 
         let write = store.apply(RegisterToken(pushToStart(hex(1), device: "a1")), now: t0, on: loop)
         let written = Completion(write)
@@ -91,7 +95,9 @@ func waitUntil(_ condition: () -> Bool) async {
         let store = try SQLiteActivityStore(path: directory + "/store.sqlite3")
         let loop = StoreBehaviourSuite.group.any()
         let gate = Gate()
-        store.durability.setSyncHookForTesting { gate.enter(); return nil }
+        store.durability.setSyncHookForTesting {
+            gate.enter(); return nil
+        }
         let counter = CountedWrite.Counter()
         let before = store.statistics
 

@@ -1,16 +1,18 @@
+import Foundation
+import LiveRelayAPNs
+import LiveRelayDomain
+import LiveRelayMessages
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import LiveRelayStore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import LiveRelayAPNs
-import LiveRelayDomain
-import LiveRelayMessages
-@testable import LiveRelayStore
-import NIOCore
-import NIOPosix
-import Testing
 
 /// A fresh temporary directory per call; the caller removes it.
 func makeTemporaryDirectory(_ prefix: String = "liverelay-sqlite-") throws -> String {
@@ -39,7 +41,8 @@ func removeDirectory(_ path: String) {
         let loop = StoreBehaviourSuite.group.any()
 
         let store = try SQLiteActivityStore(path: path)
-        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
+        try await StoreBehaviourSuite.apply(
+            store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a", expiresAt: t0.seconds + 600)))
         let first = try #require(try await StoreBehaviourSuite.apply(store, StartActivity(start(key: "k1"), app: app)).accepted)
         try await StoreBehaviourSuite.apply(store, RegisterToken(updateToken(hex(2), device: "a1")), now: t0 + .seconds(1))
         try await store.close()
@@ -47,11 +50,15 @@ func removeDirectory(_ path: String) {
         let reopened = try SQLiteActivityStore(path: path)
         #expect(reopened.openedSchemaVersion == SQLiteActivityStore.schemaVersion)
         let token = try await reopened.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get()
-        #expect(token == Token(kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
-                               attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
-                               createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
-        #expect(try await reopened.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
-            .get().map(\.hex) == [hex(1)])
+        #expect(
+            token
+                == Token(
+                    kind: .pushToStart, hex: hex(1), environment: .production, appID: appID,
+                    attributesType: "DeliveryAttributes", externalUserID: "user-a", deviceID: "a1",
+                    createdAt: t0, updatedAt: t0, expiresAt: UnixTime(seconds: t0.seconds + 600)))
+        #expect(
+            try await reopened.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
+                .get().map(\.hex) == [hex(1)])
         #expect(try await reopened.updateTokens(of: order1, on: loop).get().map(\.hex) == [hex(2)])
         let activity = try #require(try await reopened.activity(order1, on: loop).get())
         #expect(activity.state == .active)
@@ -103,9 +110,11 @@ func removeDirectory(_ path: String) {
             // Rewrite the row as version 1 wrote it.
             let db = try SQLiteConnection(path: path, create: false)
             defer { db.close() }
-            let legacy = DeliverySummary(targeted: 7, queued: 7, unresolved: [
-                UnresolvedTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered"),
-            ])
+            let legacy = DeliverySummary(
+                targeted: 7, queued: 7,
+                unresolved: [
+                    UnresolvedTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered")
+                ])
             try db.run("UPDATE idempotency_records SET reply_targets = NULL, reply_summary = ?1") {
                 $0.bind(1, legacy.serializedBytes())
             }
@@ -114,9 +123,13 @@ func removeDirectory(_ path: String) {
         guard case let .replayed(reply) = try await StoreBehaviourSuite.apply(reopened, StartActivity(start(key: "k1"), app: app)) else {
             Issue.record("expected a replay"); return
         }
-        #expect(reply == StoredReply(timestamp: first.reply.timestamp, state: .starting, targeted: 7, unresolved: [
-            UnresolvedStartTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered"),
-        ]))
+        #expect(
+            reply
+                == StoredReply(
+                    timestamp: first.reply.timestamp, state: .starting, targeted: 7,
+                    unresolved: [
+                        UnresolvedStartTarget(kind: .externalUserID, value: "user \"9\"", reason: "no push-to-start token registered")
+                    ]))
         try await reopened.close()
     }
 
@@ -178,8 +191,9 @@ func removeDirectory(_ path: String) {
         let store = try SQLiteActivityStore(path: directory + "/store.sqlite3")
         try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1")))
         // A (buggy) plan that puts another token in the same slot without deleting the occupant.
-        let intruder = Token(kind: .pushToStart, hex: hex(2), environment: .production, appID: appID,
-                             attributesType: "DeliveryAttributes", deviceID: "a1", createdAt: t0, updatedAt: t0)
+        let intruder = Token(
+            kind: .pushToStart, hex: hex(2), environment: .production, appID: appID,
+            attributesType: "DeliveryAttributes", deviceID: "a1", createdAt: t0, updatedAt: t0)
         await #expect(throws: SQLiteError.self) { try await StoreBehaviourSuite.apply(store, Writes([.putToken(intruder)])) }
         let loop = StoreBehaviourSuite.group.any()
         #expect(try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() != nil)
@@ -321,7 +335,7 @@ struct Hold: StoreMutation {
         try await store.close()
         for future in futures { _ = try await future.get() }
         await #expect(throws: ActivityStoreError.closed) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
-        try await store.close() // idempotent
+        try await store.close()  // idempotent
 
         let reopened = try SQLiteActivityStore(path: path)
         #expect(try await reopened.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get().count == 500)
@@ -332,6 +346,7 @@ struct Hold: StoreMutation {
 }
 
 func tokenRow(_ hex: String, device: String) -> Token {
-    Token(kind: .pushToStart, hex: hex, environment: .production, appID: appID, attributesType: "DeliveryAttributes",
-          deviceID: device, createdAt: t0, updatedAt: t0)
+    Token(
+        kind: .pushToStart, hex: hex, environment: .production, appID: appID, attributesType: "DeliveryAttributes",
+        deviceID: device, createdAt: t0, updatedAt: t0)
 }

@@ -72,7 +72,8 @@ enum StoreBehaviourSuite {
         #expect(Set(ofType.map(\.hex)) == [hex(1), hex(2), hex(3)])
         let ofUsers = try await store.pushToStartTokens(
             appID: appID, externalUserIDs: ["user-a", "user-b", "user-a", "nobody"],
-            attributesType: "DeliveryAttributes", on: loop).get()
+            attributesType: "DeliveryAttributes", on: loop
+        ).get()
         #expect(ofUsers.map(\.hex).sorted() == [hex(1), hex(2), hex(3)])
         let token = try await store.token(TokenKey(appID: appID, hex: hex(4)), on: loop).get()
         #expect(token?.attributesType == "RideAttributes")
@@ -90,8 +91,9 @@ enum StoreBehaviourSuite {
         let rotated = try await apply(store, RegisterToken(pushToStart(hex(2), device: "a1", user: "user-a")))
         #expect(rotated.result == .rotated(replacedToken: hex(1)))
         #expect(try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() == nil)
-        #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
-            .get().map(\.hex) == [hex(2)])
+        #expect(
+            try await store.pushToStartTokens(appID: appID, externalUserIDs: ["user-a"], attributesType: "DeliveryAttributes", on: loop)
+                .get().map(\.hex) == [hex(2)])
 
         try await apply(store, RegisterToken(updateToken(hex(3), device: "a1")))
         try await apply(store, RegisterToken(updateToken(hex(4), device: "a1")))
@@ -210,7 +212,9 @@ enum StoreBehaviourSuite {
         // A locally started activity that was updated (never started through LiveRelay) is taken as well.
         let local = ActivityKey(appID: appID, activityID: "local-1")
         try await apply(store, RegisterToken(updateToken(hex(3), activity: "local-1", device: "device-2")))
-        #expect(try await apply(store, ChangeActivity(update("local-1"), app: app), now: t0 + .seconds(8)).accepted?.batch.targets.map(\.token) == [hex(3)])
+        #expect(
+            try await apply(store, ChangeActivity(update("local-1"), app: app), now: t0 + .seconds(8)).accepted?.batch.targets.map(\.token)
+                == [hex(3)])
         #expect(await refusal(store, StartActivity(start("local-1"), app: app), now: t0 + .seconds(9)) == .activityAlreadyExists(local))
         try await store.close()
     }
@@ -241,7 +245,9 @@ enum StoreBehaviourSuite {
         guard case .pruned = try await apply(store, PruneToken(key, invalidSince: t0)) else {
             Issue.record("expected pruned"); return
         }
-        #expect(try await store.pushToStartTokens(appID: appID, externalUserIDs: ["u"], attributesType: "DeliveryAttributes", on: group.any()).get().isEmpty)
+        #expect(
+            try await store.pushToStartTokens(appID: appID, externalUserIDs: ["u"], attributesType: "DeliveryAttributes", on: group.any())
+                .get().isEmpty)
         try await store.close()
     }
 

@@ -86,7 +86,8 @@ struct InMemoryHandshakeTests {
         let fixtures = try TLSFixtures.get()
         let pair = try InMemoryPair(server: fixtures.serverConfiguration(), client: fixtures.clientConfiguration())
         try pair.handshake()
-        let (closer, closerHandler, peer, peerHandler) = clientInitiates
+        let (closer, closerHandler, peer, peerHandler) =
+            clientInitiates
             ? (pair.client, pair.clientHandler, pair.server, pair.serverHandler)
             : (pair.server, pair.serverHandler, pair.client, pair.clientHandler)
 

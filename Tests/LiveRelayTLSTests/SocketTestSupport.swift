@@ -50,7 +50,9 @@ final class LoggingHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted(let alpn)? = event as? TLSEvent {
             let handler = try? context.pipeline.syncOperations.handler(type: OpenSSLHandler.self)
-            log.append("handshake alpn=\(alpn ?? "none") version=\(handler?.negotiatedTLSVersion ?? "?") peer=\(handler?.peerCertificate?.subject ?? "none")")
+            log.append(
+                "handshake alpn=\(alpn ?? "none") version=\(handler?.negotiatedTLSVersion ?? "?") peer=\(handler?.peerCertificate?.subject ?? "none")"
+            )
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -34,7 +34,8 @@ struct TLSFixtures: Sendable {
         }
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
         for ca in ["ca", "rogue-ca"] {
-            try openssl(["req", "-x509"] + ec + ["-keyout", "\(ca).key", "-out", "\(ca).pem", "-days", "30", "-subj", "/CN=LiveRelay Test \(ca)"])
+            try openssl(
+                ["req", "-x509"] + ec + ["-keyout", "\(ca).key", "-out", "\(ca).pem", "-days", "30", "-subj", "/CN=LiveRelay Test \(ca)"])
         }
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
             .write(toFile: directory + "/server.ext", atomically: true, encoding: .utf8)

@@ -286,7 +286,10 @@ func failure(_ status: StatusCode, _ message: String, _ disposition: Client.Retr
         #expect(client.timerFired(now: t(61_050)) == [.write(.ping(2))])
         #expect(
             client.timerFired(now: t(71_050))
-                == [.fail(1, failure(.unavailable, "keepalive timeout: no PONG within the keepalive timeout", .mayHaveBeenProcessed)), .close]
+                == [
+                    .fail(1, failure(.unavailable, "keepalive timeout: no PONG within the keepalive timeout", .mayHaveBeenProcessed)),
+                    .close,
+                ]
         )
     }
 

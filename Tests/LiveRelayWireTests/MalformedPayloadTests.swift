@@ -18,19 +18,24 @@ import Testing
         Case(type: .hello, id: 0, payload: hex("00 01 00 01 00"), reason: "5 bytes, need at least 6"),
         Case(type: .hello, id: 0, payload: hex("00 02 00 01 00 01 6B 00"), reason: "min_version 2 is above max_version 1"),
         Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 00 00"), reason: "api_key_length 0 is not in 1...512"),
-        Case(type: .hello, id: 0, payload: hex("00 01 00 01 02 01") + [UInt8](repeating: 0x6B, count: 513) + [0],
-             reason: "api_key_length 513 is not in 1...512"),
+        Case(
+            type: .hello, id: 0, payload: hex("00 01 00 01 02 01") + [UInt8](repeating: 0x6B, count: 513) + [0],
+            reason: "api_key_length 513 is not in 1...512"),
         Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 05 6B 6B"), reason: "api_key_length 5 exceeds the 2 bytes left"),
         Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B"), reason: "missing client_name_length"),
-        Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 04 61 62"),
-             reason: "client_name length 4 exceeds the 2 bytes left"),
+        Case(
+            type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 04 61 62"),
+            reason: "client_name length 4 exceeds the 2 bytes left"),
         Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 02 C3 28"), reason: "client_name is not valid UTF-8"),
-        Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 00 01 00 00 40"),
-             reason: "settings length 5 is not a multiple of 6"),
-        Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 | 00 01 00 00 3F FF"),
-             reason: "MAX_FRAME_SIZE 16383 is outside 16384...16777215"),
-        Case(type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 | 00 01 01 00 00 00"),
-             reason: "MAX_FRAME_SIZE 16777216 is outside 16384...16777215"),
+        Case(
+            type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 00 01 00 00 40"),
+            reason: "settings length 5 is not a multiple of 6"),
+        Case(
+            type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 | 00 01 00 00 3F FF"),
+            reason: "MAX_FRAME_SIZE 16383 is outside 16384...16777215"),
+        Case(
+            type: .hello, id: 0, payload: hex("00 01 00 01 00 01 6B 00 | 00 01 01 00 00 00"),
+            reason: "MAX_FRAME_SIZE 16777216 is outside 16384...16777215"),
         // WELCOME
         Case(type: .welcome, id: 0, payload: hex("00"), reason: "1 bytes, need at least 2"),
         Case(type: .welcome, id: 0, payload: hex("00 01 00 02 00 00 00"), reason: "settings length 5 is not a multiple of 6"),

@@ -119,9 +119,12 @@ import Testing
             try ServerSettings(validating: [Setting(.maxRequestsInFlight, 0)])
         }
         // Server-only settings in a HELLO are ignored.
-        #expect(try ClientSettings(validating: [Setting(.maxRequestsInFlight, 5), Setting(.maxFrameSize, 20_000)]) == ClientSettings(maxFrameSize: 20_000))
+        #expect(
+            try ClientSettings(validating: [Setting(.maxRequestsInFlight, 5), Setting(.maxFrameSize, 20_000)])
+                == ClientSettings(maxFrameSize: 20_000))
         // ...whatever their value: a value invalid from a server is not the client's to break.
-        #expect(try ClientSettings(validating: [Setting(.maxRequestsInFlight, 0), Setting(.idleTimeoutMilliseconds, 0)]) == ClientSettings())
+        #expect(
+            try ClientSettings(validating: [Setting(.maxRequestsInFlight, 0), Setting(.idleTimeoutMilliseconds, 0)]) == ClientSettings())
         #expect(try ServerSettings(validating: []) == ServerSettings())
         #expect(SettingID(rawValue: 0x10).description == "SETTING_0x10")
     }

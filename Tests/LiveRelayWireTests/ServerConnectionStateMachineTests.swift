@@ -43,7 +43,8 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
         )
         #expect(server.nextTimeout == nil)
         let actions = server.authenticationSucceeded(now: t(6))
-        #expect(actions == [.write(.welcome(Frame.Welcome(version: 1, settings: ServerSettings(idleTimeoutMilliseconds: 300_000).settings)))])
+        #expect(
+            actions == [.write(.welcome(Frame.Welcome(version: 1, settings: ServerSettings(idleTimeoutMilliseconds: 300_000).settings)))])
         #expect(
             writtenBytes(actions)
                 == hex("00 00 00 14 02 00 00 00 00 00 | 00 01 | 00 01 00 10 00 00 | 00 02 00 00 00 64 | 00 03 00 04 93 E0")
@@ -62,7 +63,8 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
         } catch {
             actions = server.receiveDecodingError(error, now: t(1))
         }
-        let reason = "bad connection preface: expected 4C 52 50 43 0D 0A 1A 0A (LRPC\\r\\n\\x1a\\n), got 47 "
+        let reason =
+            "bad connection preface: expected 4C 52 50 43 0D 0A 1A 0A (LRPC\\r\\n\\x1a\\n), got 47 "
             + "(text: an HTTP request or a plaintext protocol?)"
         #expect(actions == [.write(goAwayFrame(0, .protocolError, reason)), .close])
         let reasonBytes = Array(reason.utf8)
@@ -115,9 +117,12 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
     /// even with a value that would be invalid from a server.
     @Test func serverOnlySettingsInAHelloAreIgnored() {
         var server = Server(configuration: serverConfiguration(maxInFlight: 2), now: t(0))
-        let hello = Frame.hello(Frame.Hello(apiKey: buffer("k"), clientName: "", settings: [
-            Setting(.maxRequestsInFlight, 0), Setting(.idleTimeoutMilliseconds, 1), Setting(.maxFrameSize, 16_384),
-        ]))
+        let hello = Frame.hello(
+            Frame.Hello(
+                apiKey: buffer("k"), clientName: "",
+                settings: [
+                    Setting(.maxRequestsInFlight, 0), Setting(.idleTimeoutMilliseconds, 1), Setting(.maxFrameSize, 16_384),
+                ]))
         #expect(server.receive(hello, now: t(0)) == [.authenticate(apiKey: buffer("k"), clientName: "", version: 1)])
         #expect(
             server.authenticationSucceeded(now: t(1))
@@ -128,8 +133,10 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
         #expect(server.receive(request(2), now: t(2)) == [dispatch(2), .pauseReading])
         #expect(
             server.respond(1, payload: ByteBuffer(repeating: 7, count: 16_385), now: t(3))
-                == [.write(errorFrame(1, .resourceExhausted, "response of 16385 bytes exceeds the client's MAX_FRAME_SIZE of 16384")),
-                    .resumeReading]
+                == [
+                    .write(errorFrame(1, .resourceExhausted, "response of 16385 bytes exceeds the client's MAX_FRAME_SIZE of 16384")),
+                    .resumeReading,
+                ]
         )
     }
 

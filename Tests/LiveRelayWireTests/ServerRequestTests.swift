@@ -8,8 +8,12 @@ import Testing
         var server = openServer()
         #expect(server.receive(request(1), now: t(1)) == [dispatch(1)])
         #expect(server.receive(request(4), now: t(1)) == [dispatch(4)])
-        #expect(server.fail(4, status: .notFound, message: "no such activity", details: buffer([0x1A, 0x01, 0x78]), now: t(2))
-            == [.write(.error(4, Frame.RequestError(status: .notFound, message: "no such activity", details: buffer([0x1A, 0x01, 0x78]))))])
+        #expect(
+            server.fail(4, status: .notFound, message: "no such activity", details: buffer([0x1A, 0x01, 0x78]), now: t(2))
+                == [
+                    .write(
+                        .error(4, Frame.RequestError(status: .notFound, message: "no such activity", details: buffer([0x1A, 0x01, 0x78]))))
+                ])
         #expect(server.respond(1, payload: buffer([1]), now: t(3)) == [.write(.response(1, buffer([1])))])
         // A second result for the same request, or one for an unknown id, writes nothing.
         #expect(server.respond(1, payload: buffer([1]), now: t(3)) == [])
@@ -119,9 +123,13 @@ import Testing
         }
         let actions = server.timerFired(now: t(95))
         #expect(
-            actions == (5...10).reversed().flatMap { id -> [Server.Action] in
-                [.write(errorFrame(RequestID(UInt32(id)), .deadlineExceeded, "deadline of \(100 - id) ms exceeded")), .cancelWork(RequestID(UInt32(id)))]
-            }
+            actions
+                == (5...10).reversed().flatMap { id -> [Server.Action] in
+                    [
+                        .write(errorFrame(RequestID(UInt32(id)), .deadlineExceeded, "deadline of \(100 - id) ms exceeded")),
+                        .cancelWork(RequestID(UInt32(id))),
+                    ]
+                }
         )
         #expect(server.nextTimeout == t(96))
     }
@@ -134,10 +142,15 @@ import Testing
         #expect(server.receive(request(2), now: t(1)) == [dispatch(2), .pauseReading])
         let actions = server.receive(request(3), now: t(1))
         #expect(actions == [.write(errorFrame(3, .resourceExhausted, "too many requests in flight (limit 2)"))])
-        #expect(writtenBytes(actions) == hex("00 00 00 28 05 00 00 00 00 03 | 08 | 00 25") + Array("too many requests in flight (limit 2)".utf8))
+        #expect(
+            writtenBytes(actions) == hex("00 00 00 28 05 00 00 00 00 03 | 08 | 00 25") + Array("too many requests in flight (limit 2)".utf8)
+        )
         #expect(server.respond(1, payload: ByteBuffer(), now: t(2)) == [.write(.response(1, ByteBuffer())), .resumeReading])
         #expect(server.receive(request(4), now: t(3)) == [dispatch(4), .pauseReading])
-        #expect(server.receive(.cancel(2), now: t(4)) == [.write(errorFrame(2, .cancelled, "cancelled by the client")), .cancelWork(2), .resumeReading])
+        #expect(
+            server.receive(.cancel(2), now: t(4)) == [
+                .write(errorFrame(2, .cancelled, "cancelled by the client")), .cancelWork(2), .resumeReading,
+            ])
     }
 
     @Test func responseLargerThanTheClientAccepts() {
@@ -185,7 +198,9 @@ import Testing
         for _ in 1...10 { #expect(server.receive(.ping(1), now: t(3)) == [.write(.pong(1))]) }
         // A new window after 60 s.
         for _ in 1...10 { #expect(server.receive(.ping(1), now: t(60_002)) == [.write(.pong(1))]) }
-        #expect(server.receive(.ping(1), now: t(60_003)).first == .write(goAwayFrame(1, .enhanceYourCalm, "too many pings: more than 10 PING frames in 60 s without a request")))
+        #expect(
+            server.receive(.ping(1), now: t(60_003)).first
+                == .write(goAwayFrame(1, .enhanceYourCalm, "too many pings: more than 10 PING frames in 60 s without a request")))
     }
 
     // MARK: Idle
@@ -202,7 +217,9 @@ import Testing
         #expect(server.timerFired(now: t(1_799)) == [])
         let actions = server.timerFired(now: t(1_800))
         #expect(actions == [.write(goAwayFrame(1, .idleTimeout, "idle for 1000 ms")), .close])
-        #expect(writtenBytes(actions) == hex("00 00 00 1A 09 00 00 00 00 00 | 00 00 00 01 | 00 00 00 06 | 00 10") + Array("idle for 1000 ms".utf8))
+        #expect(
+            writtenBytes(actions) == hex("00 00 00 1A 09 00 00 00 00 00 | 00 00 00 01 | 00 00 00 06 | 00 10")
+                + Array("idle for 1000 ms".utf8))
     }
 
     @Test func noIdleTimeoutWhenDisabled() {
@@ -218,7 +235,9 @@ import Testing
         _ = server.receive(request(2), now: t(1))
         let goAway = server.beginGracefulShutdown(now: t(2))
         #expect(goAway == [.write(goAwayFrame(2, .noError, "server is shutting down"))])
-        #expect(writtenBytes(goAway) == hex("00 00 00 21 09 00 00 00 00 00 | 00 00 00 02 | 00 00 00 00 | 00 17") + Array("server is shutting down".utf8))
+        #expect(
+            writtenBytes(goAway) == hex("00 00 00 21 09 00 00 00 00 00 | 00 00 00 02 | 00 00 00 00 | 00 17")
+                + Array("server is shutting down".utf8))
         #expect(server.beginGracefulShutdown(now: t(2)) == [])
         // A request that crossed the GOAWAY: refused, safe to retry elsewhere.
         let refused = server.receive(request(3), now: t(3))

@@ -74,7 +74,9 @@ func t(_ milliseconds: Int64) -> NIODeadline {
 
 let pingMethod = "/liverelay.v1.LiveRelay/Ping"
 
-func request(_ id: RequestID, timeout: UInt32 = 0, method: String = pingMethod, payload: [UInt8] = [0x0A, 0x01, 0x78])
+func request(
+    _ id: RequestID, timeout: UInt32 = 0, method: String = pingMethod, payload: [UInt8] = [0x0A, 0x01, 0x78]
+)
     -> Frame
 {
     .request(id, Frame.Request(timeoutMilliseconds: timeout, method: method, payload: buffer(payload)))

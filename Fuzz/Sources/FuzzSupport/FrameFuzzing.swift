@@ -253,7 +253,8 @@ struct FrameStreamDriver {
             self.pendingAuthentication = nil
             let accept = apiKey.getInteger(at: apiKey.readerIndex, as: UInt8.self).map { $0 & 1 == 0 } ?? true
             var machine = self.machine!
-            let actions = accept
+            let actions =
+                accept
                 ? machine.authenticationSucceeded(now: self.now)
                 : machine.authenticationFailed(message: "invalid API key", now: self.now)
             self.machine = machine

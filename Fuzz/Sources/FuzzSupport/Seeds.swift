@@ -13,48 +13,81 @@ import Glibc
 public enum Seeds {
     static let token1 = String(repeating: "0123456789abcdef", count: 4)
     static let token2 = String(repeating: "fedcba9876543210", count: 10)
-    static let contentState = #"{"homeScore":2,"awayScore":1,"minute":67,"status":"second half","scorer":{"name":"Müller","team":"home"},"events":[{"t":12,"kind":"goal"},{"t":55,"kind":"goal"},{"t":61,"kind":"card"}]}"#
+    static let contentState =
+        #"{"homeScore":2,"awayScore":1,"minute":67,"status":"second half","scorer":{"name":"Müller","team":"home"},"events":[{"t":12,"kind":"goal"},{"t":55,"kind":"goal"},{"t":61,"kind":"card"}]}"#
     static let alert = Alert(title: "Goal! 2–1", body: "Müller scores in the 67th minute 🚀", sound: "goal.caf")
 
     public static let registerToken: [(String, [UInt8])] = [
-        ("swift-push-to-start", RegisterTokenRequest(
-            appID: "com.example.scores", kind: .pushToStart, token: token1, environment: .production,
-            attributesType: "MatchAttributes", externalUserID: "user-42", deviceID: "device-7f3a",
-            expiresAt: 1_767_225_600_000).serializedBytes()),
-        ("swift-update", RegisterTokenRequest(
-            appID: "com.example.scores", kind: .update, token: token2, environment: .sandbox,
-            activityID: "match-2025-05-17-ars-che").serializedBytes()),
-        ("swift-remove", RegisterTokenRequest(
-            appID: "com.example.scores", kind: .update, token: token1, activityID: "m", remove: true).serializedBytes()),
+        (
+            "swift-push-to-start",
+            RegisterTokenRequest(
+                appID: "com.example.scores", kind: .pushToStart, token: token1, environment: .production,
+                attributesType: "MatchAttributes", externalUserID: "user-42", deviceID: "device-7f3a",
+                expiresAt: 1_767_225_600_000
+            ).serializedBytes()
+        ),
+        (
+            "swift-update",
+            RegisterTokenRequest(
+                appID: "com.example.scores", kind: .update, token: token2, environment: .sandbox,
+                activityID: "match-2025-05-17-ars-che"
+            ).serializedBytes()
+        ),
+        (
+            "swift-remove",
+            RegisterTokenRequest(
+                appID: "com.example.scores", kind: .update, token: token1, activityID: "m", remove: true
+            ).serializedBytes()
+        ),
     ]
 
     public static let startActivity: [(String, [UInt8])] = [
-        ("swift-every-field", StartActivityRequest(
-            appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", attributesType: "MatchAttributes",
-            attributesJSON: #"{"home":"Arsenal","away":"Chelsea","venue":"Emirates"}"#,
-            contentStateJSON: contentState, alert: alert, staleDate: 1_747_500_000, dismissalDate: 1_747_510_000,
-            relevanceScore: 0.75, priority: .high,
-            targets: Targets(pushToStartTokens: [token1, token2], externalUserIDs: ["user-1", "user-2", "user-名前"]),
-            idempotencyKey: "start-7d1e", waitForDelivery: true).serializedBytes()),
-        ("swift-all-devices", StartActivityRequest(
-            appID: "a", activityID: "1", attributesType: "T", attributesJSON: "{}", contentStateJSON: "{}",
-            targets: Targets(allDevices: true)).serializedBytes()),
+        (
+            "swift-every-field",
+            StartActivityRequest(
+                appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", attributesType: "MatchAttributes",
+                attributesJSON: #"{"home":"Arsenal","away":"Chelsea","venue":"Emirates"}"#,
+                contentStateJSON: contentState, alert: alert, staleDate: 1_747_500_000, dismissalDate: 1_747_510_000,
+                relevanceScore: 0.75, priority: .high,
+                targets: Targets(pushToStartTokens: [token1, token2], externalUserIDs: ["user-1", "user-2", "user-名前"]),
+                idempotencyKey: "start-7d1e", waitForDelivery: true
+            ).serializedBytes()
+        ),
+        (
+            "swift-all-devices",
+            StartActivityRequest(
+                appID: "a", activityID: "1", attributesType: "T", attributesJSON: "{}", contentStateJSON: "{}",
+                targets: Targets(allDevices: true)
+            ).serializedBytes()
+        ),
     ]
 
     public static let updateActivity: [(String, [UInt8])] = [
-        ("swift-every-field", UpdateActivityRequest(
-            appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", contentStateJSON: contentState,
-            alert: alert, staleDate: 1_747_500_000, dismissalDate: 1_747_510_000, relevanceScore: -1.5,
-            priority: .low, endActivity: false, idempotencyKey: "update-0042", waitForDelivery: false).serializedBytes()),
-        ("swift-end-without-state", UpdateActivityRequest(
-            appID: "com.example.scores", activityID: "m", endActivity: true).serializedBytes()),
+        (
+            "swift-every-field",
+            UpdateActivityRequest(
+                appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", contentStateJSON: contentState,
+                alert: alert, staleDate: 1_747_500_000, dismissalDate: 1_747_510_000, relevanceScore: -1.5,
+                priority: .low, endActivity: false, idempotencyKey: "update-0042", waitForDelivery: false
+            ).serializedBytes()
+        ),
+        (
+            "swift-end-without-state",
+            UpdateActivityRequest(
+                appID: "com.example.scores", activityID: "m", endActivity: true
+            ).serializedBytes()
+        ),
     ]
 
     public static let endActivity: [(String, [UInt8])] = [
-        ("swift-every-field", EndActivityRequest(
-            appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", contentStateJSON: contentState,
-            dismissalDate: 1_747_510_000, idempotencyKey: "end-1", waitForDelivery: true, alert: alert,
-            priority: .high).serializedBytes()),
+        (
+            "swift-every-field",
+            EndActivityRequest(
+                appID: "com.example.scores", activityID: "match-2025-05-17-ars-che", contentStateJSON: contentState,
+                dismissalDate: 1_747_510_000, idempotencyKey: "end-1", waitForDelivery: true, alert: alert,
+                priority: .high
+            ).serializedBytes()
+        ),
         ("swift-minimal", EndActivityRequest(appID: "a", activityID: "b").serializedBytes()),
     ]
 
@@ -84,7 +117,8 @@ public enum Seeds {
         }
         encoder.encode(.cancel(RequestID(3)), into: &session)
         encoder.encode(.ping(0x0102_0304_0506_0708), into: &session)
-        encoder.encode(.request(RequestID(9), Frame.Request(method: "/liverelay.v1.LiveRelay/Unknown", payload: ByteBuffer())), into: &session)
+        encoder.encode(
+            .request(RequestID(9), Frame.Request(method: "/liverelay.v1.LiveRelay/Unknown", payload: ByteBuffer())), into: &session)
         encoder.encode(.goAway(Frame.GoAway(lastRequestID: 0, code: .noError, reason: "client done")), into: &session)
         let sessionBytes = Array(session.readableBytesView)
 
@@ -95,10 +129,17 @@ public enum Seeds {
 
         var client = ByteBuffer()
         encoder.encode(.welcome(Frame.Welcome(version: 1, settings: ServerSettings().settings)), into: &client)
-        encoder.encode(.response(RequestID(1), ByteBuffer(bytes: PingReply(payload: [1, 2, 3], serverTimeMS: 1_747_500_000_000, serverVersion: "0.1.0").serializedBytes())), into: &client)
+        encoder.encode(
+            .response(
+                RequestID(1),
+                ByteBuffer(bytes: PingReply(payload: [1, 2, 3], serverTimeMS: 1_747_500_000_000, serverVersion: "0.1.0").serializedBytes())),
+            into: &client)
         var details = ByteBuffer()
-        ErrorDetails(fieldViolations: [FieldViolation(field: "token", description: "not lowercase hex")], retryAfterMS: 100, reason: "bad").serialize(into: &details)
-        encoder.encode(.error(RequestID(2), Frame.RequestError(status: .invalidArgument, message: "token: not lowercase hex", details: details)), into: &client)
+        ErrorDetails(fieldViolations: [FieldViolation(field: "token", description: "not lowercase hex")], retryAfterMS: 100, reason: "bad")
+            .serialize(into: &details)
+        encoder.encode(
+            .error(RequestID(2), Frame.RequestError(status: .invalidArgument, message: "token: not lowercase hex", details: details)),
+            into: &client)
         encoder.encode(.pong(42), into: &client)
         encoder.encode(.goAway(Frame.GoAway(lastRequestID: 2, code: .noError, reason: "shutting down")), into: &client)
         let clientBytes = Array(client.readableBytesView)

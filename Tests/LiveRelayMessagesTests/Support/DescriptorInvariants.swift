@@ -50,7 +50,9 @@ enum DescriptorInvariants {
             names(name, e.package_name, e.short_name, into: &out)
             let values = Array(UnsafeBufferPointer(start: e.values, count: Int(e.n_values)))
             let numbers = values.map { Int($0.value) }
-            if numbers != numbers.sorted() || Set(numbers).count != numbers.count { out.append("\(name): values not strictly sorted: \(numbers)") }
+            if numbers != numbers.sorted() || Set(numbers).count != numbers.count {
+                out.append("\(name): values not strictly sorted: \(numbers)")
+            }
             let index = Array(UnsafeBufferPointer(start: e.values_by_name, count: Int(e.n_value_names)))
             let indexed = index.map { (String(cString: $0.name), Int($0.index)) }
             let expectedIndex = values.indices.sorted { strcmpLess(values[$0].name, values[$1].name) }
@@ -60,7 +62,8 @@ enum DescriptorInvariants {
             }
             let ranges = Array(UnsafeBufferPointer(start: e.value_ranges, count: Int(e.n_value_ranges) + 1))
             if ranges.map({ [Int($0.start_value), Int($0.orig_index)] }) != expectedRanges(numbers) {
-                out.append("\(name): value_ranges \(ranges.map { [$0.start_value, Int32($0.orig_index)] }), expected \(expectedRanges(numbers))")
+                out.append(
+                    "\(name): value_ranges \(ranges.map { [$0.start_value, Int32($0.orig_index)] }), expected \(expectedRanges(numbers))")
             }
         }
         return out
@@ -94,7 +97,9 @@ enum DescriptorInvariants {
     private static func names(_ name: String, _ package: UnsafePointer<CChar>?, _ short: UnsafePointer<CChar>?, into out: inout [String]) {
         let package = package.map { String(cString: $0) } ?? ""
         let short = short.map { String(cString: $0) } ?? ""
-        if name != "\(package).\(short)" { out.append("\(name): package_name \"\(package)\" and short_name \"\(short)\" do not make the name") }
+        if name != "\(package).\(short)" {
+            out.append("\(name): package_name \"\(package)\" and short_name \"\(short)\" do not make the name")
+        }
     }
 
     private static func duplicates(_ names: [String], _ kind: String, into out: inout [String]) {

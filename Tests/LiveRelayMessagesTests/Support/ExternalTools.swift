@@ -76,8 +76,12 @@ enum ExternalTools {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let out = dir.appendingPathComponent("liverelay.pb")
-        try run("protoc", ["--descriptor_set_out=\(out.path)", "--include_imports",
-                           "-I", protos.path, "liverelay/v1/liverelay.proto"])
+        try run(
+            "protoc",
+            [
+                "--descriptor_set_out=\(out.path)", "--include_imports",
+                "-I", protos.path, "liverelay/v1/liverelay.proto",
+            ])
         return [UInt8](try Data(contentsOf: out))
     }
 

@@ -19,7 +19,8 @@ enum InteropCases {
 
     static let names: [String] = expected.keys.sorted()
 
-    static let expected: [String: any LiveRelayMessage] = registerToken
+    static let expected: [String: any LiveRelayMessage] =
+        registerToken
         .merging(activityRequests) { a, _ in a }
         .merging(replies) { a, _ in a }
         .merging(parts) { a, _ in a }
@@ -49,8 +50,9 @@ enum InteropCases {
             contentStateJSON: "{\"score\":[1,2],\"note\":\"e\u{301} 한국어\"}",
             alert: Alert(title: "Goal ⚽️", body: "東京 1–2 Zürich", sound: "default"),
             staleDate: 1_893_456_000, dismissalDate: 1_893_459_600, relevanceScore: 0.75, priority: .high,
-            targets: Targets(pushToStartTokens: [token16, "fedcba9876543210fedcba9876543210"],
-                             externalUserIDs: ["user-1", "ユーザー-2", "👩‍👩‍👧"], allDevices: true),
+            targets: Targets(
+                pushToStartTokens: [token16, "fedcba9876543210fedcba9876543210"],
+                externalUserIDs: ["user-1", "ユーザー-2", "👩‍👩‍👧"], allDevices: true),
             idempotencyKey: "key-ü-1", waitForDelivery: true),
         "start_present_zero": StartActivityRequest(
             appID: app, activityID: "match-2", attributesType: "MatchAttributes", attributesJSON: "{}",
@@ -97,26 +99,31 @@ enum InteropCases {
         complete: true)
 
     static let replies: [String: any LiveRelayMessage] = [
-        "ping_reply_every_field": PingReply(payload: [0x00, 0x01, 0x02, 0xFF], serverTimeMS: -1_234_567_890_123,
-                                            serverVersion: "liverelay 1.0 — ✓ 版本"),
+        "ping_reply_every_field": PingReply(
+            payload: [0x00, 0x01, 0x02, 0xFF], serverTimeMS: -1_234_567_890_123,
+            serverVersion: "liverelay 1.0 — ✓ 版本"),
         "ping_reply_empty": PingReply(),
-        "start_reply_every_field": StartActivityReply(activityID: "match-🚀-1", timestamp: -62_135_596_800,
-                                                      summary: fullSummary, replayed: true, state: .active),
+        "start_reply_every_field": StartActivityReply(
+            activityID: "match-🚀-1", timestamp: -62_135_596_800,
+            summary: fullSummary, replayed: true, state: .active),
         "start_reply_empty_summary": StartActivityReply(activityID: "match-2", summary: DeliverySummary()),
         "start_reply_empty": StartActivityReply(),
         "update_reply_every_field": UpdateActivityReply(
             timestamp: 1_893_456_100,
-            summary: DeliverySummary(targeted: 2, delivered: 1, failed: 1,
-                                     failures: [FailureCount(reason: "Unregistered", count: 1)], complete: true),
+            summary: DeliverySummary(
+                targeted: 2, delivered: 1, failed: 1,
+                failures: [FailureCount(reason: "Unregistered", count: 1)], complete: true),
             replayed: true, state: .starting),
         "update_reply_unknown_in_repeated": UpdateActivityReply(
             timestamp: 1, summary: DeliverySummary(failures: [FailureCount(reason: "TooManyRequests", count: 9)])),
         "update_reply_empty": UpdateActivityReply(),
         "end_reply_every_field": EndActivityReply(
             timestamp: .min,
-            summary: DeliverySummary(targeted: 1, queued: 1, unresolved: [
-                UnresolvedTarget(kind: .unrecognized(9), value: "v", reason: "kind from a newer server"),
-            ]),
+            summary: DeliverySummary(
+                targeted: 1, queued: 1,
+                unresolved: [
+                    UnresolvedTarget(kind: .unrecognized(9), value: "v", reason: "kind from a newer server")
+                ]),
             replayed: true, state: .dismissed),
         "end_reply_unrecognized_state": EndActivityReply(timestamp: 1, state: .unrecognized(77)),
     ]

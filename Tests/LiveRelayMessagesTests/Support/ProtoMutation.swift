@@ -35,89 +35,128 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
     }
 
     static func addingToErrorDetails(_ line: String) -> ProtoMutation {
-        ProtoMutation(name: "ErrorDetails + \(line)", file: "liverelay.proto",
-                      old: "  string reason = 3;\n}\n\nmessage FieldViolation",
-                      new: "  string reason = 3;\n\(line)\n}\n\nmessage FieldViolation", expected: [])
+        ProtoMutation(
+            name: "ErrorDetails + \(line)", file: "liverelay.proto",
+            old: "  string reason = 3;\n}\n\nmessage FieldViolation",
+            new: "  string reason = 3;\n\(line)\n}\n\nmessage FieldViolation", expected: [])
     }
 
     static func addingToTargets(_ line: String) -> ProtoMutation {
-        ProtoMutation(name: "Targets + \(line)", file: "activity.proto",
-                      old: "  optional bool all_devices = 3;\n",
-                      new: "  optional bool all_devices = 3;\n\(line)\n", expected: [])
+        ProtoMutation(
+            name: "Targets + \(line)", file: "activity.proto",
+            old: "  optional bool all_devices = 3;\n",
+            new: "  optional bool all_devices = 3;\n\(line)\n", expected: [])
     }
 
     private static let ping = "  rpc Ping(PingRequest) returns (PingReply);"
 
     static let all: [ProtoMutation] = [
-        ProtoMutation(name: "renumber a field", file: "liverelay.proto",
-                      old: "  string token = 3;", new: "  string token = 33;",
-                      expected: ["field liverelay.v1.RegisterTokenRequest.token: number 33 in the .proto, 3 in the bindings"]),
-        ProtoMutation(name: "rename a field", file: "liverelay.proto",
-                      old: "  string replaced_token = 2;", new: "  string previous_token = 2;",
-                      expected: ["field liverelay.v1.RegisterTokenReply.previous_token: in the .proto, missing from the bindings",
-                                 "field liverelay.v1.RegisterTokenReply.replaced_token: in the bindings, not in the .proto"]),
-        ProtoMutation(name: "add a field", file: "liverelay.proto",
-                      old: "  string description = 2;\n}", new: "  string description = 2;\n  string hint = 3;\n}",
-                      expected: ["field liverelay.v1.FieldViolation.hint: in the .proto, missing from the bindings"]),
-        ProtoMutation(name: "change a scalar type", file: "liverelay.proto",
-                      old: "  uint32 count = 2;", new: "  uint64 count = 2;",
-                      expected: ["field liverelay.v1.FailureCount.count: type uint64 in the .proto, uint32 in the bindings"]),
-        ProtoMutation(name: "change a message type", file: "activity.proto",
-                      old: "  optional Alert alert = 7;", new: "  optional Targets alert = 7;",
-                      expected: ["field liverelay.v1.EndActivityRequest.alert: type message liverelay.v1.Targets in the .proto, message liverelay.v1.Alert in the bindings"]),
-        ProtoMutation(name: "change an enum type", file: "liverelay.proto",
-                      old: "  TokenKind kind = 2;", new: "  Environment kind = 2;",
-                      expected: ["field liverelay.v1.RegisterTokenRequest.kind: type enum liverelay.v1.Environment in the .proto, enum liverelay.v1.TokenKind in the bindings"]),
-        ProtoMutation(name: "proto2 optional to repeated", file: "activity.proto",
-                      old: "  optional bool all_devices = 3;", new: "  repeated bool all_devices = 3;",
-                      expected: ["field liverelay.v1.Targets.all_devices: label repeated in the .proto, optional in the bindings"]),
-        ProtoMutation(name: "proto2 optional to required", file: "activity.proto",
-                      old: "  optional string title = 1;", new: "  required string title = 1;",
-                      expected: ["field liverelay.v1.Alert.title: label required in the .proto, optional in the bindings"]),
-        ProtoMutation(name: "proto3 singular to repeated (packed)", file: "liverelay.proto",
-                      old: "  bool complete = 10;", new: "  repeated bool complete = 10;",
-                      expected: ["field liverelay.v1.DeliverySummary.complete: label repeated in the .proto, none in the bindings",
-                                 "field liverelay.v1.DeliverySummary.complete: packed true in the .proto, false in the bindings"]),
-        ProtoMutation(name: "proto3 singular to proto3 optional", file: "liverelay.proto",
-                      old: "  int64 expires_at = 9;", new: "  optional int64 expires_at = 9;",
-                      expected: ["field liverelay.v1.RegisterTokenRequest.expires_at: label optional in the .proto, none in the bindings"]),
-        ProtoMutation(name: "move a field into a oneof", file: "liverelay.proto",
-                      old: "  string value = 2;", new: "  oneof v { string value = 2; }",
-                      expected: ["field liverelay.v1.UnresolvedTarget.value: oneof true in the .proto, false in the bindings"]),
-        ProtoMutation(name: "renumber an enum value", file: "liverelay.proto",
-                      old: "  TOKEN_KIND_UPDATE = 2;", new: "  TOKEN_KIND_UPDATE = 3;",
-                      expected: ["enum value liverelay.v1.TokenKind.TOKEN_KIND_UPDATE: number 3 in the .proto, 2 in the bindings"]),
-        ProtoMutation(name: "rename an enum value", file: "liverelay.proto",
-                      old: "  ACTIVITY_STATE_DISMISSED = 5;", new: "  ACTIVITY_STATE_GONE = 5;",
-                      expected: ["enum value liverelay.v1.ActivityState.ACTIVITY_STATE_GONE: in the .proto, missing from the bindings",
-                                 "enum value liverelay.v1.ActivityState.ACTIVITY_STATE_DISMISSED: in the bindings, not in the .proto"]),
-        ProtoMutation(name: "add an enum value", file: "activity.proto",
-                      old: "  PRIORITY_HIGH = 10;", new: "  PRIORITY_HIGH = 10;\n  PRIORITY_URGENT = 11;",
-                      expected: ["enum value liverelay.v1.Priority.PRIORITY_URGENT: in the .proto, missing from the bindings"]),
-        ProtoMutation(name: "add an enum", file: "liverelay.proto",
-                      old: "message FieldViolation {", new: "enum Color {\n  COLOR_UNSPECIFIED = 0;\n}\n\nmessage FieldViolation {",
-                      expected: ["enum liverelay.v1.Color: in the .proto, missing from the bindings"]),
-        ProtoMutation(name: "add a message", file: "activity.proto",
-                      old: "message Alert {", new: "message Extra {\n  optional string note = 1;\n}\n\nmessage Alert {",
-                      expected: ["message liverelay.v1.Extra: in the .proto, missing from the bindings",
-                                 "Swift type for message liverelay.v1.Extra: in the .proto, missing from the bindings"]),
-        ProtoMutation(name: "rename a message", file: "liverelay.proto",
-                      old: "message ErrorDetails {", new: "message ErrorDetail {",
-                      expected: ["message liverelay.v1.ErrorDetail: in the .proto, missing from the bindings",
-                                 "message liverelay.v1.ErrorDetails: in the bindings, not in the .proto",
-                                 "Swift type for message liverelay.v1.ErrorDetail: in the .proto, missing from the bindings",
-                                 "Swift type for message liverelay.v1.ErrorDetails: in the bindings, not in the .proto"]),
-        ProtoMutation(name: "remove a method", file: "liverelay.proto",
-                      old: "\(ping)\n", new: "",
-                      expected: ["method /liverelay.v1.LiveRelay/Ping: in the bindings, not in the .proto"]),
-        ProtoMutation(name: "change a method's request", file: "liverelay.proto",
-                      old: ping, new: "  rpc Ping(PingReply) returns (PingReply);",
-                      expected: ["method /liverelay.v1.LiveRelay/Ping: request liverelay.v1.PingReply in the .proto, liverelay.v1.PingRequest in the bindings"]),
-        ProtoMutation(name: "add a method", file: "liverelay.proto",
-                      old: ping, new: "\(ping)\n  rpc Pong(PingRequest) returns (PingReply);",
-                      expected: ["method /liverelay.v1.LiveRelay/Pong: in the .proto, missing from the bindings"]),
-        ProtoMutation(name: "make a method streaming", file: "liverelay.proto",
-                      old: ping, new: "  rpc Ping(PingRequest) returns (stream PingReply);",
-                      expected: ["method /liverelay.v1.LiveRelay/Ping: streaming true in the .proto, false in the bindings"]),
+        ProtoMutation(
+            name: "renumber a field", file: "liverelay.proto",
+            old: "  string token = 3;", new: "  string token = 33;",
+            expected: ["field liverelay.v1.RegisterTokenRequest.token: number 33 in the .proto, 3 in the bindings"]),
+        ProtoMutation(
+            name: "rename a field", file: "liverelay.proto",
+            old: "  string replaced_token = 2;", new: "  string previous_token = 2;",
+            expected: [
+                "field liverelay.v1.RegisterTokenReply.previous_token: in the .proto, missing from the bindings",
+                "field liverelay.v1.RegisterTokenReply.replaced_token: in the bindings, not in the .proto",
+            ]),
+        ProtoMutation(
+            name: "add a field", file: "liverelay.proto",
+            old: "  string description = 2;\n}", new: "  string description = 2;\n  string hint = 3;\n}",
+            expected: ["field liverelay.v1.FieldViolation.hint: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "change a scalar type", file: "liverelay.proto",
+            old: "  uint32 count = 2;", new: "  uint64 count = 2;",
+            expected: ["field liverelay.v1.FailureCount.count: type uint64 in the .proto, uint32 in the bindings"]),
+        ProtoMutation(
+            name: "change a message type", file: "activity.proto",
+            old: "  optional Alert alert = 7;", new: "  optional Targets alert = 7;",
+            expected: [
+                "field liverelay.v1.EndActivityRequest.alert: type message liverelay.v1.Targets in the .proto, message liverelay.v1.Alert in the bindings"
+            ]),
+        ProtoMutation(
+            name: "change an enum type", file: "liverelay.proto",
+            old: "  TokenKind kind = 2;", new: "  Environment kind = 2;",
+            expected: [
+                "field liverelay.v1.RegisterTokenRequest.kind: type enum liverelay.v1.Environment in the .proto, enum liverelay.v1.TokenKind in the bindings"
+            ]),
+        ProtoMutation(
+            name: "proto2 optional to repeated", file: "activity.proto",
+            old: "  optional bool all_devices = 3;", new: "  repeated bool all_devices = 3;",
+            expected: ["field liverelay.v1.Targets.all_devices: label repeated in the .proto, optional in the bindings"]),
+        ProtoMutation(
+            name: "proto2 optional to required", file: "activity.proto",
+            old: "  optional string title = 1;", new: "  required string title = 1;",
+            expected: ["field liverelay.v1.Alert.title: label required in the .proto, optional in the bindings"]),
+        ProtoMutation(
+            name: "proto3 singular to repeated (packed)", file: "liverelay.proto",
+            old: "  bool complete = 10;", new: "  repeated bool complete = 10;",
+            expected: [
+                "field liverelay.v1.DeliverySummary.complete: label repeated in the .proto, none in the bindings",
+                "field liverelay.v1.DeliverySummary.complete: packed true in the .proto, false in the bindings",
+            ]),
+        ProtoMutation(
+            name: "proto3 singular to proto3 optional", file: "liverelay.proto",
+            old: "  int64 expires_at = 9;", new: "  optional int64 expires_at = 9;",
+            expected: ["field liverelay.v1.RegisterTokenRequest.expires_at: label optional in the .proto, none in the bindings"]),
+        ProtoMutation(
+            name: "move a field into a oneof", file: "liverelay.proto",
+            old: "  string value = 2;", new: "  oneof v { string value = 2; }",
+            expected: ["field liverelay.v1.UnresolvedTarget.value: oneof true in the .proto, false in the bindings"]),
+        ProtoMutation(
+            name: "renumber an enum value", file: "liverelay.proto",
+            old: "  TOKEN_KIND_UPDATE = 2;", new: "  TOKEN_KIND_UPDATE = 3;",
+            expected: ["enum value liverelay.v1.TokenKind.TOKEN_KIND_UPDATE: number 3 in the .proto, 2 in the bindings"]),
+        ProtoMutation(
+            name: "rename an enum value", file: "liverelay.proto",
+            old: "  ACTIVITY_STATE_DISMISSED = 5;", new: "  ACTIVITY_STATE_GONE = 5;",
+            expected: [
+                "enum value liverelay.v1.ActivityState.ACTIVITY_STATE_GONE: in the .proto, missing from the bindings",
+                "enum value liverelay.v1.ActivityState.ACTIVITY_STATE_DISMISSED: in the bindings, not in the .proto",
+            ]),
+        ProtoMutation(
+            name: "add an enum value", file: "activity.proto",
+            old: "  PRIORITY_HIGH = 10;", new: "  PRIORITY_HIGH = 10;\n  PRIORITY_URGENT = 11;",
+            expected: ["enum value liverelay.v1.Priority.PRIORITY_URGENT: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "add an enum", file: "liverelay.proto",
+            old: "message FieldViolation {", new: "enum Color {\n  COLOR_UNSPECIFIED = 0;\n}\n\nmessage FieldViolation {",
+            expected: ["enum liverelay.v1.Color: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "add a message", file: "activity.proto",
+            old: "message Alert {", new: "message Extra {\n  optional string note = 1;\n}\n\nmessage Alert {",
+            expected: [
+                "message liverelay.v1.Extra: in the .proto, missing from the bindings",
+                "Swift type for message liverelay.v1.Extra: in the .proto, missing from the bindings",
+            ]),
+        ProtoMutation(
+            name: "rename a message", file: "liverelay.proto",
+            old: "message ErrorDetails {", new: "message ErrorDetail {",
+            expected: [
+                "message liverelay.v1.ErrorDetail: in the .proto, missing from the bindings",
+                "message liverelay.v1.ErrorDetails: in the bindings, not in the .proto",
+                "Swift type for message liverelay.v1.ErrorDetail: in the .proto, missing from the bindings",
+                "Swift type for message liverelay.v1.ErrorDetails: in the bindings, not in the .proto",
+            ]),
+        ProtoMutation(
+            name: "remove a method", file: "liverelay.proto",
+            old: "\(ping)\n", new: "",
+            expected: ["method /liverelay.v1.LiveRelay/Ping: in the bindings, not in the .proto"]),
+        ProtoMutation(
+            name: "change a method's request", file: "liverelay.proto",
+            old: ping, new: "  rpc Ping(PingReply) returns (PingReply);",
+            expected: [
+                "method /liverelay.v1.LiveRelay/Ping: request liverelay.v1.PingReply in the .proto, liverelay.v1.PingRequest in the bindings"
+            ]),
+        ProtoMutation(
+            name: "add a method", file: "liverelay.proto",
+            old: ping, new: "\(ping)\n  rpc Pong(PingRequest) returns (PingReply);",
+            expected: ["method /liverelay.v1.LiveRelay/Pong: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "make a method streaming", file: "liverelay.proto",
+            old: ping, new: "  rpc Ping(PingRequest) returns (stream PingReply);",
+            expected: ["method /liverelay.v1.LiveRelay/Ping: streaming true in the .proto, false in the bindings"]),
     ]
 }

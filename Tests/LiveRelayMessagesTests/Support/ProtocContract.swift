@@ -1,5 +1,5 @@
-import Foundation
 import CDescriptorSet
+import Foundation
 
 /// Reads the FileDescriptorSet that `protoc --descriptor_set_out` writes, through
 /// protobuf-c and the test-support descriptors of descriptor.proto, into a ContractModel
@@ -58,7 +58,8 @@ enum ProtocContract {
     /// What protobuf-c must say about one field, following protoc-c's rules.
     private static func field(_ f: DSFieldDescriptorProto, proto3: Bool) -> ContractModel.Field {
         // descriptor.proto: Type 1 = TYPE_DOUBLE ... 18 = TYPE_SINT64; Label 1 optional, 2 required, 3 repeated.
-        let scalar = ContractModel.scalarNames.indices.contains(Int(f.type) - 1)
+        let scalar =
+            ContractModel.scalarNames.indices.contains(Int(f.type) - 1)
             ? ContractModel.scalarNames[Int(f.type) - 1] : "type#\(f.type)"
         let type = scalar == "message" || scalar == "enum" ? "\(scalar) \(typeName(f.type_name))" : scalar
         let proto3Optional = f.has_proto3_optional != 0 && f.proto3_optional != 0

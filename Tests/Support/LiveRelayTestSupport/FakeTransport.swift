@@ -17,8 +17,10 @@ public final class FakeTransport: APNsTransport, @unchecked Sendable {
     /// How long a scripted answer takes (on the loop's clock).
     public let delay: TimeAmount
 
-    public init(eventLoop: any EventLoop, delay: TimeAmount = .zero,
-         script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)? = nil) {
+    public init(
+        eventLoop: any EventLoop, delay: TimeAmount = .zero,
+        script: (@Sendable (APNsRequest, Int) -> Result<APNsResponse, APNsTransportError>?)? = nil
+    ) {
         self.eventLoop = eventLoop
         self.delay = delay
         self.script = script

@@ -12,17 +12,18 @@
 // Run: swift build -c release --scratch-path .build-pg --product postgres-store-benchmark
 //      .build-pg/release/postgres-store-benchmark --seconds 10
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStorePostgres
 import NIOCore
 import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 func option(_ name: String, _ fallback: String) -> String {
     let args = CommandLine.arguments
@@ -101,22 +102,25 @@ print("# PostgreSQL store benchmark: \(configuration), lanes \(lanes), max batch
 var store = try await PostgresActivityStore(configuration: configuration)
 
 let pushToStart: @Sendable (String, Int) -> RegisterTokenRequest = { hex, n in
-    RegisterTokenRequest(appID: appID, kind: .pushToStart, token: hex, environment: .production,
-                         attributesType: "BenchAttributes", externalUserID: "user-\(n % 50_000)", deviceID: "device-\(n)")
+    RegisterTokenRequest(
+        appID: appID, kind: .pushToStart, token: hex, environment: .production,
+        attributesType: "BenchAttributes", externalUserID: "user-\(n % 50_000)", deviceID: "device-\(n)")
 }
 _ = try await registrations(store, callers: callers, duration: 1, prefix: "aa", make: pushToStart)  // warm-up
 let before = store.statistics
 let run = try await registrations(store, callers: callers, duration: seconds, prefix: "ab", make: pushToStart)
 let after = store.statistics
 let commits = after.commits - before.commits
-print("""
+print(
+    """
     register, \(callers) callers: \(run.count) applies in \(format(run.seconds, 2)) s = \(Int(Double(run.count) / run.seconds)) applies/s; \
     \(commits) transactions (\(format(Double(run.count) / Double(max(commits, 1)))) applies each), \
     \(after.conflicts - before.conflicts) conflicts; latency p50 \(format(percentile(run.latencies, 0.5) * 1000, 2)) ms, \
     p99 \(format(percentile(run.latencies, 0.99) * 1000, 2)) ms
     """)
 let single = try await registrations(store, callers: 1, duration: min(seconds, 3), prefix: "ac", make: pushToStart)
-print("""
+print(
+    """
     register, 1 caller: \(Int(Double(single.count) / single.seconds)) applies/s; latency p50 \
     \(format(percentile(single.latencies, 0.5) * 1000, 2)) ms, p99 \(format(percentile(single.latencies, 0.99) * 1000, 2)) ms
     """)
@@ -129,8 +133,9 @@ try await withThrowingTaskGroup(of: Void.self) { tasks in
             let loop = group.next()
             var n = caller
             while n < tokenCount {
-                let request = RegisterTokenRequest(appID: appID, kind: .update, token: hexToken("ba", n), environment: .sandbox,
-                                                   activityID: big.activityID, deviceID: "device-\(n)")
+                let request = RegisterTokenRequest(
+                    appID: appID, kind: .update, token: hexToken("ba", n), environment: .sandbox,
+                    activityID: big.activityID, deviceID: "device-\(n)")
                 _ = try await store.apply(RegisterToken(request), now: SystemClock().now(), on: loop).get()
                 n += callers
             }
@@ -151,7 +156,8 @@ for _ in 0..<6 {
     precondition(tokens.count == tokenCount, "loaded \(tokens.count)")
 }
 let warm = loads.dropFirst().sorted()
-print("""
+print(
+    """
     load \(tokenCount) update tokens (pooled connection): first after reopen \(format(loads[0] * 1000)) ms, \
     warm median \(format(warm[warm.count / 2] * 1000)) ms (min \(format(warm.first! * 1000)) ms)
     """)
@@ -165,7 +171,8 @@ for i in 0..<4 {
     guard case let .accepted(call) = outcome, call.batch.targets.count == tokenCount else { fatalError("unexpected outcome \(outcome)") }
 }
 let warmUpdates = updates.dropFirst().sorted()
-print("""
+print(
+    """
     UpdateActivity of the \(tokenCount)-token activity (a lane: read all, build the batch, commit): \
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)

@@ -13,17 +13,18 @@
 // comes), `busy-checkpoint` (tiny WAL limits: PASSIVE and RESTART checkpoints
 // run all the time, so the kill lands in or between them).
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
 import NIOCore
 import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 func line(_ text: String, fd: Int32 = 1) {
     var bytes = Array((text + "\n").utf8)

@@ -13,17 +13,18 @@
 // Run: swift build -c release --scratch-path .build-sqlite --product sqlite-store-benchmark
 //      .build-sqlite/release/sqlite-store-benchmark --dir /var/tmp
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
 import NIOCore
 import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 func option(_ name: String, _ fallback: String) -> String {
     let args = CommandLine.arguments
@@ -73,8 +74,9 @@ func storeConfiguration() -> SQLiteActivityStore.Configuration {
     case let other: fatalError("--durability full|pipelined, not \(other)")
     }
     configuration.checkpointFrames = Int(option("--checkpoint-frames", String(configuration.checkpointFrames)))!
-    configuration.walLimitFrames = max(configuration.checkpointFrames,
-                                       Int(option("--wal-limit-frames", String(configuration.walLimitFrames)))!)
+    configuration.walLimitFrames = max(
+        configuration.checkpointFrames,
+        Int(option("--wal-limit-frames", String(configuration.walLimitFrames)))!)
     configuration.pageSize = Int(option("--page-size", String(configuration.pageSize)))!
     configuration.maxBatch = Int(option("--max-batch", String(configuration.maxBatch)))!
     configuration.cacheKiB = Int(option("--cache-kib", String(configuration.cacheKiB)))!
@@ -127,7 +129,8 @@ let group = MultiThreadedEventLoopGroup.singleton
 
 /// `callers` concurrent loops of RegisterToken (new tokens) for `duration` seconds.
 func registrations(
-    _ store: SQLiteActivityStore, callers: Int, duration: Double, prefix: String, make: @escaping @Sendable (String, Int) -> RegisterTokenRequest
+    _ store: SQLiteActivityStore, callers: Int, duration: Double, prefix: String,
+    make: @escaping @Sendable (String, Int) -> RegisterTokenRequest
 ) async throws -> (count: Int, seconds: Double, latencies: [Double]) {
     let start = monotonic()
     let deadline = start + duration
@@ -170,23 +173,26 @@ var store = try SQLiteActivityStore(path: path, configuration: configuration)
 
 // 1. Throughput.
 let pushToStart: @Sendable (String, Int) -> RegisterTokenRequest = { hex, n in
-    RegisterTokenRequest(appID: appID, kind: .pushToStart, token: hex, environment: .production,
-                         attributesType: "BenchAttributes", externalUserID: "user-\(n % 50_000)", deviceID: "device-\(n)")
+    RegisterTokenRequest(
+        appID: appID, kind: .pushToStart, token: hex, environment: .production,
+        attributesType: "BenchAttributes", externalUserID: "user-\(n % 50_000)", deviceID: "device-\(n)")
 }
 /// Benchmarks/StoreRPC's request: a new update token (random-looking hex) for a new device, 1,000 activities.
 let updateShape: @Sendable (String, Int) -> RegisterTokenRequest = { hex, n in
-    RegisterTokenRequest(appID: appID, kind: .update, token: randomHex(n, salt: UInt64(hex.utf8.first ?? 0) << 8 | UInt64(hex.utf8.dropFirst().first ?? 0)),
-                         environment: .production, activityID: "bench-act-\(n % 1000)", deviceID: "bench-\(hex.prefix(2))-\(n)")
+    RegisterTokenRequest(
+        appID: appID, kind: .update, token: randomHex(n, salt: UInt64(hex.utf8.first ?? 0) << 8 | UInt64(hex.utf8.dropFirst().first ?? 0)),
+        environment: .production, activityID: "bench-act-\(n % 1000)", deviceID: "bench-\(hex.prefix(2))-\(n)")
 }
 let make = shape == "update" ? updateShape : pushToStart
-_ = try await registrations(store, callers: callers, duration: 1, prefix: "aa", make: make) // warm-up
+_ = try await registrations(store, callers: callers, duration: 1, prefix: "aa", make: make)  // warm-up
 let before = store.statistics
 let writtenBefore = writtenBytes()
 let run = try await registrations(store, callers: callers, duration: seconds, prefix: "ab", make: make)
 let after = store.statistics
 let written = writtenBytes() - writtenBefore
 let commits = after.commits - before.commits
-print("""
+print(
+    """
     register (\(shape)), \(callers) callers: \(run.count) applies in \(format(run.seconds, 2)) s = \(Int(Double(run.count) / run.seconds)) applies/s; \
     \(commits) commits (\(format(Double(run.count) / Double(max(commits, 1)))) applies/commit, \
     \(Int(Double(commits) / run.seconds)) commits/s); latency p50 \(format(percentile(run.latencies, 0.5) * 1000, 2)) ms, \
@@ -198,7 +204,8 @@ if throughputOnly {
     exit(0)
 }
 let single = try await registrations(store, callers: 1, duration: min(seconds, 3), prefix: "ac", make: make)
-print("""
+print(
+    """
     register, 1 caller: \(Int(Double(single.count) / single.seconds)) applies/s; latency p50 \
     \(format(percentile(single.latencies, 0.5) * 1000, 2)) ms, p99 \(format(percentile(single.latencies, 0.99) * 1000, 2)) ms
     """)
@@ -212,8 +219,9 @@ try await withThrowingTaskGroup(of: Void.self) { tasks in
             let loop = group.next()
             var n = caller
             while n < tokenCount {
-                let request = RegisterTokenRequest(appID: appID, kind: .update, token: hexToken("ba", n), environment: .sandbox,
-                                                   activityID: big.activityID, deviceID: "device-\(n)")
+                let request = RegisterTokenRequest(
+                    appID: appID, kind: .update, token: hexToken("ba", n), environment: .sandbox,
+                    activityID: big.activityID, deviceID: "device-\(n)")
                 _ = try await store.apply(RegisterToken(request), now: SystemClock().now(), on: loop).get()
                 n += callers
             }
@@ -240,7 +248,8 @@ for _ in 0..<6 {
     precondition(tokens.count == tokenCount, "loaded \(tokens.count)")
 }
 let warm = loads.dropFirst().sorted()
-print("""
+print(
+    """
     load \(tokenCount) update tokens (read connection): first after reopen \(format(loads[0] * 1000)) ms, \
     warm median \(format(warm[warm.count / 2] * 1000)) ms (min \(format(warm.first! * 1000)) ms)
     """)
@@ -256,7 +265,8 @@ for i in 0..<4 {
     }
 }
 let warmUpdates = updates.dropFirst().sorted()
-print("""
+print(
+    """
     UpdateActivity of the \(tokenCount)-token activity (writer: read all, build the batch, commit): \
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)
