@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// Codec microbenchmark (issue 2, item 9): LiveRelayMessages (hand-written protobuf-c
+// Codec microbenchmark: LiveRelayMessages (hand-written protobuf-c
 // bindings) next to swift-protobuf 1.39 on the same request messages, in the same
 // run, plus the frame codec. Its own package so swift-protobuf never enters the
 // main build. Run it with scripts/bench-codec.sh (release build); results and how

@@ -1,5 +1,5 @@
 // swift-tools-version:6.1
-// RPC ingest benchmark (issue 3, item 6): LiveRelay's null service over TLS next to
+// RPC ingest benchmark: LiveRelay's null service over TLS next to
 // grpc-swift-2 serving the same unary method (RegisterToken) with the same message.
 //
 // Its own package so that grpc-swift-2, swift-nio-http2, swift-nio-ssl (BoringSSL)

@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// Store through the RPC (issue 4, item 5): durable RegisterToken calls per second through a real
+// Store through the RPC: durable RegisterToken calls per second through a real
 // `liverelay serve` (TLS, SQLite store; the in-memory store for comparison).
 //
 // Its own package, depending on the root by path, so that the root manifest gains no benchmark

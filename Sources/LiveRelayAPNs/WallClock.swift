@@ -7,7 +7,7 @@ import Darwin
 /// A point in wall-clock time, in UNIX milliseconds.
 ///
 /// The rules take time as a value instead of reading a clock so that every
-/// decision is reproducible in a test (and, later, in a replayed log). APNs
+/// decision is reproducible in a test. APNs
 /// speaks UNIX seconds; LiveRelay keeps milliseconds so that Ping can report
 /// skew and so that ordering within a second is not lost in the store.
 public struct UnixTime: Hashable, Comparable, Sendable, CustomStringConvertible {

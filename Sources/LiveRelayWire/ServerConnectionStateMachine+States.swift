@@ -270,10 +270,8 @@ extension ServerConnectionStateMachine {
                 return
             }
             let timeoutMs = request.timeoutMilliseconds
-            var timeout: TimeAmount? = nil
             var deadline: NIODeadline? = nil
             if timeoutMs > 0 {
-                timeout = .milliseconds(Int64(timeoutMs))
                 deadline = receivedAt + .milliseconds(Int64(timeoutMs))
                 if deadline! <= now {
                     // Expired while waiting for authentication: not started, not done.
@@ -286,7 +284,7 @@ extension ServerConnectionStateMachine {
             self.inFlight[id] = InFlight(timeoutMilliseconds: timeoutMs, deadline: deadline)
             actions.append(
                 .dispatch(
-                    Dispatch(id: id, method: request.method, payload: request.payload, timeout: timeout, deadline: deadline)
+                    Dispatch(id: id, method: request.method, payload: request.payload, deadline: deadline)
                 )
             )
         }

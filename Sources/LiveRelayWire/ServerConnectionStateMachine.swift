@@ -54,17 +54,14 @@ public struct ServerConnectionStateMachine: Sendable {
         public var id: RequestID
         public var method: String
         public var payload: ByteBuffer
-        /// The client's timeout, or nil for none.
-        public var timeout: TimeAmount?
         /// Receipt time plus timeout: work not started by then should not be
         /// started, and the state machine answers DEADLINE_EXCEEDED at this time.
         public var deadline: NIODeadline?
 
-        public init(id: RequestID, method: String, payload: ByteBuffer, timeout: TimeAmount?, deadline: NIODeadline?) {
+        public init(id: RequestID, method: String, payload: ByteBuffer, deadline: NIODeadline?) {
             self.id = id
             self.method = method
             self.payload = payload
-            self.timeout = timeout
             self.deadline = deadline
         }
     }

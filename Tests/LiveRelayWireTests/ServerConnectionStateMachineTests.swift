@@ -27,7 +27,6 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
             id: id,
             method: pingMethod,
             payload: buffer(payload),
-            timeout: timeoutMs == 0 ? nil : .milliseconds(Int64(timeoutMs)),
             deadline: timeoutMs == 0 ? nil : t(receipt) + .milliseconds(Int64(timeoutMs))
         )
     )
