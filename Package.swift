@@ -285,12 +285,16 @@ let package = Package(
             path: "Sources/LiveRelayCLI"
         ),
         // Test support shared by the test targets: waiting with a time limit, temporary
-        // directories, a manual wall clock and a recording push sink. Never linked into a product.
+        // directories, a manual wall clock, a recording push sink, fake APNs transports and a
+        // dispatcher on a test-driven loop. Never linked into a product.
         .target(
             name: "LiveRelayTestSupport",
             dependencies: [
                 "LiveRelayAPNs",
                 "LiveRelayPushOutlet",
+                "LiveRelayDispatch",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import LiveRelayTestSupport
 import Testing
 
 @testable import LiveRelayAPNs

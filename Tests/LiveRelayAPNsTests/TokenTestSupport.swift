@@ -36,10 +36,3 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
-
-/// A fresh directory under the system's temporary directory.
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-apns-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}

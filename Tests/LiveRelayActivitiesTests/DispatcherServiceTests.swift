@@ -16,25 +16,16 @@ import Testing
 
 /// The dispatcher on an event loop whose clock the test moves, behind the real service and store.
 @Suite struct DispatcherServiceTests {
-    let loop = NIOAsyncTestingEventLoop()
+    let harness = DispatcherHarness()
+    var loop: NIOAsyncTestingEventLoop { harness.loop }
     let callLoop = MultiThreadedEventLoopGroup.singleton.any()
     let store = InMemoryActivityStore()
-    let wall = ManualClock(UnixTime(seconds: 1_700_000_000))
+    var wall: ManualClock { harness.wall }
 
-    /// A dispatcher whose apps each have a route of their own, served by the given fake.
     func dispatcher(
-        _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100,
-        quantum: Int = 4
+        _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100, quantum: Int = 4
     ) -> Dispatcher {
-        let transports = FakeTransports()
-        for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
-        return Dispatcher(
-            configuration: DispatcherConfiguration(
-                apps: apps.map { DispatchApp(appID: $0.id, queueCapacity: $0.capacity, route: testRoute($0.id)) },
-                maxInFlight: maxInFlight, quantum: quantum,
-                retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0)),
-            transports: transports, eventLoop: loop, clock: wall, pruner: StoreTokenPruner(store: store, clock: wall),
-            logger: Logger(label: "dispatch-test"))
+        harness.dispatcher(apps, maxInFlight: maxInFlight, quantum: quantum, pruner: StoreTokenPruner(store: store, clock: wall))
     }
 
     func service(_ sink: any PushSink) -> ActivityService {
@@ -64,24 +55,12 @@ import Testing
             contentStateJSON: #"{"s":1}"#, targets: Targets(allDevices: true), waitForDelivery: wait)
     }
 
-    /// Fails what the fakes still hold (a promise must not be dropped), stops
-    /// the dispatcher and the loop.
     func tearDown(_ d: Dispatcher, _ transports: FakeTransport...) async throws {
-        let stopped = d.shutdown(gracePeriod: .zero)
-        for transport in transports { transport.answerAll(.failure(.shutDown)) }
-        await loop.advanceTime(by: .seconds(1))
-        try await stopped.get()
-        await loop.shutdownGracefully()
+        try await harness.tearDown(d, transports)
     }
 
-    /// Moves the loop's clock in small steps until `done` (or gives up after `limit`).
     func drive(until done: () -> Bool, step: TimeAmount = .milliseconds(10), limit: Int = 2_000) async {
-        var steps = 0
-        while !done(), steps < limit {
-            await loop.advanceTime(by: step)
-            await Task.yield()
-            steps += 1
-        }
+        await harness.drive(until: done, step: step, limit: limit)
     }
 
     @Test func aFullQueueIsResourceExhaustedForThatAppOnlyAndTheRefusedCallStoresNothing() async throws {

@@ -2,6 +2,7 @@ import LiveRelayClient
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayTLS
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import Testing

@@ -4,6 +4,7 @@ import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayTLS
+import LiveRelayTestSupport
 import LiveRelayWire
 import Logging
 import NIOCore
@@ -38,11 +39,6 @@ let testLogger: Logger = {
     logger.logLevel = ProcessInfo.processInfo.environment["LIVERELAY_TEST_LOG"] != nil ? .trace : .critical
     return logger
 }()
-
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// A real `RPCServer` inside a `ServiceGroup`, as `liverelay serve` runs it.
 final class TestServer: Sendable {
@@ -104,34 +100,6 @@ func makeClient(
         ),
         logger: testLogger
     )
-}
-
-/// Runs `body`, failing if it takes longer than `timeout`, so no test can hang the suite.
-func withTimeout<T: Sendable>(_ timeout: TimeAmount, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(timeout.nanoseconds))
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw TestFailure("timed out after \(timeout)")
-        }
-        return value
-    }
-}
-
-/// Polls `condition` until it holds, failing after `timeout`: for states that
-/// another thread reaches (a flag set on a server loop), never as a fixed sleep.
-func eventually(
-    _ what: String, timeout: TimeAmount = .seconds(10), _ condition: @escaping @Sendable () async -> Bool
-) async throws {
-    let deadline = NIODeadline.now() + timeout
-    while !(await condition()) {
-        guard NIODeadline.now() < deadline else { throw TestFailure("timed out waiting for \(what)") }
-        try await Task.sleep(nanoseconds: 5_000_000)
-    }
 }
 
 extension ByteBuffer {

@@ -1,7 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayDispatch
 import LiveRelayPushOutlet
-import LiveRelayTestSupport
 import NIOCore
 import Testing
 

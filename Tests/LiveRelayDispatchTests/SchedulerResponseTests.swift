@@ -2,7 +2,6 @@ import LiveRelayAPNs
 import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayPushOutlet
-import LiveRelayTestSupport
 import NIOCore
 import Testing
 

@@ -1,5 +1,6 @@
 import LiveRelayMessages
 import LiveRelayService
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import NIOEmbedded

@@ -1,6 +1,7 @@
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import NIOPosix

@@ -1,12 +1,8 @@
 import LiveRelayTLS
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import NIOPosix
-
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// A protocol client with no protocol logic: it writes exactly the bytes and
 /// frames a test gives it, and collects every frame the server sends, so

@@ -1,5 +1,6 @@
 import LiveRelayMessages
 import LiveRelayServer
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import Testing

@@ -3,6 +3,7 @@ import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayTLS
+import LiveRelayTestSupport
 import LiveRelayWire
 import Logging
 import NIOCore
@@ -104,37 +105,6 @@ final class TestServer: Sendable {
 
     func waitUntilStopped(timeout: TimeAmount = .seconds(20)) async throws {
         try await withTimeout(timeout) { try await self.runTask.value }
-    }
-}
-
-/// Runs `body`, failing if it takes longer than `timeout` (so no test can hang the suite).
-func withTimeout<T: Sendable>(_ timeout: TimeAmount, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(timeout.nanoseconds))
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw TestFailure("timed out after \(timeout)")
-        }
-        return value
-    }
-}
-
-/// Polls `condition` until it holds; fails after `timeout`. For state that has
-/// no event to wait on (what a service has seen); the condition, not the
-/// polling interval, decides the outcome.
-func eventually(
-    _ what: String,
-    timeout: TimeAmount = .seconds(10),
-    _ condition: @Sendable () -> Bool
-) async throws {
-    let deadline = NIODeadline.now() + timeout
-    while !condition() {
-        guard NIODeadline.now() < deadline else { throw TestFailure("timed out waiting for \(what)") }
-        try await Task.sleep(nanoseconds: 2_000_000)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayTLS
+import LiveRelayTestSupport
 import NIOCore
 import NIOPosix
 import Testing

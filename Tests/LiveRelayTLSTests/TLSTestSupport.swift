@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayTLS
+import LiveRelayTestSupport
 import NIOCore
 import NIOEmbedded
 
@@ -70,11 +71,6 @@ struct TLSFixtures: Sendable {
         configuration.serverHostname = hostname
         return configuration
     }
-}
-
-struct TestFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 // MARK: - Processes

@@ -1,0 +1,54 @@
+import LiveRelayAPNs
+import LiveRelayDispatch
+import LiveRelayPushOutlet
+import Logging
+import NIOCore
+import NIOEmbedded
+
+/// A dispatcher on an event loop whose clock the test moves, with fake
+/// transports: the dispatcher's own tests and the service-and-dispatcher tests
+/// share it, each with its own pruner.
+public struct DispatcherHarness: Sendable {
+    public let loop = NIOAsyncTestingEventLoop()
+    /// The wall clock that turns a push's expiry into a deadline on `loop`.
+    public let wall = ManualClock(UnixTime(seconds: 1_700_000_000))
+
+    public init() {}
+
+    /// A dispatcher whose apps each have a route of their own, served by the
+    /// given fake; retries: 3 attempts, 100 ms doubling to 1 s, no jitter.
+    public func dispatcher(
+        _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100, quantum: Int = 4,
+        pruner: any TokenPruner
+    ) -> Dispatcher {
+        let transports = FakeTransports()
+        for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
+        return Dispatcher(
+            configuration: DispatcherConfiguration(
+                apps: apps.map { DispatchApp(appID: $0.id, queueCapacity: $0.capacity, route: testRoute($0.id)) },
+                maxInFlight: maxInFlight, quantum: quantum,
+                retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0)),
+            transports: transports, eventLoop: loop, clock: wall, pruner: pruner,
+            logger: Logger(label: "dispatch-test"))
+    }
+
+    /// Fails what the fakes still hold (a promise must not be dropped), stops
+    /// the dispatcher and the loop.
+    public func tearDown(_ d: Dispatcher, _ transports: [FakeTransport]) async throws {
+        let stopped = d.shutdown(gracePeriod: .zero)
+        for transport in transports { transport.answerAll(.failure(.shutDown)) }
+        await loop.advanceTime(by: .seconds(1))
+        try await stopped.get()
+        await loop.shutdownGracefully()
+    }
+
+    /// Moves the loop's clock in small steps until `done` (or gives up after `limit`).
+    public func drive(until done: () -> Bool, step: TimeAmount = .milliseconds(10), limit: Int = 2_000) async {
+        var steps = 0
+        while !done(), steps < limit {
+            await loop.advanceTime(by: step)
+            await Task.yield()
+            steps += 1
+        }
+    }
+}
