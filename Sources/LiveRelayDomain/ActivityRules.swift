@@ -7,6 +7,18 @@ public enum ActivityCallOutcome: Hashable, Sendable {
     /// The idempotency key was used before for this same request: its first reply, nothing new sent.
     case replayed(StoredReply)
     case accepted(AcceptedCall)
+
+    /// The accepted call, or nil for a replay.
+    public var accepted: AcceptedCall? {
+        if case let .accepted(call) = self { return call }
+        return nil
+    }
+
+    /// The first reply, or nil for a newly accepted call.
+    public var replayed: StoredReply? {
+        if case let .replayed(reply) = self { return reply }
+        return nil
+    }
 }
 
 /// An accepted call: the state it left and the pushes it asks for.

@@ -14,12 +14,9 @@ import LiveRelayMessages
 struct SQLiteTables {
     let db: SQLiteConnection
 
-    static let tokenColumns =
-        "app_id, hex, kind, environment, attributes_type, activity_id, external_user_id, device_id, created_at, updated_at, expires_at"
-    static let activityColumns =
-        "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
-    static let recordColumns =
-        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
+    static let tokenColumns = StoreColumns.token
+    static let activityColumns = StoreColumns.activity
+    static let recordColumns = StoreColumns.record
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import Logging
 import PostgresNIO
 
@@ -35,12 +36,9 @@ enum ReadValue: Sendable {
 /// `kind = 1`), so that the planner can prove the partial indexes of
 /// ``PostgresSchema`` apply; a bound parameter there would hide them.
 enum PostgresTables {
-    static let tokenColumns =
-        "app_id, hex, kind, environment, attributes_type, activity_id, external_user_id, device_id, created_at, updated_at, expires_at"
-    static let activityColumns =
-        "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
-    static let recordColumns =
-        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
+    static let tokenColumns = StoreColumns.token
+    static let activityColumns = StoreColumns.activity
+    static let recordColumns = StoreColumns.record
 
     static func prefixed(_ columns: String, _ alias: String) -> String {
         columns.split(separator: ",").map { "\(alias).\($0.trimmingCharacters())" }.joined(separator: ", ")

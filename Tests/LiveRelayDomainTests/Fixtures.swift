@@ -57,18 +57,6 @@ func endRequest(
         idempotencyKey: key)
 }
 
-extension ActivityCallOutcome {
-    var accepted: AcceptedCall? {
-        if case let .accepted(call) = self { return call }
-        return nil
-    }
-
-    var replayed: StoredReply? {
-        if case let .replayed(reply) = self { return reply }
-        return nil
-    }
-}
-
 /// Runs a mutation, returning the refusal instead of throwing it.
 func refusal<M: StoreMutation>(_ state: inout InMemoryState, _ mutation: M, now: UnixTime) -> DomainError? {
     do throws(DomainError) {

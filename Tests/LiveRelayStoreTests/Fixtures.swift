@@ -51,15 +51,3 @@ func update(_ activity: String = "order-1", key: String? = nil) -> UpdateActivit
 func endRequest(_ activity: String = "order-1") -> EndActivityRequest {
     EndActivityRequest(appID: appID, activityID: activity)
 }
-
-extension ActivityCallOutcome {
-    var accepted: AcceptedCall? {
-        if case let .accepted(call) = self { return call }
-        return nil
-    }
-
-    var replayed: StoredReply? {
-        if case let .replayed(reply) = self { return reply }
-        return nil
-    }
-}

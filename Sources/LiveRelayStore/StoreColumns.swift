@@ -1,0 +1,10 @@
+/// The columns of the three tables, in the order the row readers of both SQL
+/// stores (SQLite and PostgreSQL) expect: their schemas name the same columns.
+package enum StoreColumns {
+    package static let token =
+        "app_id, hex, kind, environment, attributes_type, activity_id, external_user_id, device_id, created_at, updated_at, expires_at"
+    package static let activity =
+        "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
+    package static let record =
+        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
+}
