@@ -153,6 +153,7 @@ let package = Package(
                 "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The service the server dispatches to: domain rules + store, pushes to the outlet.

@@ -6,41 +6,53 @@
 public struct APNsCallID: Hashable, Sendable, CustomStringConvertible {
     /// 60 bits: a per-process instance number above a call number.
     public let raw: UInt64
+    /// `xxxxxxxx-xxxx-4xxx`, made once per call: every push's id starts with it.
+    private let prefix: [UInt8]
 
     /// - Parameters:
     ///   - instance: random per dispatcher, so ids differ across restarts (28 bits are used).
     ///   - call: the dispatcher's call number (32 bits are used).
     public init(instance: UInt32, call: UInt64) {
-        raw = (UInt64(instance & 0x0FFF_FFFF) << 32) | (call & 0xFFFF_FFFF)
+        let raw = (UInt64(instance & 0x0FFF_FFFF) << 32) | (call & 0xFFFF_FFFF)
+        var prefix = [UInt8](repeating: 0, count: 18)
+        prefix.withUnsafeMutableBufferPointer { out in
+            var at = 0
+            Self.writeHex(raw >> 12, digits: 12, dashAt: 8, to: out, at: &at)
+            out[at] = UInt8(ascii: "-")
+            out[at + 1] = UInt8(ascii: "4")
+            at += 2
+            Self.writeHex(raw & 0xFFF, digits: 3, dashAt: nil, to: out, at: &at)
+        }
+        self.raw = raw
+        self.prefix = prefix
     }
 
-    /// `xxxxxxxx-xxxx-4xxx`: what every push of the call starts with.
-    public var description: String {
-        var out = [UInt8]()
-        out.reserveCapacity(18)
-        Self.appendHex(raw >> 12, digits: 12, dashAt: [8], to: &out)
-        out.append(UInt8(ascii: "-"))
-        out.append(UInt8(ascii: "4"))
-        Self.appendHex(raw & 0xFFF, digits: 3, dashAt: [], to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var description: String { String(decoding: prefix, as: UTF8.self) }
 
     /// The apns-id of the call's push number `index`: `<prefix>-8xxx-xxxxxxxxxxxx`.
+    /// One allocation: it is made for every push.
     public func apnsID(push index: UInt64) -> String {
-        var out = Array(description.utf8)
-        out.reserveCapacity(36)
-        out.append(UInt8(ascii: "-"))
-        out.append(UInt8(ascii: "8"))
-        Self.appendHex(index & 0x0FFF_FFFF_FFFF_FFFF, digits: 15, dashAt: [3], to: &out)
-        return String(decoding: out, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 36) { out in
+            for i in 0..<18 { out[i] = prefix[i] }
+            out[18] = UInt8(ascii: "-")
+            out[19] = UInt8(ascii: "8")
+            var at = 20
+            Self.writeHex(index & 0x0FFF_FFFF_FFFF_FFFF, digits: 15, dashAt: 3, to: out, at: &at)
+            return at
+        }
     }
 
-    private static func appendHex(_ value: UInt64, digits: Int, dashAt dashes: [Int], to out: inout [UInt8]) {
+    private static func writeHex(
+        _ value: UInt64, digits: Int, dashAt dash: Int?, to out: UnsafeMutableBufferPointer<UInt8>, at: inout Int
+    ) {
         let hex: StaticString = "0123456789abcdef"
         for i in 0..<digits {
-            if dashes.contains(i) { out.append(UInt8(ascii: "-")) }
-            let nibble = Int((value >> UInt64(4 * (digits - 1 - i))) & 0xF)
-            out.append(hex.utf8Start[nibble])
+            if i == dash {
+                out[at] = UInt8(ascii: "-")
+                at += 1
+            }
+            out[at] = hex.utf8Start[Int((value >> UInt64(4 * (digits - 1 - i))) & 0xF)]
+            at += 1
         }
     }
 }

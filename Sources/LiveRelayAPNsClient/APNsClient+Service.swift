@@ -7,5 +7,6 @@ extension APNsClient: Service {
     public func run() async throws {
         try? await gracefulShutdown()
         try await shutdown().get()
+        logger.info("APNs connections closed")
     }
 }

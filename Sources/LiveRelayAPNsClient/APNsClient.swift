@@ -40,7 +40,7 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
 
     private let group: any EventLoopGroup
     private let clock: any WallClock
-    private let logger: Logger
+    let logger: Logger
     private let configure: @Sendable (APNsEndpoint, String?) -> APNsClientConfiguration
     private let lock = NIOLock()
     // Guarded by `lock`.

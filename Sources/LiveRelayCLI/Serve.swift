@@ -137,7 +137,7 @@ struct Serve: AsyncParsableCommand {
         // the RPC server drains first, then the sweeper stops, the dispatcher sends or
         // accounts for what is queued, the APNs client closes its connections, the
         // in-process mock stops, and the store closes last.
-        var services: [any Service] = [ActivityStoreService(store)]
+        var services: [any Service] = [ActivityStoreService(store, logger: logger)]
         let service: any LiveRelayService
         if setup.nullService {
             service = NullLiveRelayService()

@@ -136,7 +136,7 @@ public final class RPCServer: Service, Sendable {
         } onCancel: {
             tracker.forceCloseAll()
         }
-        logger.info("stopped")
+        logger.info("RPC server stopped")
         try? await ownedGroup?.shutdownGracefully()
     }
 

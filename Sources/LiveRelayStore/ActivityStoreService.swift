@@ -1,3 +1,4 @@
+import Logging
 import ServiceLifecycle
 
 /// A store as a member of the server's `ServiceGroup`: it stays open until
@@ -6,11 +7,16 @@ import ServiceLifecycle
 /// dispatcher's pruning) has stopped.
 public struct ActivityStoreService: Service {
     public let store: any ActivityStore
+    private let logger: Logger
 
-    public init(_ store: any ActivityStore) { self.store = store }
+    public init(_ store: any ActivityStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
 
     public func run() async throws {
         try? await gracefulShutdown()
         try await store.close()
+        logger.info("store closed")
     }
 }
