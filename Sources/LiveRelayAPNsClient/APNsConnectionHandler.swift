@@ -328,11 +328,14 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         headers.reserveCapacity(12)
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: request.path)
+        // Values unique to one push (the token's path, the apns-id) are sent without
+        // indexing: in HPACK's dynamic table they would only evict the entries every
+        // push shares (authority, authorization, topic), which then go out in full again.
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
         headers.add(name: "authorization", value: "bearer " + bearer)
         for field in request.headers.fields { headers.add(name: field.name, value: field.value) }
-        if let apnsID = request.apnsID { headers.add(name: "apns-id", value: apnsID) }
+        if let apnsID = request.apnsID { headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable) }
         headers.add(name: "content-length", value: String(request.payload.count))
         return headers
     }

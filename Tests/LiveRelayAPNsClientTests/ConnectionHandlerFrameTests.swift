@@ -154,3 +154,25 @@ struct ConnectionHandlerFrameTests {
         #expect(delegate.lock.withLock { delegate.closed })
     }
 }
+
+@Suite struct RequestHeaderTests {
+    /// The headers every push shares go into HPACK's dynamic table; the ones
+    /// unique to a push (its token's path, its apns-id) must not, or each push
+    /// would evict the shared ones and send them in full again.
+    @Test func valuesUniqueToOnePushAreNotIndexed() {
+        let request = APNsRequest(
+            deviceToken: String(repeating: "ab", count: 32),
+            headers: APNsHeaders(bundleID: "com.example.app", expiration: 0),
+            payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":1,"event":"update"}}"#.utf8)),
+            apnsID: APNsCallID(instance: 1, call: 2).apnsID(push: 3))
+        let headers = APNsConnectionHandler.headers(for: request, authority: "api.push.apple.com", bearer: "token")
+        var indexing: [String: HPACKIndexing] = [:]
+        for header in headers { indexing[header.name] = header.indexable }
+        #expect(indexing[":path"] == .nonIndexable)
+        #expect(indexing["apns-id"] == .nonIndexable)
+        for shared in [":authority", "authorization", "apns-topic", "apns-push-type", "apns-priority"] {
+            #expect(indexing[shared] == .indexable, "\(shared)")
+        }
+        #expect(headers.first(name: "apns-id") == "00000010-0000-4002-8000-000000000003")
+    }
+}
