@@ -229,7 +229,7 @@ public struct DispatchScheduler {
     ///
     /// - Parameters:
     ///   - sendBy: pushes not sent by then expire (the call's deadline less
-    ///     the reply margin, or the apns-expiration, whichever is first).
+    ///     the reply margin, or the batch's expiry, whichever is first).
     ///   - replyBy: when a waiting call is answered even if pushes are still in
     ///     flight (its deadline; the dispatcher fails such a call with
     ///     ``DeliveryDeadlineExceeded``).

@@ -19,7 +19,7 @@ import NIOCore
 /// Time comes from `eventLoop`: its `now` and its scheduled tasks drive
 /// retries, deadlines and the drain; a test passes a
 /// `NIOAsyncTestingEventLoop` and moves time itself. The wall `clock` only
-/// turns a push's apns-expiration (UNIX seconds) into a monotonic deadline.
+/// turns a batch's `expiresAt` (wall-clock UNIX time) into a deadline on the loop.
 public final class Dispatcher: PushSink, @unchecked Sendable {
     private let eventLoop: any EventLoop
     private let clock: any WallClock
@@ -114,9 +114,15 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
 
     // MARK: Configuration, queries and shutdown
 
-    /// Adds an app or changes one while the server runs (``DispatchScheduler/configure(_:)``).
+    /// Adds an app or changes one while the server runs (``DispatchScheduler/configure(_:)``);
+    /// pushes it already has queued go out by its new route at once.
     public func configure(_ app: DispatchApp) {
-        lock.withLock { scheduler.configure(app) }
+        let now = eventLoop.now
+        lock.withLock {
+            scheduler.configure(app)
+            outbox.append(scheduler.tick(now: now))
+        }
+        run()
     }
 
     /// The app's totals, or nil for an app the configuration does not know.
