@@ -192,6 +192,20 @@ import Testing
         #expect(again.state == .ended)
     }
 
+    /// A backlog bigger than one pass's limit clears in one turn of the sweeper, not one pass per interval.
+    @Test func theSweeperRepeatsWhileAPassFindsWork() async throws {
+        let h = Harness()
+        // Ten activities, each known from one update token, past their 8 hours and the retention after.
+        for i in 0..<10 { try await h.register(updateToken(hex(i), activity: "order-\(i)", device: "d\(i)")) }
+        h.clock.advance(by: .hours(8 + 24 + 1))  // ActivityLifetime.maxActive, .retention, and an hour
+        let sweeper = ActivitySweeper(service: h.service, limit: 2, on: h.loop)
+        let passes = try await sweeper.sweepUntilClear()
+        #expect(passes >= 10, "five passes of two expire them, five more purge them")
+        #expect(h.store.snapshot.activityCount == 0)
+        #expect(h.store.snapshot.tokenCount == 0)
+        #expect(try await sweeper.sweepUntilClear() == 0)
+    }
+
     @Test func afterEightHoursTheSweepExpiresTheActivity() async throws {
         let h = try await started()
         h.clock.advance(by: .hours(8))
