@@ -40,7 +40,8 @@ struct Serve: AsyncParsableCommand {
               "store": {"kind": "sqlite" | "memory" | "postgres",
                         "postgres_url"}
               "limits": {"max_frame_size", "max_requests_in_flight",
-                  "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms"}
+                  "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms",
+                  "max_unsent_reply_bytes"}
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
                   "apns": {"team_id", "key_id", "key_file",
                            "endpoint": "apple" | "HOST:PORT",
@@ -155,7 +156,8 @@ struct Serve: AsyncParsableCommand {
 
         let server = RPCServer(
             configuration: RPCServer.Configuration(
-                host: setup.host, port: setup.port, tls: tlsContext, connection: setup.connection, maxDrainTime: setup.drainTime
+                host: setup.host, port: setup.port, tls: tlsContext, connection: setup.connection, maxDrainTime: setup.drainTime,
+                maxUnsentReplyBytes: setup.maxUnsentReplyBytes
             ),
             service: service, authenticator: authenticator, logger: logger
         )
@@ -213,6 +215,7 @@ struct Serve: AsyncParsableCommand {
         var keyFilePath: String
         var connection = ServerConnectionStateMachine.Configuration()
         var drainTime = TimeAmount.seconds(30)
+        var maxUnsentReplyBytes = 1 << 20
         var nullService: Bool
         var announcement: String?
         /// Where the SQLite store lives; nil for a config file without "data_dir".
@@ -266,6 +269,7 @@ struct Serve: AsyncParsableCommand {
             keyFile: keyFile, keyFilePath: keyFilePath,
             connection: try file.connectionConfiguration(),
             drainTime: try file.drainTime,
+            maxUnsentReplyBytes: try file.maxUnsentReplyBytes,
             nullService: self.nullService || file.nullService == true,
             dataDirectory: dataDirectory,
             storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,

@@ -15,7 +15,8 @@ import NIOCore
 ///   "api_key_file": "/etc/liverelay/api-keys.json",
 ///   "store": { "kind": "postgres", "postgres_url": "postgres://liverelay@db:5432/liverelay?sslmode=require" },
 ///   "limits": { "max_frame_size": 1048576, "max_requests_in_flight": 100,
-///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000 }
+///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000,
+///               "max_unsent_reply_bytes": 1048576 }
 /// }
 /// ```
 ///
@@ -47,11 +48,12 @@ struct ServeConfigurationFile: Decodable {
         var idleTimeoutMilliseconds: UInt32?
         var helloTimeoutMilliseconds: Int64?
         var drainTimeMilliseconds: Int64?
+        var maxUnsentReplyBytes: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case maxFrameSize = "max_frame_size", maxRequestsInFlight = "max_requests_in_flight"
             case idleTimeoutMilliseconds = "idle_timeout_ms", helloTimeoutMilliseconds = "hello_timeout_ms"
-            case drainTimeMilliseconds = "drain_time_ms"
+            case drainTimeMilliseconds = "drain_time_ms", maxUnsentReplyBytes = "max_unsent_reply_bytes"
         }
     }
 
@@ -157,6 +159,15 @@ struct ServeConfigurationFile: Decodable {
             guard let milliseconds = self.limits?.drainTimeMilliseconds else { return .seconds(30) }
             guard milliseconds >= 0 else { throw CLIError("limits.drain_time_ms must not be negative") }
             return .milliseconds(milliseconds)
+        }
+    }
+
+    /// The write-side backpressure bound (`RPCServer.Configuration.maxUnsentReplyBytes`).
+    var maxUnsentReplyBytes: Int {
+        get throws {
+            guard let bytes = self.limits?.maxUnsentReplyBytes else { return 1 << 20 }
+            guard bytes >= 16_384 else { throw CLIError("limits.max_unsent_reply_bytes must be at least 16384") }
+            return bytes
         }
     }
 

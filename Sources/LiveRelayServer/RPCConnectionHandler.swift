@@ -61,7 +61,14 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     private var applying = false
     private var decoding = false
     private var decoderFailed = false
+    /// The state machine's backpressure: MAX_REQUESTS_IN_FLIGHT calls are running.
     private var readingPaused = false
+    /// Write-side backpressure: the channel is not writable (its unsent bytes
+    /// passed the high water mark), so a peer that sends but does not read its
+    /// replies gets no more requests decoded, and the server buffers no more for it.
+    private var repliesBacklogged = false
+    /// Reads and decoding wait while either holds.
+    private var holdingRequests: Bool { readingPaused || repliesBacklogged }
     private var needsDecode = false
     private var readPending = false
     private var inReadBatch = false
@@ -164,6 +171,18 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         context.close(promise: nil)
     }
 
+    public func channelWritabilityChanged(context: ChannelHandlerContext) {
+        let backlogged = !context.channel.isWritable
+        let resumed = repliesBacklogged && !backlogged
+        repliesBacklogged = backlogged
+        if resumed {
+            // The peer read its replies: decode what waits, and read again.
+            needsDecode = true
+            if !applying { resumeRequests() }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GracefulShutdown {
             apply(stateMachine.beginGracefulShutdown(now: clock()))
@@ -190,7 +209,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     /// Backpressure: while paused, the read the channel asks for is held back,
     /// so the socket is not read, the kernel buffer fills and TCP pushes back.
     public func read(context: ChannelHandlerContext) {
-        if readingPaused {
+        if holdingRequests {
             readPending = true
         } else {
             context.read()
@@ -202,7 +221,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         guard !decoding else { return }
         decoding = true
         defer { decoding = false }
-        while !readingPaused, !decoderFailed, !closing {
+        while !holdingRequests, !decoderFailed, !closing {
             do {
                 guard let frame = try decoder.nextFrame() else { break }
                 apply(stateMachine.receive(frame, now: clock()))
@@ -225,15 +244,21 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             perform(action)
         }
         applying = false
+        resumeRequests()
+        rearmTimer()
+    }
+
+    /// Decodes the frames that waited and passes on the read the channel asked
+    /// for, once neither kind of backpressure holds them.
+    private func resumeRequests() {
         if needsDecode {
             needsDecode = false
             decodeFrames()
         }
-        if readPending, !readingPaused, let context {
+        if readPending, !holdingRequests, let context {
             readPending = false
             context.read()
         }
-        rearmTimer()
     }
 
     private func perform(_ action: Action) {

@@ -43,6 +43,11 @@ public final class RPCServer: Service, Sendable {
         public var maxDrainTime: TimeAmount
         /// The listen backlog: connection bursts after a deploy queue here instead of being refused.
         public var backlog: Int32
+        /// Reply bytes a connection may have unsent (its channel's high water
+        /// mark) before the server stops reading its requests: a client that
+        /// sends but does not read cannot make the server buffer without bound.
+        /// Reading resumes below half of it.
+        public var maxUnsentReplyBytes: Int
 
         public init(
             host: String = "127.0.0.1",
@@ -51,7 +56,8 @@ public final class RPCServer: Service, Sendable {
             connection: ServerConnectionStateMachine.Configuration = .init(),
             eventLoopGroup: EventLoopGroupProvider = .shared(MultiThreadedEventLoopGroup.singleton),
             maxDrainTime: TimeAmount = .seconds(30),
-            backlog: Int32 = 256
+            backlog: Int32 = 256,
+            maxUnsentReplyBytes: Int = 1 << 20
         ) {
             self.host = host
             self.port = port
@@ -60,6 +66,7 @@ public final class RPCServer: Service, Sendable {
             self.eventLoopGroup = eventLoopGroup
             self.maxDrainTime = maxDrainTime
             self.backlog = backlog
+            self.maxUnsentReplyBytes = max(2, maxUnsentReplyBytes)
         }
     }
 
@@ -159,6 +166,10 @@ public final class RPCServer: Service, Sendable {
             }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelOption(
+                .writeBufferWaterMark,
+                value: .init(low: configuration.maxUnsentReplyBytes / 2, high: configuration.maxUnsentReplyBytes)
+            )
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

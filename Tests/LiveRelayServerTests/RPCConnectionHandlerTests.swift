@@ -218,6 +218,33 @@ struct RPCConnectionHandlerTests {
         #expect(connection.reads.count == 3)
     }
 
+    /// A peer that sends but does not read its replies: once the channel is
+    /// not writable (its unsent bytes passed the high water mark), no more of
+    /// its requests are read or decoded, so the server buffers no more replies.
+    @Test func readingStopsWhileRepliesBackUpAndResumesWhenThePeerReads() throws {
+        let service = ManualService()
+        let connection = try EmbeddedConnection(service: service)
+        defer { try? connection.finish(service) }
+        _ = try connection.hello()
+        connection.channel.read()
+        #expect(connection.reads.count == 1)
+
+        connection.channel.isWritable = false
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        try connection.send([ping(1), ping(2)])
+        #expect(service.dispatchedIDs == [], "requests wait in the decoder while replies back up")
+        connection.channel.read()
+        #expect(connection.reads.count == 1, "the socket is not read either")
+
+        connection.channel.isWritable = true
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        #expect(service.dispatchedIDs == [1, 2], "the waiting requests run once the replies drain")
+        #expect(connection.reads.count == 2, "and the read held back goes through")
+        service.succeed(1)
+        service.succeed(2)
+        #expect(try connection.writtenFrames().map(\.requestID) == [1, 2])
+    }
+
     @Test func gracefulShutdownSendsGoAwayFinishesCallsInFlightThenCloses() throws {
         let service = ManualService()
         let connection = try EmbeddedConnection(service: service)
