@@ -143,15 +143,7 @@ final class ChildProcess {
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within 10 s.
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-    }
+    func stop() { E2E.stop(process) }
 }
 
 extension ServerProcess {

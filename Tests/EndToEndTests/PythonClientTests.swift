@@ -114,6 +114,17 @@ struct PythonClientTests {
 // MARK: - Support
 
 enum E2E {
+    /// SIGTERM, then SIGKILL if the process has not exited within 10 s. Always reaps it.
+    static func stop(_ process: Process) {
+        if process.isRunning {
+            process.terminate()
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning, Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+    }
+
     struct Failure: Error, CustomStringConvertible {
         let description: String
     }
@@ -358,13 +369,5 @@ final class ServerProcess {
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within 10 s. Always reaps the process.
-    func stop() {
-        if process.isRunning {
-            process.terminate()
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning, Date() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
-        process.waitUntilExit()
-    }
+    func stop() { E2E.stop(process) }
 }

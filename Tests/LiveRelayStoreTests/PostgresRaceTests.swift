@@ -101,11 +101,23 @@ struct PostgresRaceTests {
             let killed = try await PostgresTestDatabase.sql(
                 [
                     """
-                    SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity
+                    SELECT pid::text, pg_terminate_backend(pid)::text FROM pg_stat_activity
                     WHERE application_name = 'liverelay-test-\(schema)' AND pid <> pg_backend_pid()
                     """
-                ], schema: schema)
+                ], schema: schema
+            ).compactMap { $0.first ?? nil }
             #expect(!killed.isEmpty, "the store had no connection to kill")
+            // pg_terminate_backend only signals: wait until the backends are gone, so the
+            // store meets connections that are closed, not ones closing under a COMMIT.
+            var remaining = killed.count
+            for _ in 0..<100 where remaining > 0 {
+                let rows = try await PostgresTestDatabase.sql(
+                    ["SELECT count(*)::text FROM pg_stat_activity WHERE pid IN (\(killed.joined(separator: ",")))"],
+                    schema: schema)
+                remaining = Int(rows.first?.first.flatMap { $0 } ?? "0") ?? 0
+                if remaining > 0 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(remaining == 0, "the killed backends did not exit")
             // Every call after the kill still lands: the pool opens new connections and
             // a batch that lost its connection before COMMIT is retried on another.
             for i in 20..<40 {
