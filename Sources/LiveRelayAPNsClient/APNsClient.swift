@@ -46,7 +46,8 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
     // Guarded by `lock`.
     private var routes: [APNsRoute: Route] = [:]
     private var sources: [String: ProviderTokenSource] = [:]
-    private var retired: [APNsConnectionPool] = []
+    /// Replaced pools until their streams are answered and they close.
+    private var retired: [ObjectIdentifier: APNsConnectionPool] = [:]
     private var isShutDown = false
 
     /// - Parameter configure: the pool configuration for an endpoint and a
@@ -74,8 +75,8 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
         let route = credentials.route
         let publicKey = try credentials.key.publicKeyPEM
         let identity = publicKey + "\n" + (credentials.trustPEM ?? "")
-        try lock.withLock {
-            if routes[route]?.identity == identity { return }
+        let replaced: [APNsConnectionPool] = try lock.withLock {
+            if routes[route]?.identity == identity { return [] }
             precondition(!isShutDown, "APNsClient.register after shutdown")
             let sourceKey = "\(route.teamID)/\(route.keyID)/\(publicKey)"
             let source = sources[sourceKey] ?? ProviderTokenSource(key: credentials.key, clock: clock)
@@ -96,9 +97,13 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
                 let only = try pool(.custom(host: host, port: port))
                 made = Route(transport: only, pools: [only], identity: identity)
             }
-            if let replaced = routes.updateValue(made, forKey: route) {
-                retired += replaced.pools
-                replaced.pools.forEach { _ = $0.shutdown() }
+            let replaced = routes.updateValue(made, forKey: route)?.pools ?? []
+            for pool in replaced { retired[ObjectIdentifier(pool)] = pool }
+            return replaced
+        }
+        for pool in replaced {
+            pool.shutdown().whenComplete { _ in
+                self.lock.withLock { _ = self.retired.removeValue(forKey: ObjectIdentifier(pool)) }
             }
         }
         logger.info("APNs credentials registered", metadata: ["apns.route": "\(route)"])
@@ -113,7 +118,7 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
     public func shutdown() -> EventLoopFuture<Void> {
         let pools: [APNsConnectionPool] = lock.withLock {
             isShutDown = true
-            return routes.values.flatMap(\.pools) + retired
+            return routes.values.flatMap(\.pools) + retired.values
         }
         return EventLoopFuture.andAllComplete(pools.map { $0.shutdown() }, on: group.any())
     }

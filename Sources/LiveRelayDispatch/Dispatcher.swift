@@ -91,23 +91,23 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             sendBy = min(sendBy ?? expires, expires)
         }
         // The promise is registered under the lock, before any answer can complete the call.
-        let future: EventLoopFuture<EnqueueResult> = lock.withLock {
+        let (call, future): (CallID, EventLoopFuture<EnqueueResult>) = lock.withLock {
             let step = scheduler.enqueue(
                 batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
                 replyBy: options.waitForDelivery ? replyBy : nil, now: now)
             outbox.append(step.actions)
-            logger.debug(
-                "pushes queued",
-                metadata: [
-                    "request_id": "\(options.requestID.map(String.init) ?? "-")", "app": "\(batch.appID)",
-                    "activity": "\(batch.activityID)", "targets": "\(batch.targets.count)",
-                    "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: step.call.raw))-*",
-                ])
-            if let immediate = step.immediate { return eventLoop.makeSucceededFuture(immediate) }
+            if let immediate = step.immediate { return (step.call, eventLoop.makeSucceededFuture(immediate)) }
             let promise = eventLoop.makePromise(of: EnqueueResult.self)
             waiters[step.call] = promise
-            return promise.futureResult
+            return (step.call, promise.futureResult)
         }
+        logger.debug(
+            "pushes queued",
+            metadata: [
+                "request_id": "\(options.requestID.map(String.init) ?? "-")", "app": "\(batch.appID)",
+                "activity": "\(batch.activityID)", "targets": "\(batch.targets.count)",
+                "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: call.raw))-*",
+            ])
         run()
         return future
     }
