@@ -34,20 +34,25 @@ public struct ActivityService: LiveRelayService {
     private let sink: any PushSink
     private let apps: AppDirectory
     private let serverVersion: String
+    private let intents: IntentLease?
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
     ///   - clock: the source of "now" for every rule, timestamp and Ping.
     ///   - sink: where accepted pushes go: the dispatcher.
     ///   - apps: which app ids exist and their bundle ids; every id by default.
+    ///   - intents: record each accepted call's pushes as a durable intent
+    ///     leased to this node (``DispatchIntents`` settles and resumes them); nil records none.
     public init(
         store: any ActivityStore,
         clock: any WallClock = SystemClock(),
         logger: Logger,
         sink: any PushSink,
         apps: AppDirectory = .open,
-        serverVersion: String = ActivityService.version
+        serverVersion: String = ActivityService.version,
+        intents: IntentLease? = nil
     ) {
+        self.intents = intents
         self.store = store
         self.clock = clock
         self.logger = logger
@@ -68,7 +73,7 @@ public struct ActivityService: LiveRelayService {
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
         let activityID = request.activityID ?? ""
         return activityCall("StartActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            StartActivity(request, app: $0)
+            StartActivity(request, app: $0, intents: intents)
         }
         .map {
             StartActivityReply(
@@ -79,7 +84,7 @@ public struct ActivityService: LiveRelayService {
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
         activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            ChangeActivity(request, app: $0)
+            ChangeActivity(request, app: $0, intents: intents)
         }
         .map {
             UpdateActivityReply(
@@ -90,7 +95,7 @@ public struct ActivityService: LiveRelayService {
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
         activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            ChangeActivity(request, app: $0)
+            ChangeActivity(request, app: $0, intents: intents)
         }
         .map {
             EndActivityReply(

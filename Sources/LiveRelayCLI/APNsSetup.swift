@@ -5,6 +5,7 @@ import LiveRelayActivities
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayMockAPNs
+import LiveRelayPushOutlet
 import LiveRelayStore
 import LiveRelayTLS
 import Logging
@@ -117,7 +118,7 @@ struct APNsRuntime {
     /// the dispatcher each app's route.
     init(
         apps: [PushingApp], mock: MockAPNsServer?, store: any ActivityStore, clock: any WallClock,
-        group: any EventLoopGroup, logger: Logger
+        ledger: (any DispatchLedger)?, group: any EventLoopGroup, logger: Logger
     ) throws {
         let client = APNsClient(group: group, clock: clock, logger: logger)
         let dispatchApps = try apps.map { pushing in
@@ -128,7 +129,8 @@ struct APNsRuntime {
         self.client = client
         self.dispatcher = Dispatcher(
             configuration: DispatcherConfiguration(apps: dispatchApps), transports: client,
-            eventLoop: group.next(), clock: clock, pruner: StoreTokenPruner(store: store, clock: clock), logger: logger)
+            eventLoop: group.next(), clock: clock, pruner: StoreTokenPruner(store: store, clock: clock),
+            ledger: ledger, logger: logger)
         // No apps at all (a config file without "apps"): every app id is
         // accepted and its pushes fail as AppNotConfigured, visibly, in the summary.
         self.directory = apps.isEmpty ? .open : AppDirectory(apps: apps.map(\.app))

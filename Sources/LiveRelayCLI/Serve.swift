@@ -3,6 +3,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayDomain
+import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayStore
@@ -42,6 +43,7 @@ struct Serve: AsyncParsableCommand {
               "limits": {"max_frame_size", "max_requests_in_flight",
                   "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms",
                   "max_unsent_reply_bytes"}
+              "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
                   "apns": {"team_id", "key_id", "key_file",
                            "endpoint": "apple" | "HOST:PORT",
@@ -93,6 +95,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("apns-trust"), help: "With --apns-endpoint: the PEM certificate that endpoint presents.")
     var apnsTrust: String?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Record each accepted call's pushes in the store and resume them after a crash (default: on, except for --store memory; the config file's dispatch.durable_intents)."
+    )
+    var durableIntents: Bool?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -137,17 +146,30 @@ struct Serve: AsyncParsableCommand {
         // The services in start order; graceful shutdown runs them down in reverse:
         // the RPC server drains first, then the sweeper stops, the dispatcher sends or
         // accounts for what is queued, the APNs client closes its connections, the
-        // in-process mock stops, and the store closes last.
+        // in-process mock stops, the dispatch intents' settlements are written, and
+        // the store closes last.
         var services: [any Service] = [ActivityStoreService(store, logger: logger)]
         let service: any LiveRelayService
         if setup.nullService {
             service = NullLiveRelayService()
         } else {
             let clock = SystemClock()
-            let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, logger: logger)
+            let storeKind = self.store ?? setup.storeKind ?? .sqlite
+            let lease = IntentLease(owner: Self.nodeName(), duration: setup.intentLease)
+            var intents: DispatchIntents?
+            if self.durableIntents ?? setup.durableIntents ?? (storeKind != .memory) {
+                intents = DispatchIntents(
+                    configuration: DispatchIntents.Configuration(
+                        lease: lease, takeOverAtStart: storeKind != .postgres, releaseAtShutdown: storeKind == .postgres),
+                    store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
+            }
+            let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, ledger: intents, logger: logger)
+            intents?.attach(apns.dispatcher)
             let activities = ActivityService(
                 store: store, clock: clock, logger: logger, sink: apns.dispatcher,
-                apps: apns.directory)
+                apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease)
+            // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
+            if let intents { services.append(intents) }
             services += apns.services
             services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
             service = activities
@@ -182,23 +204,31 @@ struct Serve: AsyncParsableCommand {
 
     /// The dispatcher and its transports: the config file's apps, or in the
     /// development setup dev.app pushing to an in-process mock APNs.
-    private func startAPNs(setup: Setup, store: any ActivityStore, clock: any WallClock, logger: Logger) async throws -> APNsRuntime {
+    /// Names this process as the holder of dispatch intent leases: unique per start.
+    static func nodeName() -> String { nodeNameOnce }
+    private static let nodeNameOnce =
+        "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+
+    private func startAPNs(
+        setup: Setup, store: any ActivityStore, clock: any WallClock, ledger: (any DispatchLedger)?, logger: Logger
+    ) async throws -> APNsRuntime {
         let group = MultiThreadedEventLoopGroup.singleton
         do {
             if setup.isDevelopment, let directory = setup.dataDirectory, let endpoint = self.apnsEndpoint {
                 let dev = try DevSetup.externalAPNs(dataDirectory: directory, endpoint: endpoint, trustFile: self.apnsTrust)
                 writeStandardOutput(dev.announcement)
-                return try APNsRuntime(apps: [dev.app], mock: nil, store: store, clock: clock, group: group, logger: logger)
+                return try APNsRuntime(apps: [dev.app], mock: nil, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
             }
             if setup.isDevelopment, let directory = setup.dataDirectory {
                 let dev = try await DevSetup.startMockAPNs(dataDirectory: directory, port: self.mockAPNsPort, group: group, logger: logger)
                 writeStandardOutput(dev.announcement)
-                return try APNsRuntime(apps: [dev.app], mock: dev.mock, store: store, clock: clock, group: group, logger: logger)
+                return try APNsRuntime(
+                    apps: [dev.app], mock: dev.mock, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
             }
             if setup.apps.isEmpty {
                 logger.warning("no apps configured: every push fails with AppNotConfigured (add \"apps\" to the config file)")
             }
-            return try APNsRuntime(apps: setup.apps, mock: nil, store: store, clock: clock, group: group, logger: logger)
+            return try APNsRuntime(apps: setup.apps, mock: nil, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
         } catch let error as CLIError {
             throw error
         } catch {
@@ -227,6 +257,9 @@ struct Serve: AsyncParsableCommand {
         var apps: [PushingApp] = []
         /// No config file: dev.app pushes to an in-process mock APNs.
         var isDevelopment = false
+        /// The config file's dispatch.durable_intents.
+        var durableIntents: Bool? = nil
+        var intentLease = Duration.seconds(30)
     }
 
     private func resolve() throws -> Setup {
@@ -273,7 +306,9 @@ struct Serve: AsyncParsableCommand {
             nullService: self.nullService || file.nullService == true,
             dataDirectory: dataDirectory,
             storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,
-            apps: try (file.apps ?? []).map { try PushingApp($0, base: base) }
+            apps: try (file.apps ?? []).map { try PushingApp($0, base: base) },
+            durableIntents: file.dispatch?.durableIntents,
+            intentLease: .milliseconds(max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
         )
     }
 }

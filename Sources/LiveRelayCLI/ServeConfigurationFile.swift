@@ -68,6 +68,19 @@ struct ServeConfigurationFile: Decodable {
     /// The apps LiveRelay pushes for, with their APNs keys and endpoints (``AppConfiguration``).
     var apps: [AppConfiguration]?
     var store: Store?
+    var dispatch: Dispatch?
+
+    /// Durable dispatch intents (docs/PROTOCOL.md, "Delivery guarantees"):
+    /// "durable_intents" (default true; false loses accepted pushes on a crash),
+    /// "intent_lease_ms" (default 30000: how long a dead node's work waits before another node takes it).
+    struct Dispatch: Decodable {
+        var durableIntents: Bool?
+        var intentLeaseMilliseconds: Int64?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case durableIntents = "durable_intents", intentLeaseMilliseconds = "intent_lease_ms"
+        }
+    }
 
     /// "kind": "sqlite" (default), "memory" or "postgres"; "postgres_url" for postgres
     /// (or `LIVERELAY_POSTGRES_URL`, to keep the password out of the file).
@@ -82,7 +95,7 @@ struct ServeConfigurationFile: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service", store, apps
+        case limits, nullService = "null_service", store, apps, dispatch
     }
 
     var storeKind: StoreKind? {
@@ -185,6 +198,9 @@ struct ServeConfigurationFile: Decodable {
         if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
         if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }
+        if let dispatch = object["dispatch"] as? [String: Any] {
+            try check(dispatch, Dispatch.CodingKeys.allCases.map(\.rawValue), "dispatch.")
+        }
         for (i, app) in (object["apps"] as? [[String: Any]] ?? []).enumerated() {
             try check(app, AppConfiguration.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].")
             if let apns = app["apns"] as? [String: Any] {

@@ -39,6 +39,8 @@ public struct DispatchActions: Sendable {
     public var outcomes: [String: [PushOutcome: Int]] = [:]
     /// Retries scheduled per app since the last step, for the metrics.
     public var retries: [String: Int] = [:]
+    /// Durable batches whose every push is final, for the ledger.
+    public var settled: [SettledBatch] = []
     /// Draining finished: nothing is left unfinished.
     public var shutdownComplete = false
 
@@ -113,6 +115,7 @@ public struct DispatchScheduler {
         var apnsCall: APNsCallID
         var sendBy: NIODeadline?
         var waits: Bool
+        var durable: Bool
         var replied = false
         var account = CallAccount()
     }
@@ -240,17 +243,21 @@ public struct DispatchScheduler {
         let callID = nextCall
         nextCall += 1
         let n = batch.targets.count
-        guard let a = appIndex[batch.appID] else {
-            return (CallID(raw: callID), n == 0 ? EnqueueResult() : EnqueueResult(failures: [DispatchFailure.appNotConfigured: n]), actions)
+        guard let a = appIndex[batch.appID], n > 0 else {
+            let result = n == 0 ? EnqueueResult() : EnqueueResult(failures: [DispatchFailure.appNotConfigured: n])
+            if batch.durable {
+                actions.settled.append(
+                    SettledBatch(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp, account: result))
+            }
+            return (CallID(raw: callID), result, actions)
         }
-        guard n > 0 else { return (CallID(raw: callID), EnqueueResult(), actions) }
         let first = nextPush
         nextPush += UInt64(n)
         var call = Call(
             app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
             headers: batch.headers, first: first, count: n,
             apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
-            sendBy: sendBy, waits: waitForDelivery)
+            sendBy: sendBy, waits: waitForDelivery, durable: batch.durable)
         call.account.result.queued = n
         calls[callID] = call
         apps[a].counters.enqueued += n
@@ -431,5 +438,11 @@ public struct DispatchScheduler {
         guard calls[id]!.account.result.queued == 0, let call = calls.removeValue(forKey: id) else { return }
         if id == enqueuing { finishedWhileEnqueuing = call.account.result }
         if call.waits, !call.replied { actions.replies.append((CallID(raw: id), call.account.result)) }
+        // A push given up for the shutdown is not accounted for: the intent stays for the next start.
+        if call.durable, call.account.result.failures[DispatchFailure.shuttingDown] == nil {
+            actions.settled.append(
+                SettledBatch(
+                    appID: apps[a].id, activityID: call.activityID, timestamp: call.timestamp, account: call.account.result))
+        }
     }
 }

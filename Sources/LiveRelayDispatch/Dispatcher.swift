@@ -24,6 +24,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     private let eventLoop: any EventLoop
     private let clock: any WallClock
     private let pruner: any TokenPruner
+    private let ledger: (any DispatchLedger)?
     private let logger: Logger
     private let metrics: DispatchMetrics
     private let replyMargin: TimeAmount
@@ -40,16 +41,20 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     private var wakeup: (at: NIODeadline, task: Scheduled<Void>)?
     private var shutdownPromise: EventLoopPromise<Void>?
 
-    /// - Parameter transports: the APNs client (its pools by route); the
-    ///   dispatcher looks a route's transport up per send and never shuts it down.
+    /// - Parameters:
+    ///   - transports: the APNs client (its pools by route); the dispatcher
+    ///     looks a route's transport up per send and never shuts it down.
+    ///   - ledger: told when every push of a durable batch is final.
     public init(
         configuration: DispatcherConfiguration,
         transports: any APNsTransportProvider,
         eventLoop: any EventLoop,
         clock: any WallClock = SystemClock(),
         pruner: any TokenPruner,
+        ledger: (any DispatchLedger)? = nil,
         logger: Logger
     ) {
+        self.ledger = ledger
         self.eventLoop = eventLoop
         self.clock = clock
         self.pruner = pruner
@@ -218,6 +223,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
                 ])
             metrics.credentialsRejected(appID: appID, reason: error.reason)
         }
+        if let ledger { for batch in actions.settled { ledger.settled(batch) } }
         metrics.record(outcomes: actions.outcomes, retries: actions.retries, sends: actions.sends)
         if actions.shutdownComplete { finishShutdown() }
     }

@@ -68,14 +68,19 @@ public struct StartCommand: Hashable, Sendable {
 public struct StartActivity: StoreMutation {
     public var command: StartCommand
     public var app: App
+    /// Record the pushes as a durable ``DispatchIntent`` leased to this node; nil records none.
+    public var intents: IntentLease?
 
-    public init(_ command: StartCommand, app: App) {
+    public init(_ command: StartCommand, app: App, intents: IntentLease? = nil) {
         self.command = command
         self.app = app
+        self.intents = intents
     }
 
     /// A request that passed validation (every decoded request has).
-    public init(_ request: StartActivityRequest, app: App) { self.init(StartCommand(validated: request), app: app) }
+    public init(_ request: StartActivityRequest, app: App, intents: IntentLease? = nil) {
+        self.init(StartCommand(validated: request), app: app, intents: intents)
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
         let appID = command.appID, activityID = command.activityID
@@ -110,7 +115,7 @@ public struct StartActivity: StoreMutation {
             appID: appID, id: activityID, attributesType: attributesType, state: preRegistered == nil ? .starting : .active,
             lastTimestamp: stamp, lastContentState: command.content.contentStateJSON,
             createdAt: preRegistered?.createdAt ?? now)
-        let batch = PushBatch(
+        var batch = PushBatch(
             appID: appID, activityID: activityID, event: .start, timestamp: stamp, payload: payload,
             headers: APNsHeaders(
                 bundleID: app.bundleID, priority: command.priority,
@@ -122,6 +127,7 @@ public struct StartActivity: StoreMutation {
             unresolved: resolution.unresolved)
 
         var writes: [StoreWrite] = [.putActivity(activity)]
+        writes += DispatchIntent.record(&batch, lease: intents, now: now)
         if let idempotencyKey = command.idempotencyKey {
             writes.append(
                 .putIdempotencyRecord(
@@ -146,9 +152,11 @@ public struct ChangeActivity: StoreMutation {
     public let idempotencyKey: String?
     public let fingerprint: UInt64
     public let app: App
+    /// Record the pushes as a durable ``DispatchIntent`` leased to this node; nil records none.
+    public var intents: IntentLease?
 
     /// The fields of a request that passed `UpdateActivityRequest.validate()` (every decoded request has).
-    public init(_ request: UpdateActivityRequest, app: App) {
+    public init(_ request: UpdateActivityRequest, app: App, intents: IntentLease? = nil) {
         self.appID = request.appID ?? ""
         self.activityID = request.activityID ?? ""
         self.event = request.endActivity == true ? .end : .update
@@ -160,10 +168,11 @@ public struct ChangeActivity: StoreMutation {
         self.idempotencyKey = request.idempotencyKey?.nonEmpty
         self.fingerprint = Fingerprint.of(request)
         self.app = app
+        self.intents = intents
     }
 
     /// The fields of a request that passed `EndActivityRequest.validate()` (every decoded request has).
-    public init(_ request: EndActivityRequest, app: App) {
+    public init(_ request: EndActivityRequest, app: App, intents: IntentLease? = nil) {
         self.appID = request.appID ?? ""
         self.activityID = request.activityID ?? ""
         self.event = .end
@@ -174,6 +183,7 @@ public struct ChangeActivity: StoreMutation {
         self.idempotencyKey = request.idempotencyKey?.nonEmpty
         self.fingerprint = Fingerprint.of(request)
         self.app = app
+        self.intents = intents
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
@@ -218,13 +228,14 @@ public struct ChangeActivity: StoreMutation {
         activity.lastTimestamp = stamp
 
         let live = tokens.filter { !$0.isExpired(at: now) }
-        let batch = PushBatch(
+        var batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
             headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration.seconds),
             targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) },
             expiresAt: expiration)
         let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: live.count)
         writes.insert(.putActivity(activity), at: 0)
+        writes += DispatchIntent.record(&batch, lease: intents, now: now)
         if let idempotencyKey {
             writes.append(
                 .putIdempotencyRecord(

@@ -40,8 +40,12 @@ public struct InMemoryState: StateReader, Sendable {
     private var expiring: Set<TokenKey> = []
     private var activities: [ActivityKey: Activity] = [:]
     private var records: [ActivityKey: [String: IdempotencyRecord]] = [:]
+    private var intents: [IntentKey: DispatchIntent] = [:]
 
     public init() {}
+
+    /// Unfinished dispatch intents.
+    public var intentCount: Int { intents.count }
 
     public var tokenCount: Int { tokens.count }
     public var activityCount: Int { activities.count }
@@ -70,6 +74,16 @@ public struct InMemoryState: StateReader, Sendable {
                 records[key] = nil
             case let .putIdempotencyRecord(record):
                 records[ActivityKey(appID: record.appID, activityID: record.activityID), default: [:]][record.key] = record
+            case let .putIntent(intent):
+                intents = intents.filter { !$0.value.isSuperseded(by: intent) }
+                intents[intent.key] = intent
+            case let .deleteIntent(key):
+                intents[key] = nil
+            case let .leaseIntent(key, owner, until):
+                intents[key]?.owner = owner
+                intents[key]?.leaseUntil = until
+            case let .renewIntents(owner, until):
+                for (key, intent) in intents where intent.owner == owner { intents[key]?.leaseUntil = until }
             }
         }
     }
@@ -167,5 +181,11 @@ public struct InMemoryState: StateReader, Sendable {
             }
         }
         return due
+    }
+
+    /// A scan: intents are few (only unfinished calls).
+    public func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {
+        let due = intents.values.filter { $0.owner != owner && (evenIfLeased || $0.leaseUntil <= now) }
+        return Array(due.sorted { ($0.leaseUntil, $0.createdAt) < ($1.leaseUntil, $1.createdAt) }.prefix(limit))
     }
 }

@@ -23,6 +23,10 @@ public protocol StateReader {
     func activitiesDue(at now: UnixTime, limit: Int) -> [Activity]
     /// Tokens whose own `expiresAt` is at or before `now`, at most `limit`.
     func tokensExpired(at now: UnixTime, limit: Int) -> [Token]
+    /// Dispatch intents another node may have left: not held by `owner`, and
+    /// with their lease over at `now` (any lease with `evenIfLeased`: a node
+    /// that knows it is the only one), the longest-expired first, at most `limit`.
+    func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent]
 }
 
 /// One change a rule asks the store to make. Plans are lists of these so that
@@ -37,6 +41,13 @@ public enum StoreWrite: Hashable, Sendable {
     /// Forget an activity and its idempotency records (its tokens are deleted by their own writes).
     case deleteActivity(ActivityKey)
     case putIdempotencyRecord(IdempotencyRecord)
+    /// Record a call's pushes, and delete the intents of the activity it
+    /// supersedes (``DispatchIntent/isSuperseded(by:)``).
+    case putIntent(DispatchIntent)
+    case deleteIntent(IntentKey)
+    case leaseIntent(IntentKey, owner: String, until: UnixTime)
+    /// Extend every lease `owner` holds.
+    case renewIntents(owner: String, until: UnixTime)
 }
 
 /// The result of evaluating a rule: what to write and what to tell the caller.

@@ -32,6 +32,10 @@ public struct PushBatch: Hashable, Sendable {
     /// a push not sent by then expires. The `apns-expiration` header says the
     /// same to APNs; the dispatcher reads this field, never the header.
     public var expiresAt: UnixTime?
+    /// A durable intent records the batch (keyed by app, activity and
+    /// timestamp): the sink tells its ``DispatchLedger`` when every push is
+    /// accounted for, so the record can go.
+    public var durable = false
 
     public init(
         appID: String, activityID: String, event: APNsEvent, timestamp: Int64, payload: APNsPayload,
@@ -71,4 +75,27 @@ public struct PrunedToken: Hashable, Sendable {
 /// Removes tokens APNs declared dead; the store's pruner in a deployment.
 public protocol TokenPruner: Sendable {
     func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void>
+}
+
+/// A durable batch whose every push is final, as the sink reports it to its ``DispatchLedger``.
+public struct SettledBatch: Hashable, Sendable {
+    public var appID: String
+    public var activityID: String
+    public var timestamp: Int64
+    /// The batch's final account (`queued` is 0).
+    public var account: EnqueueResult
+
+    public init(appID: String, activityID: String, timestamp: Int64, account: EnqueueResult) {
+        self.appID = appID
+        self.activityID = activityID
+        self.timestamp = timestamp
+        self.account = account
+    }
+}
+
+/// Where a sink reports durable batches that are done; the store's intent
+/// table in a deployment. A batch the sink gave up on because it is shutting
+/// down is not reported: its record stays for the next start or another node.
+public protocol DispatchLedger: Sendable {
+    func settled(_ batch: SettledBatch)
 }

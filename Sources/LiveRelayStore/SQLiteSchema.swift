@@ -87,6 +87,29 @@ enum SQLiteSchema {
         """
         ALTER TABLE idempotency_records ADD COLUMN reply_targets TEXT;
         """,
+        // 3: durable dispatch intents (DispatchIntent), one row per accepted call with pushes.
+        // A rowid table: an end's target list can be megabytes, which WITHOUT ROWID handles badly.
+        """
+        CREATE TABLE dispatch_intents (
+            app_id      TEXT    NOT NULL,
+            activity_id TEXT    NOT NULL,
+            timestamp   INTEGER NOT NULL,                                    -- the aps timestamp
+            version     INTEGER NOT NULL,                                    -- DispatchIntent.formatVersion
+            event       TEXT    NOT NULL,                                    -- start, update, end
+            payload     BLOB    NOT NULL,
+            topic       TEXT    NOT NULL,
+            priority    INTEGER NOT NULL,
+            expiration  INTEGER NOT NULL,                                    -- apns-expiration, UNIX seconds
+            expires_at  INTEGER,                                             -- UNIX milliseconds
+            targets     BLOB,                                                -- NULL: the activity's update tokens
+            created_at  INTEGER NOT NULL,
+            owner       TEXT,
+            lease_until INTEGER NOT NULL,
+            UNIQUE (app_id, activity_id, timestamp)
+        );
+        CREATE INDEX dispatch_intents_lease ON dispatch_intents (lease_until);
+        CREATE INDEX dispatch_intents_owner ON dispatch_intents (owner);
+        """,
     ]
 
     /// The version this build writes.

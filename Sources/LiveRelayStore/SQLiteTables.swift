@@ -2,7 +2,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 
-/// The rows of the three tables as domain values: every read and every
+/// The rows of the four tables as domain values: every read and every
 /// ``StoreWrite`` as a cached prepared statement on one connection.
 ///
 /// The SQL names its partial-index conditions literally (`kind = 0`, `kind = 1`)
@@ -20,7 +20,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 22
+        static let count = 28
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -189,8 +189,11 @@ struct SQLiteTables {
 
     /// Whether `write` is a single statement (so atomic without a savepoint).
     static func isOneStatement(_ write: StoreWrite) -> Bool {
-        if case .deleteActivity = write { return false }
-        return true
+        switch write {
+        case .deleteActivity: return false
+        case let .putIntent(intent): return intent.event == .start
+        default: return true
+        }
     }
 
     func write(_ write: StoreWrite) throws(SQLiteError) {
@@ -247,6 +250,8 @@ struct SQLiteTables {
                 s.bind(9, record.createdAt.milliseconds)
                 s.bind(10, record.reply.targetsJSON)
             }
+        case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
+            try writeIntent(write)
         }
     }
 
@@ -345,5 +350,11 @@ final class SQLiteStateReader: StateReader {
 
     func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
         read([]) { () throws(SQLiteError) in try tables.tokensExpired(at: now, limit: limit) }
+    }
+
+    func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {
+        read([]) { () throws(SQLiteError) in
+            try tables.claimableIntents(by: owner, evenIfLeased: evenIfLeased, at: now, limit: limit)
+        }
     }
 }

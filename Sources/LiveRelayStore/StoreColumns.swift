@@ -1,4 +1,4 @@
-/// The columns of the three tables, in the order the row readers of both SQL
+/// The columns of the four tables, in the order the row readers of both SQL
 /// stores (SQLite and PostgreSQL) expect: their schemas name the same columns.
 package enum StoreColumns {
     package static let token =
@@ -7,4 +7,6 @@ package enum StoreColumns {
         "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
     package static let record =
         "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
+    package static let intent =
+        "app_id, activity_id, timestamp, version, event, payload, topic, priority, expiration, expires_at, targets, created_at, owner, lease_until"
 }

@@ -24,7 +24,9 @@ struct PostgresOverlay {
     /// Activities whose idempotency records are deleted (before `records` are written).
     private(set) var purged: Set<ActivityKey> = []
 
-    var isEmpty: Bool { tokens.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty }
+    var intents = PostgresIntentOverlay()
+
+    var isEmpty: Bool { tokens.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && intents.isEmpty }
 
     mutating func apply(_ write: StoreWrite) {
         switch write {
@@ -43,6 +45,8 @@ struct PostgresOverlay {
             records = records.filter { $0.key.activity != key }
         case let .putIdempotencyRecord(record):
             records[RecordKey(activity: ActivityKey(appID: record.appID, activityID: record.activityID), key: record.key)] = record
+        case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
+            intents.apply(write)
         }
     }
 
@@ -82,6 +86,11 @@ struct PostgresOverlay {
         return merged
     }
 
+    func merge(_ fromDatabase: [DispatchIntent], where matches: (DispatchIntent) -> Bool) -> [DispatchIntent] {
+        intents.merge(fromDatabase, where: matches)
+    }
+
+    var intentCount: Int { intents.count }
     var tokenCount: Int { tokens.count }
     var activityCount: Int { activities.count }
 
@@ -192,5 +201,6 @@ struct PostgresOverlay {
             b.append(r.map(\.reply.targetsJSON))
             try await run(Self.putRecordsSQL, b)
         }
+        try await intents.write(on: connection, logger: logger)
     }
 }

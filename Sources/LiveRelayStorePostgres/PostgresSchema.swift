@@ -88,6 +88,31 @@ enum PostgresSchema {
         [
             "ALTER TABLE idempotency_records ADD COLUMN reply_targets text"
         ],
+        // 3: durable dispatch intents (DispatchIntent), one row per accepted call with pushes,
+        // leased to the node that works on them.
+        [
+            """
+            CREATE TABLE dispatch_intents (
+                app_id      text COLLATE "C" NOT NULL,
+                activity_id text COLLATE "C" NOT NULL,
+                timestamp   bigint NOT NULL,                                     -- the aps timestamp
+                version     integer NOT NULL,                                    -- DispatchIntent.formatVersion
+                event       text NOT NULL,                                       -- start, update, end
+                payload     bytea NOT NULL,
+                topic       text NOT NULL,
+                priority    smallint NOT NULL,
+                expiration  bigint NOT NULL,                                     -- apns-expiration, UNIX seconds
+                expires_at  bigint,                                              -- UNIX milliseconds
+                targets     bytea,                                               -- NULL: the activity's update tokens
+                created_at  bigint NOT NULL,
+                owner       text COLLATE "C",
+                lease_until bigint NOT NULL,
+                PRIMARY KEY (app_id, activity_id, timestamp)
+            )
+            """,
+            "CREATE INDEX dispatch_intents_lease ON dispatch_intents (lease_until)",
+            "CREATE INDEX dispatch_intents_owner ON dispatch_intents (owner)",
+        ],
     ]
 
     /// The version this build writes.

@@ -97,4 +97,14 @@ final class PostgresStateReader: StateReader {
         let merged = overlay.merge(found) { $0.isExpired(at: now) }
         return Array(merged.sorted { ($0.expiresAt?.milliseconds ?? 0) < ($1.expiresAt?.milliseconds ?? 0) }.prefix(limit))
     }
+
+    /// Asks for `limit` plus as many rows as the batch changed, like the sweep reads; rows the
+    /// batch changed are answered as the batch left them.
+    func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {
+        let upTo = evenIfLeased ? Int64.max : now.milliseconds
+        let key = ReadKey.claimableIntents(owner: owner, upTo: upTo, limit: limit + overlay.intentCount)
+        guard case let .intents(found)? = lookup(key) else { return [] }
+        let merged = overlay.merge(found) { $0.owner != owner && $0.leaseUntil.milliseconds <= upTo }
+        return Array(merged.sorted { ($0.leaseUntil, $0.createdAt) < ($1.leaseUntil, $1.createdAt) }.prefix(limit))
+    }
 }

@@ -17,6 +17,7 @@ enum ReadKey: Hashable, Sendable {
     case pushToStartOfUser(appID: String, externalUserID: String, attributesType: String)
     case activitiesDue(now: Int64, limit: Int)
     case tokensExpired(now: Int64, limit: Int)
+    case claimableIntents(owner: String, upTo: Int64, limit: Int)
 }
 
 /// What the database answered for a ``ReadKey``.
@@ -26,6 +27,7 @@ enum ReadValue: Sendable {
     case activity(Activity?)
     case activities([Activity])
     case record(IdempotencyRecord?)
+    case intents([DispatchIntent])
 }
 
 /// The SQL of the PostgreSQL store: set-based reads (one statement answers
@@ -140,6 +142,8 @@ enum PostgresTables {
                     found.append(try token(try row.decode(TokenRow.self)))
                 }
                 answers[key] = .tokens(found)
+            case let .claimableIntents(owner, upTo, limit):
+                answers[key] = .intents(try await claimableIntents(owner: owner, upTo: upTo, limit: limit, on: connection, logger: logger))
             }
         }
         if tokenQueries.contains(where: { !$0.isEmpty }) {

@@ -1,0 +1,220 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+
+/// Keeps the promise of durable dispatch intents (docs/PROTOCOL.md,
+/// "Delivery guarantees") for one node:
+/// - as the dispatcher's ``DispatchLedger``, deletes an intent once every
+///   push of its batch is accounted for (settlements that arrive while one
+///   store write is under way go together in the next);
+/// - renews the leases of the intents this node holds, every third of a lease;
+/// - claims intents no live node holds (at start every one left by an earlier
+///   process when `takeOverAtStart`, the single-node SQLite case; then those
+///   whose lease ran out, another node having died) and hands their pushes to
+///   the sink again.
+///
+/// In the server's `ServiceGroup` it starts before the dispatcher, so it stops
+/// after it: the settlements of the dispatcher's drain are written, then
+/// (with `releaseAtShutdown`) this node's leases are given up, so another
+/// node takes the unsent work over at once instead of after the lease.
+public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var lease: IntentLease
+        /// Claim every intent another process left, leased or not: only for a
+        /// store that no other node uses (SQLite).
+        public var takeOverAtStart: Bool
+        /// How often to look for intents to claim.
+        public var claimInterval: Duration
+        /// Intents per claim (one store transaction).
+        public var claimLimit: Int
+        /// At graceful shutdown, end this node's leases (for stores shared by several nodes).
+        public var releaseAtShutdown: Bool
+
+        public init(
+            lease: IntentLease, takeOverAtStart: Bool, claimInterval: Duration = .seconds(1), claimLimit: Int = 100,
+            releaseAtShutdown: Bool = false
+        ) {
+            self.lease = lease
+            self.takeOverAtStart = takeOverAtStart
+            self.claimInterval = claimInterval
+            self.claimLimit = max(1, claimLimit)
+            self.releaseAtShutdown = releaseAtShutdown
+        }
+    }
+
+    private let configuration: Configuration
+    private let store: any ActivityStore
+    private let clock: any WallClock
+    private let logger: Logger
+    private let eventLoop: any EventLoop
+    private let sink = NIOLockedValueBox<(any PushSink)?>(nil)
+
+    private struct Settling {
+        var pending: [IntentKey] = []
+        var writing = false
+        var idle: [CheckedContinuation<Void, Never>] = []
+    }
+    private let settling = NIOLockedValueBox(Settling())
+
+    public init(
+        configuration: Configuration, store: any ActivityStore, clock: any WallClock = SystemClock(), logger: Logger,
+        on eventLoop: any EventLoop
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.eventLoop = eventLoop
+    }
+
+    /// The sink that claimed intents go to: set once the dispatcher exists
+    /// (it needs this ledger when it is built, so it cannot be passed here).
+    public func attach(_ sink: any PushSink) { self.sink.withLockedValue { $0 = sink } }
+
+    // MARK: DispatchLedger
+
+    public func settled(_ batch: SettledBatch) {
+        let key = IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp)
+        let start: [IntentKey]? = settling.withLockedValue { state in
+            state.pending.append(key)
+            guard !state.writing else { return nil }
+            state.writing = true
+            defer { state.pending.removeAll() }
+            return state.pending
+        }
+        if let start { write(start) }
+    }
+
+    /// One store write at a time; what settled meanwhile goes in the next.
+    private func write(_ keys: [IntentKey]) {
+        store.apply(SettleIntents(keys), now: clock.now(), on: eventLoop).whenComplete { result in
+            if case let .failure(error) = result {
+                // The intents stay: they are sent again (at least once) when claimed.
+                self.logger.warning(
+                    "could not delete settled dispatch intents", metadata: ["count": "\(keys.count)", "error": "\(error)"])
+            }
+            let next: (keys: [IntentKey]?, idle: [CheckedContinuation<Void, Never>]) = self.settling.withLockedValue { state in
+                if state.pending.isEmpty {
+                    state.writing = false
+                    defer { state.idle.removeAll() }
+                    return (nil, state.idle)
+                }
+                defer { state.pending.removeAll() }
+                return (state.pending, [])
+            }
+            if let keys = next.keys { self.write(keys) }
+            for waiter in next.idle { waiter.resume() }
+        }
+    }
+
+    /// Returns once every settlement reported so far is written (or failed).
+    public func flush() async {
+        await withCheckedContinuation { continuation in
+            let done = settling.withLockedValue {
+                if !$0.writing { return true }
+                $0.idle.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: Service
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                var sinceRenewal = Duration.zero
+                var first = true
+                while true {
+                    _ = try await self.claimUntilClear(evenIfLeased: first && self.configuration.takeOverAtStart)
+                    first = false
+                    try await Task.sleep(for: self.configuration.claimInterval)
+                    sinceRenewal += self.configuration.claimInterval
+                    if sinceRenewal >= self.configuration.lease.duration / 3 {
+                        sinceRenewal = .zero
+                        await self.renew()
+                    }
+                }
+            }
+        } catch is CancellationError {
+            // Graceful shutdown.
+        }
+        await flush()
+        if configuration.releaseAtShutdown { await release() }
+    }
+
+    /// Claims and resends until a claim finds nothing (or the sink refuses an
+    /// app: the rest waits for the next turn). Returns the batches handed to the sink.
+    @discardableResult
+    public func claimUntilClear(evenIfLeased: Bool = false) async throws -> Int {
+        guard let sink = sink.withLockedValue({ $0 }) else { return 0 }
+        var resent = 0
+        var evenIfLeased = evenIfLeased
+        while true {
+            if case .shuttingDown = sink.admit(appID: "") { return resent }
+            let claim = ClaimIntents(lease: configuration.lease, evenIfLeased: evenIfLeased, limit: configuration.claimLimit)
+            // Once taken over, this node's own leases are as good as any: only look past them once.
+            evenIfLeased = false
+            let claimed: ClaimedIntents
+            do {
+                claimed = try await store.apply(claim, now: clock.now(), on: eventLoop).get()
+            } catch {
+                logger.error("claiming dispatch intents failed", metadata: ["error": "\(error)"])
+                return resent
+            }
+            report(claimed)
+            var refused = false
+            for batch in claimed.batches {
+                if case .queueFull = sink.admit(appID: batch.appID) { refused = true }
+                _ = sink.enqueue(batch, on: eventLoop)
+                resent += 1
+            }
+            if claimed.isEmpty || refused { return resent }
+            try Task.checkCancellation()
+        }
+    }
+
+    private func report(_ claimed: ClaimedIntents) {
+        for dropped in claimed.dropped {
+            logger.error(
+                "dropped a dispatch intent that cannot be sent",
+                metadata: ["intent": "\(dropped.key)", "reason": "\(dropped.reason)"])
+        }
+        if !claimed.expired.isEmpty {
+            logger.warning("dispatch intents expired before they could be resumed", metadata: ["count": "\(claimed.expired.count)"])
+        }
+        if !claimed.batches.isEmpty {
+            logger.info(
+                "resuming dispatch intents",
+                metadata: [
+                    "intents": "\(claimed.batches.count)", "pushes": "\(claimed.batches.reduce(0) { $0 + $1.targets.count })",
+                ])
+        }
+    }
+
+    /// Extends this node's leases; a failure is logged (the leases may run out and another node resend).
+    public func renew() async {
+        do {
+            try await store.apply(RenewIntents(lease: configuration.lease), now: clock.now(), on: eventLoop).get()
+        } catch {
+            logger.error("renewing dispatch intent leases failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Ends this node's leases now, so another node claims its unsent intents at once.
+    public func release() async {
+        var ended = configuration.lease
+        ended.duration = .zero
+        do {
+            try await store.apply(RenewIntents(lease: ended), now: UnixTime(milliseconds: 0), on: eventLoop).get()
+        } catch {
+            logger.error("releasing dispatch intent leases failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

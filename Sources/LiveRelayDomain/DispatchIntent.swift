@@ -1,0 +1,199 @@
+import LiveRelayAPNs
+import LiveRelayPushOutlet
+
+/// Names one accepted call's pushes: an activity's aps timestamps are
+/// strictly increasing, so (app, activity, timestamp) is unique per call.
+public struct IntentKey: Hashable, Sendable, CustomStringConvertible {
+    public var appID: String
+    public var activityID: String
+    public var timestamp: Int64
+
+    public init(appID: String, activityID: String, timestamp: Int64) {
+        self.appID = appID
+        self.activityID = activityID
+        self.timestamp = timestamp
+    }
+
+    public init(_ batch: PushBatch) {
+        self.init(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp)
+    }
+
+    public var activity: ActivityKey { ActivityKey(appID: appID, activityID: activityID) }
+    public var description: String { "\(appID)/\(activityID)@\(timestamp)" }
+}
+
+/// Who is working on an intent, and until when: a node renews the leases of
+/// the intents it holds while it works on them; an intent whose lease ran
+/// out (its node died) is claimed by the next node that looks.
+public struct IntentLease: Hashable, Sendable {
+    /// The node, random per process start.
+    public var owner: String
+    /// How long a lease lasts from its last renewal.
+    public var duration: Duration
+
+    public init(owner: String, duration: Duration = .seconds(30)) {
+        self.owner = owner
+        self.duration = duration
+    }
+
+    /// The lease's end for a claim or a renewal at `now`.
+    public func until(_ now: UnixTime) -> UnixTime {
+        let (seconds, attoseconds) = duration.components
+        return UnixTime(milliseconds: now.milliseconds + seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+/// The durable record of one accepted call's pushes (docs/PROTOCOL.md,
+/// "Delivery guarantees"): written in the transaction that accepts the call,
+/// deleted once every push is accounted for. It is one row per call however
+/// many tokens the call reaches: an update names its targets as "the
+/// activity's update tokens" and reads them again when it is resumed; a start
+/// and an end (whose update tokens are deleted with it) keep their list.
+///
+/// A resumed intent is sent with the same payload, and so the same aps
+/// timestamp, as the first attempt: a device that already has that state
+/// drops the repeat.
+public struct DispatchIntent: Hashable, Sendable {
+    /// The row format this build writes. A row with another version is reported and dropped, never guessed at.
+    public static let formatVersion = 1
+
+    public var key: IntentKey
+    public var event: APNsEvent
+    public var payload: APNsPayload
+    public var topic: String
+    public var priority: Int
+    /// `apns-expiration`, UNIX seconds.
+    public var expiration: Int64
+    public var expiresAt: UnixTime?
+    /// nil: the activity's update tokens when the pushes are (re)built.
+    public var targets: [PushTarget]?
+    public var createdAt: UnixTime
+    /// The node working on it, and until when (``IntentLease``).
+    public var owner: String?
+    public var leaseUntil: UnixTime
+    public var version: Int
+    /// Set by a store that could not read part of the row (a damaged target list).
+    public var damage: String?
+
+    public init(
+        key: IntentKey, event: APNsEvent, payload: APNsPayload, topic: String, priority: Int, expiration: Int64,
+        expiresAt: UnixTime?, targets: [PushTarget]?, createdAt: UnixTime, owner: String?, leaseUntil: UnixTime,
+        version: Int = DispatchIntent.formatVersion
+    ) {
+        self.key = key
+        self.event = event
+        self.payload = payload
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.expiresAt = expiresAt
+        self.targets = targets
+        self.createdAt = createdAt
+        self.owner = owner
+        self.leaseUntil = leaseUntil
+        self.version = version
+    }
+
+    /// The intent of `batch`, leased to `lease` from `now`. An update keeps no
+    /// target list (it is re-read from the activity); a start or end keeps it.
+    public init(_ batch: PushBatch, lease: IntentLease, now: UnixTime) {
+        self.init(
+            key: IntentKey(batch), event: batch.event, payload: batch.payload, topic: batch.headers.topic,
+            priority: batch.headers.priority, expiration: batch.headers.expiration, expiresAt: batch.expiresAt,
+            targets: batch.event == .update ? nil : batch.targets, createdAt: now, owner: lease.owner,
+            leaseUntil: lease.until(now))
+    }
+
+    /// The write that records `batch` as an intent, marking it durable; none
+    /// without a lease (intents disabled) or without targets.
+    public static func record(_ batch: inout PushBatch, lease: IntentLease?, now: UnixTime) -> [StoreWrite] {
+        guard let lease, !batch.targets.isEmpty else { return [] }
+        batch.durable = true
+        return [.putIntent(DispatchIntent(batch, lease: lease, now: now))]
+    }
+
+    /// Whether a newer intent of the same activity makes this one pointless:
+    /// only updates are superseded (a start's targets are other tokens, and an
+    /// end is the last).
+    public func isSuperseded(by newer: DispatchIntent) -> Bool {
+        event == .update && newer.event != .start && newer.key.activity == key.activity
+            && newer.key.timestamp > key.timestamp
+    }
+
+    /// The pushes again, to `targets`, marked durable.
+    public func batch(to targets: [PushTarget]) -> PushBatch {
+        var headers = APNsHeaders(bundleID: "", priority: priority, expiration: expiration)
+        headers.topic = topic
+        var batch = PushBatch(
+            appID: key.appID, activityID: key.activityID, event: event, timestamp: key.timestamp, payload: payload,
+            headers: headers, targets: targets, expiresAt: expiresAt)
+        batch.durable = true
+        return batch
+    }
+
+    /// Why the intent cannot be sent, if it cannot: a row this build does not
+    /// understand, or a payload above APNs's limit.
+    public var defect: String? {
+        if let damage { return damage }
+        if version != Self.formatVersion { return "IntentVersionUnknown(\(version))" }
+        if payload.count > APNsPayload.maxBytes { return "PayloadTooLarge(\(payload.count))" }
+        return nil
+    }
+}
+
+// MARK: The target list's encoding
+
+extension DispatchIntent {
+    /// The target list as bytes: per target one byte for the environment
+    /// (0 sandbox, 1 production), one for the token's length in bytes less one (tokens are 8 to
+    /// 256 bytes), then
+    /// the token's bytes (its hex decoded): about 34 bytes per token, so an end
+    /// to 100,000 devices is one row of 3.4 MB.
+    public static func encode(_ targets: [PushTarget]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(targets.count * 34)
+        for target in targets {
+            let hex = Array(target.token.utf8)
+            out.append(target.environment == .sandbox ? 0 : 1)
+            out.append(UInt8(clamping: max(1, hex.count / 2) - 1))
+            var i = 0
+            while i + 1 < hex.count {
+                out.append(Self.nibble(hex[i]) << 4 | Self.nibble(hex[i + 1]))
+                i += 2
+            }
+        }
+        return out
+    }
+
+    /// nil for bytes that are not a target list (a corrupt row).
+    public static func decode(_ bytes: [UInt8]) -> [PushTarget]? {
+        let digits = Array("0123456789abcdef".utf8)
+        var targets: [PushTarget] = []
+        var i = 0
+        while i < bytes.count {
+            guard i + 2 <= bytes.count, bytes[i] <= 1 else { return nil }
+            let environment: APNsEnvironment = bytes[i] == 0 ? .sandbox : .production
+            let length = Int(bytes[i + 1]) + 1
+            i += 2
+            guard i + length <= bytes.count else { return nil }
+            var hex: [UInt8] = []
+            hex.reserveCapacity(length * 2)
+            for byte in bytes[i..<(i + length)] {
+                hex.append(digits[Int(byte >> 4)])
+                hex.append(digits[Int(byte & 0xF)])
+            }
+            i += length
+            targets.append(PushTarget(token: String(decoding: hex, as: UTF8.self), environment: environment))
+        }
+        return targets
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8 {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: 0
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import LiveRelayAPNs
+import LiveRelayPushOutlet
+
+/// What ``ClaimIntents`` found: batches to send again, and intents it
+/// finished without sending (expired, or rows it cannot send).
+public struct ClaimedIntents: Hashable, Sendable {
+    /// The pushes of each claimed intent, rebuilt with the first attempt's payload and marked durable.
+    public var batches: [PushBatch] = []
+    /// Past their expiry: deleted, nothing sent.
+    public var expired: [IntentKey] = []
+    /// Rows that cannot be sent (an unknown format version, a payload over the
+    /// limit, a damaged target list): deleted with the reason, never retried.
+    public var dropped: [DroppedIntent] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { batches.isEmpty && expired.isEmpty && dropped.isEmpty }
+}
+
+/// An intent deleted unsent, and why.
+public struct DroppedIntent: Hashable, Sendable {
+    public var key: IntentKey
+    public var reason: String
+}
+
+/// Takes over dispatch intents that no live node holds (see
+/// ``StateReader/claimableIntents(by:evenIfLeased:at:limit:)``): leases
+/// them to `lease.owner` and rebuilds their pushes, an update's from the
+/// activity's update tokens as they are now.
+public struct ClaimIntents: StoreMutation {
+    public var lease: IntentLease
+    public var evenIfLeased: Bool
+    public var limit: Int
+
+    public init(lease: IntentLease, evenIfLeased: Bool = false, limit: Int = 100) {
+        self.lease = lease
+        self.evenIfLeased = evenIfLeased
+        self.limit = max(1, limit)
+    }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ClaimedIntents> {
+        var claimed = ClaimedIntents()
+        var writes: [StoreWrite] = []
+        let until = lease.until(now)
+        for intent in state.claimableIntents(by: lease.owner, evenIfLeased: evenIfLeased, at: now, limit: limit) {
+            if let defect = intent.defect {
+                writes.append(.deleteIntent(intent.key))
+                claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
+                continue
+            }
+            if let expiresAt = intent.expiresAt, expiresAt <= now {
+                writes.append(.deleteIntent(intent.key))
+                claimed.expired.append(intent.key)
+                continue
+            }
+            let targets =
+                intent.targets
+                ?? state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
+                .map { PushTarget(token: $0.hex, environment: $0.environment) }
+            writes.append(.leaseIntent(intent.key, owner: lease.owner, until: until))
+            claimed.batches.append(intent.batch(to: targets))
+        }
+        return MutationPlan(writes: writes, outcome: claimed)
+    }
+}
+
+/// Extends the leases of every intent `lease.owner` holds: one statement,
+/// however many intents the node works on.
+public struct RenewIntents: StoreMutation {
+    public var lease: IntentLease
+
+    public init(lease: IntentLease) { self.lease = lease }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
+        MutationPlan(writes: [.renewIntents(owner: lease.owner, until: lease.until(now))], outcome: ())
+    }
+}
+
+/// Deletes the intents whose every push is accounted for.
+public struct SettleIntents: StoreMutation {
+    public var keys: [IntentKey]
+
+    public init(_ keys: [IntentKey]) { self.keys = keys }
+
+    public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
+        MutationPlan(writes: keys.map { .deleteIntent($0) }, outcome: ())
+    }
+}
