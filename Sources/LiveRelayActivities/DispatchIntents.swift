@@ -155,12 +155,10 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
     public func claimUntilClear(evenIfLeased: Bool = false) async throws -> Int {
         guard let sink = sink.withLockedValue({ $0 }) else { return 0 }
         var resent = 0
-        var evenIfLeased = evenIfLeased
         while true {
             if case .shuttingDown = sink.admit(appID: "") { return resent }
             let claim = ClaimIntents(lease: configuration.lease, evenIfLeased: evenIfLeased, limit: configuration.claimLimit)
-            // Once taken over, this node's own leases are as good as any: only look past them once.
-            evenIfLeased = false
+            // Every page may look past other nodes' leases: a claim never finds this node's own.
             let claimed: ClaimedIntents
             do {
                 claimed = try await store.apply(claim, now: clock.now(), on: eventLoop).get()

@@ -21,6 +21,11 @@ public struct ClaimedIntents: Hashable, Sendable {
 public struct DroppedIntent: Hashable, Sendable {
     public var key: IntentKey
     public var reason: String
+
+    public init(key: IntentKey, reason: String) {
+        self.key = key
+        self.reason = reason
+    }
 }
 
 /// Takes over dispatch intents that no live node holds (see

@@ -57,6 +57,7 @@ struct SchedulerDriver {
     var replies: [CallID: EnqueueResult] = [:]
     var prunes: [PrunedToken] = []
     var credentialEvents: [(String, CredentialError)] = []
+    var settled: [SettledBatch] = []
     var shutdownComplete = false
 
     init(_ configuration: DispatcherConfiguration = configuration()) {
@@ -72,6 +73,7 @@ struct SchedulerDriver {
         }
         prunes += actions.prunes
         credentialEvents += actions.credentialRejections
+        settled += actions.settled
         shutdownComplete = shutdownComplete || actions.shutdownComplete
     }
 

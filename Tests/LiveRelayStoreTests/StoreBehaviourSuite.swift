@@ -20,21 +20,22 @@ struct StoreBehaviour: Sendable, CustomStringConvertible {
 }
 
 enum StoreBehaviourSuite {
-    static let all: [StoreBehaviour] = [
-        StoreBehaviour(description: "the three hot lookups are indexed", run: hotLookups),
-        StoreBehaviour(description: "rotation and removal re-index", run: rotationReindexes),
-        StoreBehaviour(description: "a refused mutation writes nothing", run: refusalWritesNothing),
-        StoreBehaviour(description: "idempotency records survive between calls", run: replays),
-        StoreBehaviour(description: "concurrent starts of one activity: exactly one wins", run: concurrentStarts),
-        StoreBehaviour(description: "concurrent registrations all land", run: concurrentRegistrations),
-        StoreBehaviour(description: "concurrent updates get distinct increasing timestamps", run: concurrentUpdates),
-        StoreBehaviour(description: "an end deletes the activity's update tokens", run: endDeletesUpdateTokens),
-        StoreBehaviour(description: "a start takes over an activity known only from its update token", run: startAfterPreRegistration),
-        StoreBehaviour(description: "the sweep expires activities and their tokens", run: sweep),
-        StoreBehaviour(description: "pruning removes a dead token", run: prune),
-        StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
-        StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
-    ]
+    static let all: [StoreBehaviour] =
+        [
+            StoreBehaviour(description: "the three hot lookups are indexed", run: hotLookups),
+            StoreBehaviour(description: "rotation and removal re-index", run: rotationReindexes),
+            StoreBehaviour(description: "a refused mutation writes nothing", run: refusalWritesNothing),
+            StoreBehaviour(description: "idempotency records survive between calls", run: replays),
+            StoreBehaviour(description: "concurrent starts of one activity: exactly one wins", run: concurrentStarts),
+            StoreBehaviour(description: "concurrent registrations all land", run: concurrentRegistrations),
+            StoreBehaviour(description: "concurrent updates get distinct increasing timestamps", run: concurrentUpdates),
+            StoreBehaviour(description: "an end deletes the activity's update tokens", run: endDeletesUpdateTokens),
+            StoreBehaviour(description: "a start takes over an activity known only from its update token", run: startAfterPreRegistration),
+            StoreBehaviour(description: "the sweep expires activities and their tokens", run: sweep),
+            StoreBehaviour(description: "pruning removes a dead token", run: prune),
+            StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
+            StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
+        ] + intentBehaviours
 
     static let group = MultiThreadedEventLoopGroup.singleton
 

@@ -19,7 +19,7 @@ public struct DispatcherHarness: Sendable {
     /// given fake; retries: 3 attempts, 100 ms doubling to 1 s, no jitter.
     public func dispatcher(
         _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100, quantum: Int = 4,
-        pruner: any TokenPruner
+        pruner: any TokenPruner, ledger: (any DispatchLedger)? = nil
     ) -> Dispatcher {
         let transports = FakeTransports()
         for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
@@ -29,7 +29,7 @@ public struct DispatcherHarness: Sendable {
                 maxInFlight: maxInFlight, quantum: quantum,
                 retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0)),
             transports: transports, eventLoop: loop, clock: wall, pruner: pruner,
-            logger: Logger(label: "dispatch-test"))
+            ledger: ledger, logger: Logger(label: "dispatch-test"))
     }
 
     /// Fails what the fakes still hold (a promise must not be dropped), stops

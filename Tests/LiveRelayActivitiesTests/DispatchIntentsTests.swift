@@ -1,0 +1,125 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayDispatch
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayPushOutlet
+import LiveRelayService
+import LiveRelayStore
+import LiveRelayTestSupport
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOPosix
+import Testing
+
+/// Durable dispatch intents between the service, the dispatcher and the
+/// store: what one "process" accepted and did not finish, the next one sends.
+@Suite struct DispatchIntentsTests {
+    let harness = DispatcherHarness()
+    let callLoop = MultiThreadedEventLoopGroup.singleton.any()
+    let store = InMemoryActivityStore()
+    let logger = Logger(label: "intents-test")
+
+    func intents(_ owner: String, takeOver: Bool = true, limit: Int = 100) -> DispatchIntents {
+        DispatchIntents(
+            configuration: DispatchIntents.Configuration(
+                lease: IntentLease(owner: owner), takeOverAtStart: takeOver, claimLimit: limit),
+            store: store, clock: harness.wall, logger: logger, on: callLoop)
+    }
+
+    func context() -> CallContext {
+        CallContext(
+            principal: Principal(keyID: "k", appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases)),
+            eventLoop: callLoop, deadline: nil, requestID: 1)
+    }
+
+    func claimable() async throws -> ClaimedIntents {
+        try await store.apply(
+            ClaimIntents(lease: IntentLease(owner: "observer"), evenIfLeased: true), now: harness.wall.now(), on: callLoop
+        ).get()
+    }
+
+    @Test func whatAProcessLeftUnsentTheNextOneSendsWithTheSameTimestamp() async throws {
+        // Process 1: APNs never answers; its dispatcher dies with the pushes in flight.
+        let silent = FakeTransport(eventLoop: harness.loop)
+        let first = intents("process-1")
+        let d1 = harness.dispatcher(
+            [("app", 1_000, silent)], pruner: StoreTokenPruner(store: store, clock: harness.wall), ledger: first)
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: d1, intents: IntentLease(owner: "process-1"))
+        try await service.startActivity(
+            StartActivityRequest(
+                appID: "app", activityID: "game", attributesType: "Score", attributesJSON: "{}", contentStateJSON: #"{"s":0}"#,
+                targets: Targets(allDevices: true)),
+            context: context()
+        ).get()
+        for n in 1...3 {
+            try await service.registerToken(
+                RegisterTokenRequest(
+                    appID: "app", kind: .update, token: hex(n), environment: .production, activityID: "game", deviceID: "d\(n)"),
+                context: context()
+            ).get()
+        }
+        harness.wall.advance(by: .seconds(1))
+        let reply = try await service.updateActivity(
+            UpdateActivityRequest(appID: "app", activityID: "game", contentStateJSON: #"{"s":1}"#), context: context()
+        ).get()
+        #expect(reply.summary?.queued == 3)
+        await harness.drive { silent.waitingCount == 3 }
+        #expect(try await claimable().batches.map(\.timestamp) == [reply.timestamp])
+
+        // Process 2 takes over at start and delivers; the intent is then gone.
+        let answering = FakeTransport(eventLoop: harness.loop) { _, _ in .success(APNsResponse(status: 200)) }
+        let second = intents("process-2")
+        let d2 = harness.dispatcher(
+            [("app", 1_000, answering)], pruner: StoreTokenPruner(store: store, clock: harness.wall), ledger: second)
+        second.attach(d2)
+        #expect(try await second.claimUntilClear(evenIfLeased: true) == 1)
+        await harness.drive { answering.requests.count == 3 && d2.unfinishedCount == 0 }
+        #expect(Set(answering.requests.map(\.deviceToken)) == [hex(1), hex(2), hex(3)])
+        #expect(answering.requests.allSatisfy { $0.payload.text.contains(#""timestamp":\#(reply.timestamp)"#) })
+        await second.flush()
+        #expect(try await claimable().isEmpty)
+
+        // The second dispatcher first: tearing the first down stops the shared loop.
+        let stopped = d2.shutdown(gracePeriod: .zero)
+        await harness.loop.advanceTime(by: .seconds(1))
+        try await stopped.get()
+        try await harness.tearDown(d1, [silent])
+    }
+
+    @Test func aTakeoverClaimsPageAfterPageUntilNothingIsLeft() async throws {
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: RecordingPushSink(), intents: IntentLease(owner: "gone"))
+        for game in 0..<5 {
+            try await service.startActivity(
+                StartActivityRequest(
+                    appID: "app", activityID: "game-\(game)", attributesType: "Score", attributesJSON: "{}",
+                    contentStateJSON: #"{"s":0}"#, targets: Targets(allDevices: true)),
+                context: context()
+            ).get()
+            try await service.registerToken(
+                RegisterTokenRequest(
+                    appID: "app", kind: .update, token: hex(game), environment: .production, activityID: "game-\(game)",
+                    deviceID: "d"),
+                context: context()
+            ).get()
+            try await service.updateActivity(
+                UpdateActivityRequest(appID: "app", activityID: "game-\(game)", contentStateJSON: #"{"s":1}"#), context: context()
+            ).get()
+        }
+        let recorder = RecordingPushSink()
+        let taker = intents("taker", limit: 2)
+        taker.attach(recorder)
+        #expect(try await taker.claimUntilClear(evenIfLeased: true) == 5)
+        #expect(recorder.batches.map(\.activityID).sorted() == (0..<5).map { "game-\($0)" })
+        #expect(recorder.batches.allSatisfy { $0.durable && $0.targets.count == 1 })
+        // Leased to the taker now: nobody else may claim them until the lease runs out.
+        let other = intents("other", limit: 2)
+        other.attach(recorder)
+        #expect(try await other.claimUntilClear() == 0)
+        harness.wall.advance(by: .seconds(31))
+        #expect(try await other.claimUntilClear() == 5)
+    }
+}

@@ -1,0 +1,104 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import LiveRelayPushOutlet
+import LiveRelayStore
+import Testing
+
+/// The dispatch intent behaviours every store must have (docs/PROTOCOL.md,
+/// "Delivery guarantees"), part of ``StoreBehaviourSuite/all``.
+extension StoreBehaviourSuite {
+    static let nodeA = IntentLease(owner: "node-a", duration: .seconds(30))
+    static let nodeB = IntentLease(owner: "node-b", duration: .seconds(30))
+
+    static let intentBehaviours: [StoreBehaviour] = [
+        StoreBehaviour(description: "an accepted call leaves one intent, rebuilt as it was sent", run: intentsAreRecordedAndRebuilt),
+        StoreBehaviour(description: "leases keep intents from other nodes until they run out", run: leasesHoldUntilTheyRunOut),
+        StoreBehaviour(description: "a settled intent is gone; an expired one is dropped", run: settledAndExpiredIntents),
+        StoreBehaviour(description: "an end's intent keeps the tokens the end deleted", run: anEndKeepsItsTargets),
+    ]
+
+    /// A start, two updates of 3 tokens (the second supersedes the first) and
+    /// a call without intents: a takeover finds exactly the start and the
+    /// second update, with their first payloads and timestamps.
+    static func intentsAreRecordedAndRebuilt(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(pushToStart(hex(100))))
+        let started = try #require(try await apply(store, StartActivity(start(), app: app, intents: nodeA)).accepted)
+        #expect(started.batch.durable)
+        for n in 1...3 { try await apply(store, RegisterToken(updateToken(hex(n), device: "d\(n)"))) }
+        try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1))
+        let second = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(2)).accepted)
+        let untracked = try #require(try await apply(store, ChangeActivity(update(), app: app), now: t0 + .seconds(3)).accepted)
+        #expect(!untracked.batch.durable)
+
+        // Node A holds them: node B finds nothing until it takes over.
+        #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(4)).isEmpty)
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(4))
+        #expect(claimed.expired.isEmpty && claimed.dropped.isEmpty)
+        let batches = claimed.batches.sorted { $0.timestamp < $1.timestamp }
+        #expect(batches.map(\.timestamp) == [started.batch.timestamp, second.batch.timestamp])
+        guard batches.count == 2 else { return }
+        #expect(batches[0] == started.batch)
+        var rebuilt = second.batch
+        rebuilt.targets.sort { $0.token < $1.token }
+        var resumed = batches[1]
+        resumed.targets.sort { $0.token < $1.token }
+        #expect(resumed == rebuilt)
+        #expect(resumed.targets.map(\.token) == [hex(1), hex(2), hex(3)])
+        // Now node B's: a second takeover by B finds nothing, node A (restarted) everything.
+        #expect(try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(5)).isEmpty)
+        #expect(try await apply(store, ClaimIntents(lease: nodeA, evenIfLeased: true), now: t0 + .seconds(5)).batches.count == 2)
+        try await store.close()
+    }
+
+    static func leasesHoldUntilTheyRunOut(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1))
+        // Leased until t0 + 31 s; renewed at t0 + 20 s until t0 + 50 s.
+        #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(30)).isEmpty)
+        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(20))
+        #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(45)).isEmpty)
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(50))
+        #expect(claimed.batches.map(\.targets.count) == [1])
+        // B's lease now: A's renewal no longer touches it, and A cannot claim it back before it runs out.
+        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(60))
+        #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(79)).isEmpty)
+        #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(80)).batches.count == 1)
+        try await store.close()
+    }
+
+    static func settledAndExpiredIntents(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        let first = try #require(try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        try await apply(store, SettleIntents([IntentKey(first.batch)]))
+        #expect(try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(2)).isEmpty)
+        // An update expires with its activity (8 hours).
+        let second = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(3)).accepted)
+        let late = try #require(second.batch.expiresAt) + .seconds(1)
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: late)
+        #expect(claimed.batches.isEmpty)
+        #expect(claimed.expired == [IntentKey(second.batch)])
+        #expect(try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: late).isEmpty)
+        try await store.close()
+    }
+
+    static func anEndKeepsItsTargets(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        for n in 1...2 { try await apply(store, RegisterToken(updateToken(hex(n), device: "d\(n)"))) }
+        try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1))
+        let end = try #require(
+            try await apply(store, ChangeActivity(endRequest(), app: app, intents: nodeA), now: t0 + .seconds(2)).accepted)
+        #expect(try await store.updateTokens(of: order1, on: group.any()).get().isEmpty)
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(3))
+        // The update before it is superseded; the end goes to the tokens it had.
+        #expect(claimed.batches == [end.batch])
+        try await store.close()
+    }
+}
