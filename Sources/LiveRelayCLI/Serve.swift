@@ -42,7 +42,8 @@ struct Serve: AsyncParsableCommand {
                         "postgres_url"}
               "limits": {"max_frame_size", "max_requests_in_flight",
                   "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms",
-                  "max_unsent_reply_bytes"}
+                  "max_unsent_reply_bytes", "max_connections",
+                  "max_connections_per_key"}
               "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
                   "apns": {"team_id", "key_id", "key_file",
@@ -179,7 +180,8 @@ struct Serve: AsyncParsableCommand {
         let server = RPCServer(
             configuration: RPCServer.Configuration(
                 host: setup.host, port: setup.port, tls: tlsContext, connection: setup.connection, maxDrainTime: setup.drainTime,
-                maxUnsentReplyBytes: setup.maxUnsentReplyBytes
+                maxUnsentReplyBytes: setup.maxUnsentReplyBytes, maxConnections: setup.maxConnections,
+                maxConnectionsPerKey: setup.maxConnectionsPerKey
             ),
             service: service, authenticator: authenticator, logger: logger
         )
@@ -246,6 +248,8 @@ struct Serve: AsyncParsableCommand {
         var connection = ServerConnectionStateMachine.Configuration()
         var drainTime = TimeAmount.seconds(30)
         var maxUnsentReplyBytes = 1 << 20
+        var maxConnections = 10_000
+        var maxConnectionsPerKey = 1_000
         var nullService: Bool
         var announcement: String?
         /// Where the SQLite store lives; nil for a config file without "data_dir".
@@ -303,6 +307,8 @@ struct Serve: AsyncParsableCommand {
             connection: try file.connectionConfiguration(),
             drainTime: try file.drainTime,
             maxUnsentReplyBytes: try file.maxUnsentReplyBytes,
+            maxConnections: try file.maxConnections,
+            maxConnectionsPerKey: try file.maxConnectionsPerKey,
             nullService: self.nullService || file.nullService == true,
             dataDirectory: dataDirectory,
             storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,

@@ -16,7 +16,8 @@ import NIOCore
 ///   "store": { "kind": "postgres", "postgres_url": "postgres://liverelay@db:5432/liverelay?sslmode=require" },
 ///   "limits": { "max_frame_size": 1048576, "max_requests_in_flight": 100,
 ///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000,
-///               "max_unsent_reply_bytes": 1048576 }
+///               "max_unsent_reply_bytes": 1048576, "max_connections": 10000,
+///               "max_connections_per_key": 1000 }
 /// }
 /// ```
 ///
@@ -49,11 +50,14 @@ struct ServeConfigurationFile: Decodable {
         var helloTimeoutMilliseconds: Int64?
         var drainTimeMilliseconds: Int64?
         var maxUnsentReplyBytes: Int?
+        var maxConnections: Int?
+        var maxConnectionsPerKey: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case maxFrameSize = "max_frame_size", maxRequestsInFlight = "max_requests_in_flight"
             case idleTimeoutMilliseconds = "idle_timeout_ms", helloTimeoutMilliseconds = "hello_timeout_ms"
             case drainTimeMilliseconds = "drain_time_ms", maxUnsentReplyBytes = "max_unsent_reply_bytes"
+            case maxConnections = "max_connections", maxConnectionsPerKey = "max_connections_per_key"
         }
     }
 
@@ -181,6 +185,24 @@ struct ServeConfigurationFile: Decodable {
             guard let bytes = self.limits?.maxUnsentReplyBytes else { return 1 << 20 }
             guard bytes >= 16_384 else { throw CLIError("limits.max_unsent_reply_bytes must be at least 16384") }
             return bytes
+        }
+    }
+
+    /// Open connections over all keys (`RPCServer.Configuration.maxConnections`).
+    var maxConnections: Int {
+        get throws {
+            guard let count = self.limits?.maxConnections else { return 10_000 }
+            guard count >= 1 else { throw CLIError("limits.max_connections must be at least 1") }
+            return count
+        }
+    }
+
+    /// Authenticated connections of one API key (`RPCServer.Configuration.maxConnectionsPerKey`).
+    var maxConnectionsPerKey: Int {
+        get throws {
+            guard let count = self.limits?.maxConnectionsPerKey else { return 1_000 }
+            guard count >= 1 else { throw CLIError("limits.max_connections_per_key must be at least 1") }
+            return count
         }
     }
 

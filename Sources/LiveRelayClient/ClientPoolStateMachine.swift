@@ -190,6 +190,9 @@ struct ClientPoolStateMachine<Call: AnyObject> {
 
     /// GOAWAY: no new calls go there; its slot gets a new connection, except
     /// after an idle timeout with nothing waiting (it comes back when a call needs it).
+    /// A GOAWAY before WELCOME (TOO_MANY_CONNECTIONS: the key is at the
+    /// server's limit) counts as a failure, so the new connection waits out a
+    /// growing back-off instead of hammering a server that refuses it.
     mutating func connectionGoingAway(_ id: ConnectionID, code: GoAwayCode, random: Double) -> [Action] {
         guard let slot = self.slot(of: id) else { return [] }
         self.connections[id]!.slot = nil

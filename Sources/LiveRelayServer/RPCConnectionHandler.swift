@@ -44,6 +44,10 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     let authenticator: any Authenticator
     let metrics: ServerMetrics
     private let shutdownFlag: ShutdownFlag?
+    /// Counts this connection against its key's limit once authenticated; nil: no limit.
+    private let limiter: ConnectionLimiter?
+    /// The key whose slot this connection holds, until the connection closes and gives it back.
+    private var countedKeyID: String?
     /// Where every timestamp the state machine sees comes from. Injected so a
     /// test can run the handler on an `EmbeddedEventLoop` and move deadlines
     /// with the loop's virtual time; the server always reads the real clock.
@@ -107,6 +111,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         logger: Logger,
         metrics: ServerMetrics,
         shutdownFlag: ShutdownFlag? = nil,
+        limiter: ConnectionLimiter? = nil,
         clock: @escaping () -> NIODeadline = { .now() }
     ) {
         self.service = service
@@ -114,6 +119,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         self.logger = logger
         self.metrics = metrics
         self.shutdownFlag = shutdownFlag
+        self.limiter = limiter
         self.clock = clock
         self.stateMachine = ServerConnectionStateMachine(configuration: configuration, now: clock())
         self.decoder = configuration.makeFrameDecoder()
@@ -128,6 +134,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
 
     public func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimer()
+        releaseKeySlot()
         self.context = nil
     }
 
@@ -157,6 +164,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         closing = true
         cancelTimer()
         apply(stateMachine.peerClosed())
+        releaseKeySlot()
         for call in calls.values { call.cancellation.cancel() }
         calls.removeAll()
         outbound = nil
@@ -289,6 +297,13 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         case .success(let principal):
             self.principal = principal
             logger[metadataKey: "key_id"] = "\(principal.keyID)"
+            if case .refused(let open, let limit) = limiter?.acquire(keyID: principal.keyID) {
+                metrics.connectionsRefusedOverKeyLimit.increment()
+                let reason = ConnectionLimiter.refusalReason(keyID: principal.keyID, open: open, limit: limit)
+                apply(stateMachine.connectionLimitReached(reason: reason, now: clock()))
+                return
+            }
+            countedKeyID = limiter == nil ? nil : principal.keyID
             logger.debug("authenticated", metadata: ["client": "\(clientName)", "version": "\(version)"])
             apply(stateMachine.authenticationSucceeded(now: clock()))
         case .failure(let failure):
@@ -296,6 +311,14 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             logger.notice("API key refused", metadata: ["client": "\(clientName)"])
             apply(stateMachine.authenticationFailed(message: failure.message, now: clock()))
         }
+    }
+
+    /// Gives the key's slot back, once, whichever way the connection ends
+    /// (`channelInactive` on a close, `handlerRemoved` if the handler goes first).
+    private func releaseKeySlot() {
+        guard let keyID = countedKeyID else { return }
+        countedKeyID = nil
+        limiter?.release(keyID: keyID)
     }
 
     private func write(_ frame: Frame) {

@@ -48,6 +48,15 @@ public final class RPCServer: Service, Sendable {
         /// sends but does not read cannot make the server buffer without bound.
         /// Reading resumes below half of it.
         public var maxUnsentReplyBytes: Int
+        /// Open connections the server takes at most, over all keys (and those
+        /// not yet authenticated). A connection accepted over it is closed at
+        /// once, before the TLS handshake: the process stays inside its file
+        /// descriptors and memory whatever a crowd of peers does. At least 1.
+        public var maxConnections: Int
+        /// Authenticated connections one API key may hold at once. HELLO on one
+        /// more is answered GOAWAY TOO_MANY_CONNECTIONS: a caller whose pool or
+        /// retries run away cannot take the global allowance from other keys. At least 1.
+        public var maxConnectionsPerKey: Int
 
         public init(
             host: String = "127.0.0.1",
@@ -57,7 +66,9 @@ public final class RPCServer: Service, Sendable {
             eventLoopGroup: EventLoopGroupProvider = .shared(MultiThreadedEventLoopGroup.singleton),
             maxDrainTime: TimeAmount = .seconds(30),
             backlog: Int32 = 256,
-            maxUnsentReplyBytes: Int = 1 << 20
+            maxUnsentReplyBytes: Int = 1 << 20,
+            maxConnections: Int = 10_000,
+            maxConnectionsPerKey: Int = 1_000
         ) {
             self.host = host
             self.port = port
@@ -67,6 +78,8 @@ public final class RPCServer: Service, Sendable {
             self.maxDrainTime = maxDrainTime
             self.backlog = backlog
             self.maxUnsentReplyBytes = max(2, maxUnsentReplyBytes)
+            self.maxConnections = max(1, maxConnections)
+            self.maxConnectionsPerKey = max(1, maxConnectionsPerKey)
         }
     }
 
@@ -75,6 +88,9 @@ public final class RPCServer: Service, Sendable {
     private let authenticator: any Authenticator
     private let logger: Logger
     private let metrics: ServerMetrics
+    /// Counts connections against `maxConnections` and `maxConnectionsPerKey`
+    /// (internal so tests can wait for a closed connection's slot to come back).
+    let limiter: ConnectionLimiter
     private let bound = OnceValue<SocketAddress>()
 
     public init(
@@ -88,6 +104,9 @@ public final class RPCServer: Service, Sendable {
         self.authenticator = authenticator
         self.logger = logger
         self.metrics = ServerMetrics()
+        self.limiter = ConnectionLimiter(
+            maxConnections: configuration.maxConnections, maxConnectionsPerKey: configuration.maxConnectionsPerKey
+        )
     }
 
     /// The address `run()` is listening on, once it is (with port 0, the port
@@ -109,7 +128,7 @@ public final class RPCServer: Service, Sendable {
         }
 
         let serverLoop = group.next()
-        let tracker = ConnectionTracker(eventLoop: serverLoop, logger: logger)
+        let tracker = ConnectionTracker(eventLoop: serverLoop, logger: logger, limiter: limiter, metrics: metrics)
         let channel: any Channel
         do {
             channel = try await makeBootstrap(group: group, serverLoop: serverLoop, tracker: tracker)
@@ -155,6 +174,7 @@ public final class RPCServer: Service, Sendable {
         let logger = self.logger
         let metrics = self.metrics
         let shutdownFlag = tracker.shutdownFlag
+        let limiter = self.limiter
         // The listener runs on the tracker's loop, so accepted channels reach it without a hop.
         return ServerBootstrap(group: serverLoop, childGroup: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
@@ -185,7 +205,8 @@ public final class RPCServer: Service, Sendable {
                             authenticator: authenticator,
                             logger: connectionLogger,
                             metrics: metrics,
-                            shutdownFlag: shutdownFlag
+                            shutdownFlag: shutdownFlag,
+                            limiter: limiter
                         )
                     )
                 }

@@ -18,6 +18,10 @@ final class ServerMetrics: Sendable {
     let connectionsAccepted: Counter
     let connectionsActive: Meter
     let authenticationFailures: Counter
+    /// Connections closed at accept: the server had `maxConnections` open.
+    let connectionsRefusedOverGlobalLimit: Counter
+    /// Connections answered GOAWAY TOO_MANY_CONNECTIONS: their key had `maxConnectionsPerKey` open.
+    let connectionsRefusedOverKeyLimit: Counter
     private let requests: [[Counter]]
     private let latency: [Timer]
     private let goAways: [Counter]
@@ -30,6 +34,8 @@ final class ServerMetrics: Sendable {
         connectionsAccepted = Counter(label: "liverelay_connections_total")
         connectionsActive = Meter(label: "liverelay_connections_active")
         authenticationFailures = Counter(label: "liverelay_authentication_failures_total")
+        connectionsRefusedOverGlobalLimit = Counter(label: "liverelay_connections_refused_total", dimensions: [("limit", "global")])
+        connectionsRefusedOverKeyLimit = Counter(label: "liverelay_connections_refused_total", dimensions: [("limit", "per_key")])
         requests = Self.methodLabels.map { method in
             StatusCode.allCases.map { status in
                 Counter(label: "liverelay_rpc_requests_total", dimensions: [("method", method), ("status", status.description)])
@@ -38,11 +44,14 @@ final class ServerMetrics: Sendable {
         latency = Self.methodLabels.map { method in
             Timer(label: "liverelay_rpc_duration", dimensions: [("method", method)])
         }
-        goAways = (0...9).map { code in
-            let name = code < 9 ? GoAwayCode(rawValue: UInt32(code)).description : "OTHER"
+        goAways = (0...Self.otherGoAway).map { code in
+            let name = code < Self.otherGoAway ? GoAwayCode(rawValue: UInt32(code)).description : "OTHER"
             return Counter(label: "liverelay_goaways_sent_total", dimensions: [("code", name)])
         }
     }
+
+    /// The slot of every GOAWAY code this version does not name (one past the last it does).
+    private static let otherGoAway = Int(GoAwayCode.tooManyConnections.rawValue) + 1
 
     static func index(of method: LiveRelayMethod) -> Int {
         LiveRelayMethod.allCases.firstIndex(of: method)!
@@ -57,6 +66,6 @@ final class ServerMetrics: Sendable {
     }
 
     func recordGoAway(_ code: GoAwayCode) {
-        goAways[Int(min(code.rawValue, 9))].increment()
+        goAways[Int(min(code.rawValue, UInt32(Self.otherGoAway)))].increment()
     }
 }

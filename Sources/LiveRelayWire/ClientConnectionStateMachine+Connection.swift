@@ -148,6 +148,10 @@ extension ClientConnectionStateMachine {
 
         /// Calls above `last_request_id` were not processed: fail them as safe to
         /// retry elsewhere. Calls at or below it will still be answered.
+        ///
+        /// Only UNAUTHENTICATED is final (the key would be refused again).
+        /// Every other code, TOO_MANY_CONNECTIONS included, fails them
+        /// UNAVAILABLE: another connection, opened later, may take them.
         mutating func receiveGoAway(_ goAway: Frame.GoAway, into actions: inout [Action]) {
             var goAway = goAway
             if let previous = self.goAwayReceived, previous.lastRequestID < goAway.lastRequestID {

@@ -28,6 +28,11 @@ public struct GoAwayCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let helloTimeout = GoAwayCode(rawValue: 7)
     /// The peer sent too many PINGs without doing any work.
     public static let enhanceYourCalm = GoAwayCode(rawValue: 8)
+    /// The HELLO's API key is valid, but the key already has as many open
+    /// connections as the server allows one key. Sent before WELCOME, so no
+    /// request ran: a client retries later (after back-off, or once it has
+    /// closed connections of its own), never on this connection.
+    public static let tooManyConnections = GoAwayCode(rawValue: 9)
 
     public var description: String {
         switch self.rawValue {
@@ -40,6 +45,7 @@ public struct GoAwayCode: RawRepresentable, Hashable, Sendable, CustomStringConv
         case 6: return "IDLE_TIMEOUT"
         case 7: return "HELLO_TIMEOUT"
         case 8: return "ENHANCE_YOUR_CALM"
+        case 9: return "TOO_MANY_CONNECTIONS"
         default: return "GOAWAY_CODE_\(self.rawValue)"
         }
     }

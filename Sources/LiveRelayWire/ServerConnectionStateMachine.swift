@@ -175,6 +175,18 @@ public struct ServerConnectionStateMachine: Sendable {
         return [.write(.goAway(Frame.GoAway(lastRequestID: 0, code: .unauthenticated, reason: message))), .close]
     }
 
+    /// The handler accepted the API key but will not open another connection
+    /// for it: the key is at its connection limit. GOAWAY TOO_MANY_CONNECTIONS
+    /// and close, as for a refused key: nothing pipelined ran (last_request_id
+    /// 0), so the client may send it again on another connection later.
+    ///
+    /// The machine only answers: counting connections spans every connection,
+    /// which is the handler's business, not one connection's state.
+    public mutating func connectionLimitReached(reason: String, now: NIODeadline) -> [Action] {
+        guard case .authenticating = self.state else { return [] }
+        return self.closeBeforeOpen(.tooManyConnections, reason)
+    }
+
     /// The result of a dispatched request. Returns the RESPONSE to write, or
     /// nothing if the request was already answered (cancelled, expired) or is unknown.
     public mutating func respond(_ id: RequestID, payload: ByteBuffer, now: NIODeadline) -> [Action] {

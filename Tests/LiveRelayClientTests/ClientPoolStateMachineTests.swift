@@ -187,6 +187,14 @@ struct ClientPoolStateMachineTests {
         #expect(summary(m.connectionGoingAway(1, code: .noError, random: 0)) == ["reconnect 0 in 100ms"])
     }
 
+    @Test func tooManyConnectionsBeforeWelcomeReconnectsAfterABackOff() {
+        var m = machine()
+        _ = submit(&m, "a")
+        _ = m.connectionUsable(1)
+        #expect(summary(m.connectionGoingAway(1, code: .tooManyConnections, random: 0)) == ["reconnect 0 in 100ms"])
+        #expect(m.slotState(0) == .backingOff)
+    }
+
     @Test func shutdownFailsQueuedCallsClosesConnectionsAndRejectsNewOnes() {
         var m = machine(connections: 2)
         _ = submit(&m, "a")

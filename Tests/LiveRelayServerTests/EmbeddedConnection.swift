@@ -24,7 +24,8 @@ final class EmbeddedConnection {
         service: any LiveRelayService,
         authenticator: any Authenticator = TestKeys.authenticator,
         settings: ServerSettings = ServerSettings(idleTimeoutMilliseconds: 300_000),
-        helloTimeout: TimeAmount = .seconds(10)
+        helloTimeout: TimeAmount = .seconds(10),
+        limiter: ConnectionLimiter? = nil
     ) throws {
         let loop = EmbeddedEventLoop()
         let handler = RPCConnectionHandler(
@@ -33,6 +34,7 @@ final class EmbeddedConnection {
             authenticator: authenticator,
             logger: testLogger,
             metrics: ServerMetrics(),
+            limiter: limiter,
             clock: { loop.now }
         )
         reads = ReadCounter()

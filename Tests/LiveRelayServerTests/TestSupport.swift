@@ -67,14 +67,18 @@ final class TestServer: Sendable {
         settings: ServerSettings = ServerSettings(idleTimeoutMilliseconds: 300_000),
         tls: Bool = true,
         helloTimeout: TimeAmount = .seconds(10),
-        maxDrainTime: TimeAmount = .seconds(10)
+        maxDrainTime: TimeAmount = .seconds(10),
+        maxConnections: Int = 10_000,
+        maxConnectionsPerKey: Int = 1_000
     ) async throws -> TestServer {
         let configuration = RPCServer.Configuration(
             host: "127.0.0.1",
             port: 0,
             tls: tls ? TestTLS.server : nil,
             connection: ServerConnectionStateMachine.Configuration(settings: settings, helloTimeout: helloTimeout),
-            maxDrainTime: maxDrainTime
+            maxDrainTime: maxDrainTime,
+            maxConnections: maxConnections,
+            maxConnectionsPerKey: maxConnectionsPerKey
         )
         let server = RPCServer(configuration: configuration, service: service, authenticator: authenticator, logger: testLogger)
         let group = ServiceGroup(

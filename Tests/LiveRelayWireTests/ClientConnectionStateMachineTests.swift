@@ -224,6 +224,17 @@ func failure(_ status: StatusCode, _ message: String, _ disposition: Client.Retr
         )
     }
 
+    @Test func tooManyConnectionsFailsPipelinedCallsAsRetryableElsewhere() {
+        var client = Client(configuration: clientConfiguration())
+        _ = client.connect(now: t(0))
+        _ = client.send(now: t(0))
+        let message = "server is going away (TOO_MANY_CONNECTIONS): API key k has 2 connections, the limit is 2"
+        #expect(
+            client.receive(goAwayFrame(0, .tooManyConnections, "API key k has 2 connections, the limit is 2"), now: t(1))
+                == [.fail(1, failure(.unavailable, message, .notProcessed)), .close]
+        )
+    }
+
     @Test func goAwayFailsCallsAboveTheLastIDOnly() {
         var client = connectedClient(maxInFlight: 3)
         _ = client.send()

@@ -108,10 +108,10 @@ import Testing
     @Test func goAwayCodes() {
         let codes: [GoAwayCode] = [
             .noError, .protocolError, .internalError, .frameSizeError, .unsupportedVersion, .unauthenticated, .idleTimeout,
-            .helloTimeout, .enhanceYourCalm,
+            .helloTimeout, .enhanceYourCalm, .tooManyConnections,
         ]
-        #expect(codes.map(\.rawValue) == Array(0...8))
-        #expect(codes.map(\.description).last == "ENHANCE_YOUR_CALM")
+        #expect(codes.map(\.rawValue) == Array(0...9))
+        #expect(codes.map(\.description).suffix(2) == ["ENHANCE_YOUR_CALM", "TOO_MANY_CONNECTIONS"])
     }
 
     @Test func settingsValidation() throws {

@@ -154,6 +154,28 @@ func dispatch(_ id: RequestID, timeoutMs: UInt32 = 0, at receipt: Int64 = 0, pay
         #expect(server.isClosed)
     }
 
+    @Test func connectionLimitReachedIsGoAwayTooManyConnectionsAndNothingRuns() {
+        var server = Server(now: t(0))
+        _ = server.receive(testHello, now: t(0))
+        _ = server.receive(request(1), now: t(1))
+        let reason = "API key k has 2 connections, the limit is 2"
+        let actions = server.connectionLimitReached(reason: reason, now: t(2))
+        #expect(actions == [.write(goAwayFrame(0, .tooManyConnections, reason)), .close])
+        #expect(
+            writtenBytes(actions)
+                == hex("00 00 00 35 09 00 00 00 00 00 | 00 00 00 00 | 00 00 00 09 | 00 2B") + Array(reason.utf8)
+        )
+        // Refused like a bad key: the pipelined request is never dispatched or answered.
+        #expect(server.authenticationSucceeded(now: t(3)) == [])
+        #expect(server.isClosed)
+    }
+
+    @Test func connectionLimitReachedIsIgnoredOutsideAuthentication() {
+        var open = openServer()
+        #expect(open.connectionLimitReached(reason: "late", now: t(1)) == [])
+        #expect(!open.isClosed)
+    }
+
     @Test func helloTimeout() {
         var server = Server(now: t(0))
         #expect(server.timerFired(now: t(9_999)) == [])

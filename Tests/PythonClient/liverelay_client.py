@@ -80,6 +80,7 @@ class GoAwayCode(enum.IntEnum):  # 3.10
     IDLE_TIMEOUT = 6
     HELLO_TIMEOUT = 7
     ENHANCE_YOUR_CALM = 8
+    TOO_MANY_CONNECTIONS = 9  # the API key is at the server's per-key connection limit: retry later
 
 
 def goaway_code_name(code: int) -> str:
@@ -145,9 +146,17 @@ class ConnectionClosed(Exception):
 
 
 class GoAwayReceived(Exception):
+    """The server answered HELLO with GOAWAY: nothing pipelined ran (section 2)."""
+
     def __init__(self, goaway: "GoAway"):
         super().__init__(f"GOAWAY {goaway}")
         self.goaway = goaway
+
+    @property
+    def retry_later(self) -> bool:
+        """Whether a new connection, later, may be accepted (as the Swift client decides: every code but
+        UNAUTHENTICATED, whose key would be refused again). After TOO_MANY_CONNECTIONS, back off first."""
+        return self.goaway.code != GoAwayCode.UNAUTHENTICATED
 
 
 class RpcError(Exception):

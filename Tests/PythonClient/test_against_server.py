@@ -158,6 +158,9 @@ class DocExampleTests(unittest.TestCase):
             lr.decode_goaway(lr.encode_goaway_payload(1, 0, "x") + b"!")
         with self.assertRaises(lr.ProtocolViolation):
             lr.decode_welcome(b"\x00\x01" + lr.encode_settings({1: 100}))  # MAX_FRAME_SIZE below 16384
+        self.assertEqual(lr.goaway_code_name(9), "TOO_MANY_CONNECTIONS")
+        self.assertTrue(lr.GoAwayReceived(lr.GoAway(0, GoAwayCode.TOO_MANY_CONNECTIONS, "")).retry_later)
+        self.assertFalse(lr.GoAwayReceived(lr.GoAway(0, GoAwayCode.UNAUTHENTICATED, "")).retry_later)
         self.assertEqual(lr.goaway_code_name(99), "UNKNOWN_99(INTERNAL_ERROR)")
 
 
