@@ -57,6 +57,8 @@ struct SchedulerDriver {
     var replies: [CallID: EnqueueResult] = [:]
     var prunes: [PrunedToken] = []
     var credentialEvents: [(String, CredentialError)] = []
+    /// Every circuit breaker transition, with the time it happened.
+    var circuitChanges: [(at: NIODeadline, route: APNsRoute, transition: CircuitBreaker.Transition)] = []
     var shutdownComplete = false
 
     init(_ configuration: DispatcherConfiguration = configuration()) {
@@ -72,6 +74,7 @@ struct SchedulerDriver {
         }
         prunes += actions.prunes
         credentialEvents += actions.credentialRejections
+        circuitChanges += actions.circuitChanges.map { (now, $0.route, $0.transition) }
         shutdownComplete = shutdownComplete || actions.shutdownComplete
     }
 
