@@ -27,12 +27,20 @@ import ServiceLifecycle
 /// tokens to api.sandbox.push.apple.com): a sandbox token sent to production
 /// answers BadDeviceToken and would be pruned. "host:port" sends every token
 /// there (a mock or a staging relay), trusting `trust_certificate`.
+///
+/// `max_push_lifetime_s` (optional, seconds) caps how long a push of the app
+/// is tried (queued, retried through APNs errors and outages) after its call;
+/// without it a push lives until its activity's expiry. Either way a call
+/// that does not wait for delivery does not shorten its pushes' life by its
+/// own deadline.
 struct AppConfiguration: Decodable {
     var id: String
     var bundleID: String
     var queueCapacity: Int?
     /// Share of send slots when apps compete (deficit round robin weight).
     var weight: Int?
+    /// Seconds a push is tried at most (``LiveRelayDispatch/DispatchApp/maxPushLifetime``).
+    var maxPushLifetimeSeconds: Double?
     var apns: Credentials
 
     struct Credentials: Decodable {
@@ -49,7 +57,8 @@ struct AppConfiguration: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, bundleID = "bundle_id", queueCapacity = "queue_capacity", weight, apns
+        case id, bundleID = "bundle_id", queueCapacity = "queue_capacity", weight
+        case maxPushLifetimeSeconds = "max_push_lifetime_s", apns
     }
 }
 
@@ -59,6 +68,7 @@ struct PushingApp {
     var credentials: APNsCredentials
     var queueCapacity: Int
     var weight: Int
+    var maxPushLifetime: TimeAmount?
 
     static let defaultQueueCapacity = 100_000
 
@@ -93,6 +103,13 @@ struct PushingApp {
         guard queueCapacity > 0, weight > 0 else {
             throw CLIError("app \(configuration.id): queue_capacity and weight must be above 0")
         }
+        if let seconds = configuration.maxPushLifetimeSeconds {
+            // Up to a year: far beyond any activity's life, and far from TimeAmount's overflow.
+            guard seconds > 0, seconds <= 31_536_000 else {
+                throw CLIError("app \(configuration.id): max_push_lifetime_s must be above 0 and at most 31536000")
+            }
+            maxPushLifetime = .nanoseconds(Int64(seconds * 1_000_000_000))
+        }
     }
 
     init(app: App, credentials: APNsCredentials) {
@@ -124,7 +141,8 @@ struct APNsRuntime {
         let dispatchApps = try apps.map { pushing in
             DispatchApp(
                 appID: pushing.app.id, queueCapacity: pushing.queueCapacity,
-                route: try client.register(pushing.credentials), weight: pushing.weight)
+                route: try client.register(pushing.credentials), weight: pushing.weight,
+                maxPushLifetime: pushing.maxPushLifetime)
         }
         self.client = client
         self.dispatcher = Dispatcher(

@@ -28,6 +28,12 @@ public enum DispatchFailure {
     public static let appNotConfigured = "AppNotConfigured"
     /// The dispatcher stopped before the push could be sent.
     public static let shuttingDown = "ShuttingDown"
+    /// Most of the app's recent answers were 400 DeviceTokenNotForTopic: its
+    /// bundle id, team or key is wrong (``MassPruneGuard``); set as its credential error.
+    public static let massDeviceTokenNotForTopic = "MassDeviceTokenNotForTopic"
+    /// Most of the app's recent answers were 400 BadDeviceToken: its tokens go
+    /// to the wrong APNs environment (``MassPruneGuard``); set as its credential error.
+    public static let massBadDeviceToken = "MassBadDeviceToken"
     /// The reason for an APNs error answer that carried none.
     static func status(_ status: Int) -> String { "HTTP\(status)" }
 }

@@ -15,31 +15,48 @@ public struct DispatchApp: Sendable {
     /// The DRR quantum multiplier: an app of weight 2 gets twice the send
     /// slots of an app of weight 1 when both have work.
     public var weight: Int
+    /// The longest a push of the app is tried after its call, however long
+    /// its batch's `expiresAt` (the activity's remaining life, up to 8 h)
+    /// allows: for apps whose updates are worthless after minutes. nil: the
+    /// batch's expiry is the only limit. A push's life never depends on its
+    /// caller's RPC deadline unless the caller waits for delivery.
+    public var maxPushLifetime: TimeAmount?
 
-    public init(appID: String, queueCapacity: Int, route: APNsRoute, weight: Int = 1) {
+    public init(appID: String, queueCapacity: Int, route: APNsRoute, weight: Int = 1, maxPushLifetime: TimeAmount? = nil) {
         self.appID = appID
         self.queueCapacity = max(1, queueCapacity)
         self.route = route
         self.weight = max(1, weight)
+        self.maxPushLifetime = maxPushLifetime.map { max($0, .zero) }
     }
 }
 
-/// How often to send a push at all, and how long to wait between sends.
+/// How long to wait between sends of a push, and optionally how often to send it at all.
+///
+/// A retryable answer (5xx, 429, a lost connection) is retried until the
+/// push's send-by time (its batch's expiry, the app's
+/// ``DispatchApp/maxPushLifetime``, or a waiting caller's deadline): an APNs
+/// outage delays a push, it does not lose it while the push is still worth
+/// sending. A retry that would fall after the send-by time expires the push
+/// instead.
 public struct RetryPolicy: Hashable, Sendable {
-    /// Sends per push, the first included; the last retryable answer becomes the failure reason.
-    public var maxAttempts: Int
+    /// A safety cap on sends per push, the first included (the last retryable
+    /// answer becomes the failure reason); nil: no cap but the push's send-by time.
+    public var maxAttempts: Int?
     /// The wait before send `n + 1` is `backoff.delay(after: n, …)`. Its jitter
     /// keeps pushes that failed together (a 503 burst) from coming back together.
     public var backoff: Backoff
 
-    public init(maxAttempts: Int = 5, backoff: Backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))) {
-        self.maxAttempts = max(1, maxAttempts)
+    public init(maxAttempts: Int? = nil, backoff: Backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(30))) {
+        self.maxAttempts = maxAttempts.map { max(1, $0) }
         self.backoff = backoff
     }
 
     /// The same policy in the terms the dispatcher's configuration has always
     /// been written in: a doubling back-off from `initialBackoff` up to `maxBackoff`.
-    public init(maxAttempts: Int = 5, initialBackoff: TimeAmount, maxBackoff: TimeAmount = .seconds(30), jitter: Double = 0.5) {
+    public init(
+        maxAttempts: Int? = nil, initialBackoff: TimeAmount, maxBackoff: TimeAmount = .seconds(30), jitter: Double = 0.5
+    ) {
         self.init(maxAttempts: maxAttempts, backoff: Backoff(initial: initialBackoff, maximum: maxBackoff, multiplier: 2, jitter: jitter))
     }
 }
@@ -54,12 +71,18 @@ public struct DispatcherConfiguration: Sendable {
     /// Sends an app may make per DRR turn (times its weight) before the next app's turn.
     public var quantum: Int
     public var retry: RetryPolicy
-    /// How long an app whose credentials APNs rejected is not sent to; its pushes fail with the reason meanwhile.
+    /// Per route: stops sending to an endpoint that keeps failing, for a growing cooldown (``CircuitBreaker``).
+    public var circuitBreaker: CircuitBreakerPolicy
+    /// Per app: stops pruning when most of the app's tokens are rejected (``MassPruneGuard``).
+    public var massPruneGuard: MassPruneGuardPolicy
+    /// How long an app whose credentials APNs rejected (or whose tokens it
+    /// rejected en masse, ``MassPruneGuard``) is not sent to; its pushes fail with the reason meanwhile.
     public var credentialsCooldown: TimeAmount
-    /// A push of a call with a deadline that is not sent this long before the
+    /// A push of a waiting call that is not sent this long before the call's
     /// deadline expires unsent: APNs's answer could not come back in time. A
     /// waiting call is answered at its deadline itself: DEADLINE_EXCEEDED
     /// (``DeliveryDeadlineExceeded``) when pushes are still in flight then.
+    /// A call that does not wait has its pushes live on past its deadline.
     public var replyMargin: TimeAmount
     /// The retry hint of a RESOURCE_EXHAUSTED.
     public var queueFullRetryAfter: TimeAmount
@@ -82,6 +105,8 @@ public struct DispatcherConfiguration: Sendable {
         maxInFlightPerTransport: Int = 1_000,
         quantum: Int = 16,
         retry: RetryPolicy = RetryPolicy(),
+        circuitBreaker: CircuitBreakerPolicy = CircuitBreakerPolicy(),
+        massPruneGuard: MassPruneGuardPolicy = MassPruneGuardPolicy(),
         credentialsCooldown: TimeAmount = .seconds(60),
         replyMargin: TimeAmount = .milliseconds(50),
         queueFullRetryAfter: TimeAmount = .seconds(1),
@@ -95,6 +120,8 @@ public struct DispatcherConfiguration: Sendable {
         self.maxInFlightPerTransport = max(1, maxInFlightPerTransport)
         self.quantum = max(1, quantum)
         self.retry = retry
+        self.circuitBreaker = circuitBreaker
+        self.massPruneGuard = massPruneGuard
         self.credentialsCooldown = credentialsCooldown
         self.replyMargin = replyMargin
         self.queueFullRetryAfter = queueFullRetryAfter

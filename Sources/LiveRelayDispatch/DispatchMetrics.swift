@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import Metrics
 import NIOConcurrencyHelpers
 
@@ -6,7 +7,10 @@ import NIOConcurrencyHelpers
 ///   (delivered, failed with its reason, pruned, superseded, expired);
 /// - `liverelay_dispatch_sends_total{app}` and `liverelay_dispatch_retries_total{app}`;
 /// - `liverelay_dispatch_credential_rejections_total{app, reason}`;
-/// - `liverelay_dispatch_refused_calls_total{app}`: RESOURCE_EXHAUSTED answers.
+/// - `liverelay_dispatch_refused_calls_total{app}`: RESOURCE_EXHAUSTED answers;
+/// - `liverelay_dispatch_circuit_transitions_total{route, to}`: circuit breaker
+///   state changes per route (`to` open, half_open or closed), so an outage
+///   and its recovery show on a dashboard without reading logs.
 ///
 /// Counters are made once per label set and kept: creating one goes through
 /// the metrics factory, too slow for every push of a fan-out.
@@ -34,6 +38,10 @@ final class DispatchMetrics: @unchecked Sendable {
 
     func credentialsRejected(appID: String, reason: String) {
         counter("liverelay_dispatch_credential_rejections_total", [("app", appID), ("reason", reason)]).increment()
+    }
+
+    func circuitTransition(route: APNsRoute, _ transition: CircuitBreaker.Transition) {
+        counter("liverelay_dispatch_circuit_transitions_total", [("route", route.description), ("to", transition.label)]).increment()
     }
 
     func refused(appID: String) {

@@ -7,7 +7,9 @@ extension DispatchScheduler {
     // MARK: Answers
 
     /// Applies what came back for a send, per the APNs response table
-    /// (``APNsDisposition``) or the transport error's ``APNsTransportError/isRetryable``.
+    /// (``APNsDisposition``) or the transport error's ``APNsTransportError/isRetryable``;
+    /// tells the route's circuit breaker what the answer says about the route,
+    /// and the app's mass-pruning guard what it says about the app's tokens.
     public mutating func answered(_ pushID: PushID, _ answer: DispatchAnswer, now: NIODeadline) -> DispatchActions {
         var actions = DispatchActions()
         let id = pushID.raw
@@ -19,46 +21,84 @@ extension DispatchScheduler {
         var lane = apps[a].lanes.removeValue(forKey: push.token) ?? Lane()
         if lane.busy == id { lane.busy = nil }
         var credentials: CredentialError?
+        let routeOutcome: CircuitBreaker.Outcome
 
         switch answer {
         case let .response(response):
+            // APNs answered: the route works, unless the answer is a 5xx (a 429
+            // is about one token's rate, not the endpoint's health).
+            routeOutcome = (500..<600).contains(response.status) ? .failure : .success
             let reason = response.reason ?? DispatchFailure.status(response.status)
+            if response.disposition != .refreshProviderTokenAndRetry { pushes[id]?.refreshedAtOnce = false }
             switch response.disposition {
             case .delivered:
+                credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
                 finish(id, .delivered, &actions)
             case .pruneToken:
-                finish(id, .pruned, &actions)
-                actions.prunes.append(
-                    PrunedToken(
-                        appID: apps[a].id, token: push.token, reason: reason,
-                        invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) }))
-                // The token is dead for every push queued to it, not only this one.
-                for other in lane.pending { finish(other, .pruned, &actions) }
-                lane.pending.removeAll()
+                let dead = PrunedToken(
+                    appID: apps[a].id, token: push.token, reason: reason,
+                    invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) })
+                let verdict: MassPruneGuard.Answer =
+                    switch (response.status, response.reason) {
+                    case (400, "BadDeviceToken"): .badDeviceToken
+                    case (400, _): .notForTopic
+                    default: .accepted  // 410: one device's token, pruned whatever the others say
+                    }
+                let tokenIsDead: Bool
+                if verdict == .accepted {
+                    actions.prunes.append(dead)
+                    credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
+                    tokenIsDead = true
+                } else if isSuspended(a, now: now) {
+                    // The app's configuration is in doubt: the answer says nothing about the device.
+                    tokenIsDead = false
+                } else {
+                    // Pruned now, later (held by the guard) or, if this answer trips the guard, not at all.
+                    credentials = judge(verdict, prune: dead, app: a, now: now, &actions)
+                    tokenIsDead = credentials == nil
+                }
+                if tokenIsDead {
+                    finish(id, .pruned, &actions)
+                    // The token is dead for every push queued to it, not only this one.
+                    for other in lane.pending { finish(other, .pruned, &actions) }
+                    lane.pending.removeAll()
+                } else {
+                    finish(id, .failed(reason: reason), &actions)
+                }
             case .failRequest:
+                credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
                 finish(id, .failed(reason: reason), &actions)
             case .credentialsRejected:
                 finish(id, .failed(reason: reason), &actions)
-                let error = CredentialError(
-                    status: response.status, reason: reason, at: now,
-                    suspendedUntil: now + configuration.credentialsCooldown)
-                apps[a].credentialError = error
-                apps[a].counters.credentialRejections += 1
-                credentials = error
-                actions.credentialRejections.append((apps[a].id, error))
+                credentials = suspend(app: a, status: response.status, reason: reason, now: now, &actions)
             case .refreshProviderTokenAndRetry:
                 // The transport has told its token source; the next stream carries a new JWT.
-                retry(id, &lane, delay: .zero, reason: reason, now: now, &actions)
+                // A second rejection in a row backs off: a token source that keeps
+                // making rejected tokens must not spin the push.
+                let atOnce = !push.refreshedAtOnce
+                pushes[id]!.refreshedAtOnce = true
+                retry(id, &lane, delay: atOnce ? .zero : backoff(after: push.attempts), reason: reason, now: now, &actions)
             case .retryWithBackoff, .retryWithoutNewProviderToken:
+                // APNs sends no retry-after (its answers carry only apns-id and the
+                // JSON reason), so a 429 backs off like a 503.
                 retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
             }
         case let .transportError(error):
             let reason = error.reason
+            switch error {
+            case .connectFailed, .connectionLost, .timedOut: routeOutcome = .failure
+            // A GOAWAY is APNs moving streams to another connection, not an outage.
+            case .refusedByGoAway, .shutDown, .malformedResponse: routeOutcome = .neutral
+            }
+            pushes[id]?.refreshedAtOnce = false
             if error.isRetryable {
                 retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
             } else {
                 finish(id, .failed(reason: reason), &actions)
             }
+        }
+        if let transition = breakers[push.route].record(routeOutcome, probe: push.probe, now: now, using: &random) {
+            actions.circuitChanges.append((routes[push.route], transition))
         }
         makeReady(&lane, token: push.token, app: a, front: false)
         apps[a].lanes[push.token] = lane
@@ -68,10 +108,11 @@ extension DispatchScheduler {
         return actions
     }
 
-    /// Retries a push unless that would break a rule: out of attempts (fails
-    /// with the last reason), overtaken by a newer push of its activity
-    /// (superseded), due after its send-by time (expired), or draining past
-    /// the grace period (fails `ShuttingDown`).
+    /// Retries a push unless that would break a rule: past the optional cap on
+    /// attempts (fails with the last reason), overtaken by a newer push of its
+    /// activity (superseded), due at or after its send-by time (expired), or
+    /// draining past the grace period (fails `ShuttingDown`). Without a cap a
+    /// push is retried for as long as it is worth sending.
     private mutating func retry(
         _ id: UInt64, _ lane: inout Lane, delay: TimeAmount, reason: String, now: NIODeadline,
         _ actions: inout DispatchActions
@@ -82,7 +123,7 @@ extension DispatchScheduler {
             finish(id, .failed(reason: DispatchFailure.shuttingDown), &actions)
         } else if case let .draining(until) = phase, due >= until {
             finish(id, .failed(reason: DispatchFailure.shuttingDown), &actions)
-        } else if push.attempts >= configuration.retry.maxAttempts {
+        } else if let maxAttempts = configuration.retry.maxAttempts, push.attempts >= maxAttempts {
             finish(id, .failed(reason: reason), &actions)
         } else if let newest = lane.newest[call.activityID], call.timestamp < newest {
             finish(id, .superseded, &actions)
@@ -106,15 +147,54 @@ extension DispatchScheduler {
         configuration.retry.backoff.delay(after: attempts, random: random.unit())
     }
 
+    // MARK: Credentials and the mass-pruning guard
+
+    /// Whether the app is not sent to now (credentials rejected, or tokens rejected en masse).
+    func isSuspended(_ a: Int, now: NIODeadline) -> Bool {
+        apps[a].credentialError.map { now < $0.suspendedUntil } ?? false
+    }
+
+    /// Records one judged answer in the app's ``MassPruneGuard``, emitting the
+    /// prunes it releases; when it trips, suspends the app and returns the
+    /// error (the caller fails what the app has unsent). While the app is
+    /// suspended nothing is recorded, so it is judged afresh after the cooldown.
+    private mutating func judge(
+        _ answer: MassPruneGuard.Answer, prune: PrunedToken?, app a: Int, now: NIODeadline, _ actions: inout DispatchActions
+    ) -> CredentialError? {
+        guard !isSuspended(a, now: now) else { return nil }
+        switch apps[a].pruneGuard.record(answer, prune: prune) {
+        case let .prune(tokens):
+            actions.prunes += tokens
+            return nil
+        case let .tripped(reason):
+            return suspend(app: a, status: 400, reason: reason, now: now, &actions)
+        }
+    }
+
+    /// Sets the app's credential error: its pushes fail with `reason` for the cooldown, and replies and operators see why.
+    private mutating func suspend(
+        app a: Int, status: Int, reason: String, now: NIODeadline, _ actions: inout DispatchActions
+    ) -> CredentialError {
+        let error = CredentialError(status: status, reason: reason, at: now, suspendedUntil: now + configuration.credentialsCooldown)
+        apps[a].credentialError = error
+        apps[a].counters.credentialRejections += 1
+        actions.credentialRejections.append((apps[a].id, error))
+        return error
+    }
+
     // MARK: Time
 
-    /// Runs what is due at `now`: retries whose back-off is over go to the
-    /// front of their app's ready queue (they have waited already); calls
-    /// past their send-by time expire what they have not sent; waiting calls
-    /// at their reply time are answered with what they have; draining past
-    /// its grace period fails what is left unsent.
+    /// Runs what is due at `now`: circuit breakers whose cooldown is over turn
+    /// half-open; retries whose back-off is over go to the front of their
+    /// app's ready queue (they have waited already); calls past their send-by
+    /// time expire what they have not sent; waiting calls at their reply time
+    /// are answered with what they have; draining past its grace period fails
+    /// what is left unsent.
     public mutating func tick(now: NIODeadline) -> DispatchActions {
         var actions = DispatchActions()
+        for route in breakers.indices {
+            if let transition = breakers[route].advance(now: now) { actions.circuitChanges.append((routes[route], transition)) }
+        }
         while let id = retryTimers.popDue(now) {
             guard let push = pushes[id], push.state == .backingOff,
                 var lane = apps[push.app].lanes.removeValue(forKey: push.token)

@@ -35,6 +35,8 @@ public struct DispatchActions: Sendable {
     public var replies: [(call: CallID, result: EnqueueResult)] = []
     public var prunes: [PrunedToken] = []
     public var credentialRejections: [(appID: String, error: CredentialError)] = []
+    /// Circuit breakers that changed state, by route, for the logs and the metrics.
+    public var circuitChanges: [(route: APNsRoute, transition: CircuitBreaker.Transition)] = []
     /// Final outcomes per app since the last step, for the metrics.
     public var outcomes: [String: [PushOutcome: Int]] = [:]
     /// Retries scheduled per app since the last step, for the metrics.
@@ -49,9 +51,11 @@ public struct DispatchActions: Sendable {
 
 /// The dispatcher's brain as a value: per-app bounded queues, deficit round
 /// robin over the send slots, per-token ordering and coalescing, retries with
-/// back-off, expiry and the account of every push. No I/O and no clock: every
-/// step takes `now` and returns ``DispatchActions``, so the rules are tested
-/// without sockets or sleeping, and the event-loop side only executes them.
+/// back-off until a push's send-by time, a circuit breaker per route, a guard
+/// against mass pruning per app, expiry and the account of every push. No I/O
+/// and no clock: every step takes `now` and returns ``DispatchActions``, so
+/// the rules are tested without sockets or sleeping, and the event-loop side
+/// only executes them.
 ///
 /// Ordering: a token has at most one push in flight or waiting to retry (its
 /// lane is busy), so two pushes to one token are never on the wire together
@@ -72,6 +76,12 @@ public struct DispatchScheduler {
         var attempts = 0
         /// The route it was last sent by (the app's route may change while it is in flight).
         var route = 0
+        /// Whether its send in flight is its route's half-open probe.
+        var probe = false
+        /// Whether an ExpiredProviderToken answer was already retried at once:
+        /// a second one in a row backs off, so a token source that keeps making
+        /// rejected tokens (a skewed clock) cannot spin a push without pause.
+        var refreshedAtOnce = false
     }
 
     /// One token's pushes of one app.
@@ -101,6 +111,8 @@ public struct DispatchScheduler {
         var isActive = false
         var credentialError: CredentialError?
         var counters = DispatchCounters()
+        var maxPushLifetime: TimeAmount?
+        var pruneGuard: MassPruneGuard
     }
 
     struct Call {
@@ -140,6 +152,8 @@ public struct DispatchScheduler {
     var active = CircularBuffer<Int>()
     var inFlight = 0
     var routeInFlight: [Int] = []
+    /// One per route, by route index.
+    var breakers: [CircuitBreaker] = []
     var unfinished = 0
     var retryTimers = DeadlineHeap<UInt64>()
     var callTimers = DeadlineHeap<CallTimer>()
@@ -159,10 +173,12 @@ public struct DispatchScheduler {
         for app in configuration.apps where appIndex[app.appID] == nil { configure(app) }
     }
 
-    /// Adds an app, or changes one's capacity, weight or route while it has
-    /// work: pushes already queued go by the new route; those in flight are
-    /// counted against the route they went by. A new route clears the app's
-    /// credential suspension, so replaced credentials are tried at once.
+    /// Adds an app, or changes one's capacity, weight, lifetime or route while
+    /// it has work: pushes already queued go by the new route; those in flight
+    /// are counted against the route they went by. A new route clears the
+    /// app's credential suspension and its mass-pruning window, so replaced
+    /// credentials are tried (and judged) afresh at once. A new lifetime
+    /// applies to later calls.
     public mutating func configure(_ app: DispatchApp) {
         let route: Int
         if let known = routeIndex[app.route] {
@@ -172,17 +188,25 @@ public struct DispatchScheduler {
             routes.append(app.route)
             routeIndex[app.route] = route
             routeInFlight.append(0)
+            breakers.append(CircuitBreaker(policy: configuration.circuitBreaker))
         }
         let quantum = configuration.quantum * app.weight
         guard let a = appIndex[app.appID] else {
             appIndex[app.appID] = apps.count
-            apps.append(AppState(id: app.appID, capacity: app.queueCapacity, route: route, quantum: quantum))
+            apps.append(
+                AppState(
+                    id: app.appID, capacity: app.queueCapacity, route: route, quantum: quantum,
+                    maxPushLifetime: app.maxPushLifetime, pruneGuard: MassPruneGuard(policy: configuration.massPruneGuard)))
             return
         }
-        if apps[a].route != route { apps[a].credentialError = nil }
+        if apps[a].route != route {
+            apps[a].credentialError = nil
+            apps[a].pruneGuard.reset()
+        }
         apps[a].capacity = app.queueCapacity
         apps[a].route = route
         apps[a].quantum = quantum
+        apps[a].maxPushLifetime = app.maxPushLifetime
     }
 
     // MARK: Queries
@@ -199,9 +223,16 @@ public struct DispatchScheduler {
     /// Tokens the scheduler remembers for the app (their lanes), idle ones included.
     public func laneCount(appID: String) -> Int? { appIndex[appID].map { apps[$0].lanes.count } }
 
-    /// When ``tick(now:)`` has work (a retry due, a call's deadline, the end of draining).
+    /// The circuit breaker of a route the scheduler has seen.
+    public func circuitBreaker(for route: APNsRoute) -> CircuitBreaker? { routeIndex[route].map { breakers[$0] } }
+
+    /// When ``tick(now:)`` has work (a retry due, a call's deadline, a circuit
+    /// breaker's cooldown over, the end of draining).
     public var nextWakeup: NIODeadline? {
         var earliest = [retryTimers.earliest, callTimers.earliest, nextSweep].compactMap { $0 }.min()
+        for breaker in breakers {
+            if let reopens = breaker.reopensAt { earliest = min(earliest ?? reopens, reopens) }
+        }
         if case let .draining(until) = phase { earliest = min(earliest ?? until, until) }
         return earliest
     }
@@ -231,8 +262,10 @@ public struct DispatchScheduler {
     /// ``DispatchActions/replies``.
     ///
     /// - Parameters:
-    ///   - sendBy: pushes not sent by then expire (the call's deadline less
-    ///     the reply margin, or the batch's expiry, whichever is first).
+    ///   - sendBy: pushes not sent by then expire, and are not retried past it
+    ///     (the batch's expiry, or a waiting call's deadline less the reply
+    ///     margin, whichever is first); the app's
+    ///     ``DispatchApp/maxPushLifetime`` from `now` caps it further.
     ///   - replyBy: when a waiting call is answered even if pushes are still in
     ///     flight (its deadline; the dispatcher fails such a call with
     ///     ``DeliveryDeadlineExceeded``).
@@ -253,6 +286,8 @@ public struct DispatchScheduler {
         }
         let first = nextPush
         nextPush += UInt64(n)
+        let lifetimeEnd = apps[a].maxPushLifetime.map { now + $0 }
+        let sendBy = [sendBy, lifetimeEnd].compactMap { $0 }.min()
         var call = Call(
             app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
             headers: batch.headers, first: first, count: n,
@@ -347,14 +382,16 @@ public struct DispatchScheduler {
 
     /// Fills free send slots by deficit round robin: the app at the head of
     /// the round sends up to its quantum, then goes to the back. An app whose
-    /// transport is at its limit is passed over without losing its credit,
-    /// so a slow endpoint holds back only the apps that use it.
+    /// transport is at its limit, or whose route's circuit breaker is open (or
+    /// half-open with its probe out), is passed over without losing its
+    /// credit, so a slow or failing endpoint holds back only the apps that use
+    /// it; their pushes stay queued.
     mutating func pump(now: NIODeadline, _ actions: inout DispatchActions) {
         guard phase != .stopped else { return }
         var passedOver = 0
         while inFlight < configuration.maxInFlight, let a = active.first, passedOver < active.count {
             let route = apps[a].route
-            if routeInFlight[route] >= configuration.maxInFlightPerTransport {
+            if routeInFlight[route] >= configuration.maxInFlightPerTransport || !breakerAllowsSend(route, now: now, &actions) {
                 active.append(active.removeFirst())
                 passedOver += 1
                 continue
@@ -395,6 +432,7 @@ public struct DispatchScheduler {
             pushes[id]!.state = .inFlight
             pushes[id]!.attempts += 1
             pushes[id]!.route = route
+            pushes[id]!.probe = breakers[route].sent()
             inFlight += 1
             routeInFlight[route] += 1
             apps[a].counters.inFlight += 1
@@ -418,6 +456,12 @@ public struct DispatchScheduler {
                 }
             }
         }
+    }
+
+    /// Whether the route's breaker lets a send through now, ending a cooldown that is over.
+    mutating func breakerAllowsSend(_ route: Int, now: NIODeadline, _ actions: inout DispatchActions) -> Bool {
+        if let transition = breakers[route].advance(now: now) { actions.circuitChanges.append((routes[route], transition)) }
+        return breakers[route].allowsSend
     }
 
     // MARK: Accounting

@@ -84,22 +84,25 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         let now = self.eventLoop.now
         var replyBy: NIODeadline?
         var sendBy: NIODeadline?
-        if let deadline = options.deadline {
+        if options.waitForDelivery, let deadline = options.deadline {
             // A waiting call is answered at its deadline, not before (DEADLINE_EXCEEDED
             // if pushes are still in flight then); a push not sent by the margin before
             // it is not sent at all, since its answer could not come back in time.
             replyBy = deadline
             sendBy = deadline - replyMargin
         }
+        // A call that does not wait has been answered "queued" long before its
+        // pushes leave: their life is theirs, bounded by the batch's expiry (and
+        // the app's maximum push lifetime, which the scheduler applies), never by
+        // the RPC's deadline, so a busy queue or an APNs outage delays them
+        // instead of expiring them silently after a CLI's 10 s.
         if let expiresAt = batch.expiresAt {
             let expires = now + .milliseconds(expiresAt.milliseconds - clock.now().milliseconds)
             sendBy = min(sendBy ?? expires, expires)
         }
         // The promise is registered under the lock, before any answer can complete the call.
         let (call, future): (CallID, EventLoopFuture<EnqueueResult>) = lock.withLock {
-            let step = scheduler.enqueue(
-                batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy,
-                replyBy: options.waitForDelivery ? replyBy : nil, now: now)
+            let step = scheduler.enqueue(batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy, replyBy: replyBy, now: now)
             outbox.append(step.actions)
             if let immediate = step.immediate { return (step.call, eventLoop.makeSucceededFuture(immediate)) }
             let promise = eventLoop.makePromise(of: EnqueueResult.self)
@@ -216,14 +219,38 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             }
         }
         for (appID, error) in actions.credentialRejections {
-            logger.error(
-                "APNs rejected the app's credentials; its pushes fail until the cooldown ends",
-                metadata: [
-                    "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
-                ])
+            switch error.reason {
+            case DispatchFailure.massDeviceTokenNotForTopic, DispatchFailure.massBadDeviceToken:
+                // Not a dead device each: a configuration error that pruning would turn into lost tokens.
+                logger.error(
+                    "APNs rejected most of the app's tokens; none is pruned, and its pushes fail until the cooldown ends",
+                    metadata: [
+                        "app": "\(appID)", "reason": "\(error.reason)", "likely_wrong": "bundle id, key or APNs environment",
+                    ])
+            default:
+                logger.error(
+                    "APNs rejected the app's credentials; its pushes fail until the cooldown ends",
+                    metadata: [
+                        "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
+                    ])
+            }
             metrics.credentialsRejected(appID: appID, reason: error.reason)
         }
         if let ledger { for batch in actions.settled { ledger.settled(batch) } }
+        for (route, transition) in actions.circuitChanges {
+            switch transition {
+            case let .opened(until):
+                let cooldown = until - eventLoop.now
+                logger.warning(
+                    "APNs route failing: its circuit breaker opened; its pushes wait (and still expire on time)",
+                    metadata: ["route": "\(route)", "cooldown_ms": "\(max(cooldown.nanoseconds, 0) / 1_000_000)"])
+            case .halfOpened:
+                logger.debug("APNs route circuit breaker half-open: sending one probe", metadata: ["route": "\(route)"])
+            case .closed:
+                logger.info("APNs route recovered: its circuit breaker closed", metadata: ["route": "\(route)"])
+            }
+            metrics.circuitTransition(route: route, transition)
+        }
         metrics.record(outcomes: actions.outcomes, retries: actions.retries, sends: actions.sends)
         if actions.shutdownComplete { finishShutdown() }
     }

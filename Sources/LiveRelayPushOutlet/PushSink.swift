@@ -43,7 +43,9 @@ extension PushSink {
 public struct EnqueueOptions: Hashable, Sendable {
     /// Reply only when every push is final (`wait_for_delivery`).
     public var waitForDelivery: Bool
-    /// The call's deadline: a push not sent by then is counted as expired.
+    /// The call's deadline. With `waitForDelivery`, a push not sent by then is
+    /// counted as expired, so the waiting caller gets its account in time;
+    /// without, it bounds only the call: the pushes live on to their own expiry.
     public var deadline: NIODeadline?
     /// The RPC's request id, for the sink's logs (beside the call's `apns-id`s).
     public var requestID: UInt64?

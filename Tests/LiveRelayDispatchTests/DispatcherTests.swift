@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayPushOutlet
 import LiveRelayTestSupport
@@ -116,6 +117,85 @@ import Testing
         }
         #expect(error.account == EnqueueResult(queued: 1, delivered: 1, expired: 1))
         #expect(transport.requests.count == 2, "token 2 was never sent")
+        try await tearDown(d, transport)
+    }
+
+    // MARK: A push's life is the push's (issue 11, item 5)
+
+    /// Retries without a cap (100 ms doubling to 1 s, no jitter) and a breaker
+    /// that opens after 3 failures for 1 s, 2 s, then 4 s at most.
+    func unboundedDispatcher(_ transport: FakeTransport) -> Dispatcher {
+        harness.dispatcher(
+            [("app", 100, transport)],
+            retry: RetryPolicy(initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0),
+            circuitBreaker: CircuitBreakerPolicy(
+                failureThreshold: 3, cooldown: Backoff(initial: .seconds(1), maximum: .seconds(4), multiplier: 2, jitter: 0)),
+            pruner: RecordingPruner())
+    }
+
+    /// A transport that answers 503 until `until`, then 200, and notes when each request came.
+    func outage(until: NIODeadline) -> (FakeTransport, NIOLockedValueBox<[NIODeadline]>) {
+        let loop = self.loop
+        let sentAt = NIOLockedValueBox<[NIODeadline]>([])
+        let transport = FakeTransport(eventLoop: loop) { _, _ in
+            let now = loop.now
+            sentAt.withLockedValue { $0.append(now) }
+            return now < until ? .success(APNsResponse(status: 503, reason: "ServiceUnavailable")) : .success(APNsResponse(status: 200))
+        }
+        return (transport, sentAt)
+    }
+
+    @Test func aFireAndForgetPushOutlivesItsCallsDeadlineAndIsDeliveredAfterA20SecondOutage() async throws {
+        let begin = loop.now
+        let (transport, sentAt) = outage(until: begin + .seconds(20))
+        let d = unboundedDispatcher(transport)
+        // The CLI's 10 s deadline, on a call that does not wait: answered "queued" at once.
+        let deadline = begin + .seconds(10)
+        let queued = d.enqueue(try batch(app: "app", tokens: [token(1)]), options: EnqueueOptions(deadline: deadline), on: callLoop)
+        #expect(try await queued.get() == EnqueueResult(queued: 1))
+        await drive(until: { d.counters(appID: "app")?.delivered == 1 }, step: .milliseconds(100), limit: 400)
+        let counters = try #require(d.counters(appID: "app"))
+        #expect(counters.delivered == 1)
+        #expect(counters.expired == 0, "the call's deadline did not end the push")
+        let sends = sentAt.withLockedValue { $0 }
+        #expect(sends.contains { $0 > deadline }, "tried after the call's deadline")
+        // The breaker opened after 3 failures: probes at 1.3, 3.3, 7.3, 11.3, 15.3, 19.3 and 23.3 s
+        // (cooldowns 1, 2, 4, 4... s), not a retry every second.
+        #expect(sends.count == 10)
+        let delivered = try #require(sends.last)
+        #expect(delivered >= begin + .seconds(20) && delivered <= begin + .seconds(24), "within a cooldown of the outage's end")
+        try await tearDown(d, transport)
+    }
+
+    @Test func aWaitingCallsDeadlineStillBoundsItsPush() async throws {
+        let begin = loop.now
+        let (transport, sentAt) = outage(until: begin + .seconds(20))
+        let d = unboundedDispatcher(transport)
+        let deadline = begin + .seconds(10)
+        let call = d.enqueue(
+            try batch(app: "app", tokens: [token(1)]), options: EnqueueOptions(waitForDelivery: true, deadline: deadline), on: loop)
+        let answered = NIOLockedValueBox<(at: NIODeadline, result: Result<EnqueueResult, any Error>)?>(nil)
+        call.whenComplete { result in answered.withLockedValue { $0 = (self.loop.now, result) } }
+        await drive(until: { answered.withLockedValue { $0 } != nil }, step: .milliseconds(100), limit: 200)
+        let answer = try #require(answered.withLockedValue { $0 })
+        #expect(try answer.result.get() == EnqueueResult(expired: 1), "the caller gets its account")
+        #expect(answer.at <= deadline)
+        #expect(sentAt.withLockedValue { $0 }.allSatisfy { $0 < deadline - .milliseconds(50) }, "never sent after its send-by")
+        #expect(d.counters(appID: "app")?.expired == 1)
+        try await tearDown(d, transport)
+    }
+
+    @Test func aFireAndForgetPushEndsAtItsAppsMaximumLifetime() async throws {
+        let begin = loop.now
+        let (transport, sentAt) = outage(until: begin + .seconds(20))
+        let d = harness.dispatcher(
+            [("app", 100, transport)], retry: RetryPolicy(initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0),
+            maxPushLifetime: .seconds(3), pruner: RecordingPruner())
+        _ = d.enqueue(try batch(app: "app", tokens: [token(1)]), options: EnqueueOptions(deadline: begin + .seconds(1)), on: callLoop)
+        await drive(until: { d.counters(appID: "app")?.expired == 1 }, step: .milliseconds(100), limit: 100)
+        #expect(d.counters(appID: "app")?.expired == 1)
+        #expect(sentAt.withLockedValue { $0 }.contains { $0 > begin + .seconds(1) }, "the call's deadline did not end it")
+        #expect(sentAt.withLockedValue { $0 }.allSatisfy { $0 < begin + .seconds(3) })
         try await tearDown(d, transport)
     }
 }

@@ -58,6 +58,8 @@ struct SchedulerDriver {
     var prunes: [PrunedToken] = []
     var credentialEvents: [(String, CredentialError)] = []
     var settled: [SettledBatch] = []
+    /// Every circuit breaker transition, with the time it happened.
+    var circuitChanges: [(at: NIODeadline, route: APNsRoute, transition: CircuitBreaker.Transition)] = []
     var shutdownComplete = false
 
     init(_ configuration: DispatcherConfiguration = configuration()) {
@@ -74,6 +76,7 @@ struct SchedulerDriver {
         prunes += actions.prunes
         credentialEvents += actions.credentialRejections
         settled += actions.settled
+        circuitChanges += actions.circuitChanges.map { (now, $0.route, $0.transition) }
         shutdownComplete = shutdownComplete || actions.shutdownComplete
     }
 

@@ -15,19 +15,26 @@ public struct DispatcherHarness: Sendable {
 
     public init() {}
 
+    /// Retries of 3 attempts at most, 100 ms doubling to 1 s, no jitter: the
+    /// harness's default, so that a push answered 503 forever ends quickly.
+    public static let cappedRetries = RetryPolicy(
+        maxAttempts: 3, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0)
+
     /// A dispatcher whose apps each have a route of their own, served by the
-    /// given fake; retries: 3 attempts, 100 ms doubling to 1 s, no jitter.
+    /// given fake; retries as `retry` says (``cappedRetries`` by default).
     public func dispatcher(
         _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100, quantum: Int = 4,
-        pruner: any TokenPruner, ledger: (any DispatchLedger)? = nil
+        retry: RetryPolicy = cappedRetries, circuitBreaker: CircuitBreakerPolicy = CircuitBreakerPolicy(),
+        maxPushLifetime: TimeAmount? = nil, pruner: any TokenPruner, ledger: (any DispatchLedger)? = nil
     ) -> Dispatcher {
         let transports = FakeTransports()
         for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
         return Dispatcher(
             configuration: DispatcherConfiguration(
-                apps: apps.map { DispatchApp(appID: $0.id, queueCapacity: $0.capacity, route: testRoute($0.id)) },
-                maxInFlight: maxInFlight, quantum: quantum,
-                retry: RetryPolicy(maxAttempts: 3, initialBackoff: .milliseconds(100), maxBackoff: .seconds(1), jitter: 0)),
+                apps: apps.map {
+                    DispatchApp(appID: $0.id, queueCapacity: $0.capacity, route: testRoute($0.id), maxPushLifetime: maxPushLifetime)
+                },
+                maxInFlight: maxInFlight, quantum: quantum, retry: retry, circuitBreaker: circuitBreaker),
             transports: transports, eventLoop: loop, clock: wall, pruner: pruner,
             ledger: ledger, logger: Logger(label: "dispatch-test"))
     }
