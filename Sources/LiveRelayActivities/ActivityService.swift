@@ -284,6 +284,15 @@ public struct ActivityService: LiveRelayService {
                 details: ErrorDetails(reason: "DeliveryIncomplete"))
         case ActivityStoreError.closed:
             return RPCError(.unavailable, "the store is closed (server shutting down)")
+        case let ActivityStoreError.outcomeUnknown(what):
+            // UNAVAILABLE alone promises that nothing happened (PROTOCOL.md, section 7):
+            // the reason withdraws that promise, and clients resend only with the same idempotency key.
+            logger.warning("store outcome unknown", metadata: ["call": "\(call)", "error": "\(what)"])
+            return RPCError(
+                .unavailable,
+                "\(call) may or may not have taken effect (the store lost track of its commit); "
+                    + "resend it with the same idempotency key to learn its outcome",
+                details: ErrorDetails(reason: ErrorDetails.outcomeUnknownReason))
         default:
             logger.error("store failure", metadata: ["call": "\(call)", "error": "\(error)"])
             return RPCError(.internal, "internal error in \(call)")

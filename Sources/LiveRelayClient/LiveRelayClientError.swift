@@ -62,6 +62,9 @@ public struct LiveRelayClientError: Error, Hashable, Sendable, CustomStringConve
             : ((try? ErrorDetails(serializedBytes: failure.details)) ?? ErrorDetails(reason: "undecodable ErrorDetails"))
         let processing: Processing
         switch failure.disposition {
+        case .notProcessed where details.reason == ErrorDetails.outcomeUnknownReason:
+            // The one UNAVAILABLE that is not "not processed": the server's store lost track of a commit.
+            processing = .mayHaveBeenProcessed
         case .notProcessed: processing = .notProcessed
         case .mayHaveBeenProcessed: processing = .mayHaveBeenProcessed
         case .answered: processing = .answered

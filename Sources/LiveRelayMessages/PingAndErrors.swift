@@ -132,6 +132,12 @@ public struct ErrorDetails: LiveRelayMessage {
     public var retryAfterMS: UInt32
     public var reason: String
 
+    /// The reason of an UNAVAILABLE call that may have taken effect after all
+    /// (its commit's outcome is unknown): unlike every other UNAVAILABLE, it
+    /// may be resent only with the same idempotency key. Server and client
+    /// share the spelling here so that they cannot drift apart.
+    public static let outcomeUnknownReason = "OutcomeUnknown"
+
     public init(fieldViolations: [FieldViolation] = [], retryAfterMS: UInt32 = 0, reason: String = "") {
         self.fieldViolations = fieldViolations
         self.retryAfterMS = retryAfterMS

@@ -27,8 +27,9 @@ import NIOCore
 /// ## Futures
 /// Every future is completed on (or hopped to) the `eventLoop` passed in, the
 /// caller's connection loop, so the service continues without another hop.
-/// Refusals fail with ``DomainError``; anything else (I/O, a closed store) is
-/// a store failure the service reports as UNAVAILABLE or INTERNAL.
+/// Refusals fail with ``DomainError``; anything else (I/O, a closed store, a
+/// commit of unknown outcome: ``ActivityStoreError``) is a store failure the
+/// service reports as UNAVAILABLE or INTERNAL.
 ///
 /// ## Indexes
 /// The hot lookups must stay fast at millions of rows: an activity's update
@@ -60,4 +61,9 @@ extension ActivityStore {
 /// Failures of the store itself, as opposed to a rule's refusal.
 public enum ActivityStoreError: Error, Hashable, Sendable {
     case closed
+    /// The commit was sent but its answer never came (the connection broke, or
+    /// the statement timed out): the writes may or may not be durable, and
+    /// only the caller, resending with its idempotency key, can find out. It
+    /// must not be reported as a plain failure, which says nothing happened.
+    case outcomeUnknown(String)
 }

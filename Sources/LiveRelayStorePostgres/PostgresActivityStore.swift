@@ -42,8 +42,18 @@ import PostgresNIO
 /// `synchronous_commit` (on by default: the WAL is flushed before COMMIT
 /// returns). A connection lost before `COMMIT` was sent is retried on a new
 /// connection (nothing of the batch can have committed); one lost during
-/// `COMMIT` fails the batch's futures, since the outcome is unknown: callers
-/// retry with their idempotency keys.
+/// `COMMIT` fails the batch's futures with
+/// ``ActivityStoreError/outcomeUnknown(_:)``, since the outcome is unknown:
+/// callers retry with their idempotency keys.
+///
+/// ## Deadlines
+/// Every statement, reads outside mutations included, must answer within
+/// ``PostgresStoreConfiguration/statementTimeout``; one that does not has
+/// its connection closed (``PostgresSession``). A batch counts that as the
+/// connection lost (retried before COMMIT, of unknown outcome in it); a read
+/// fails as unavailable. postgres-nio can otherwise wait forever for a
+/// backend that died under a statement, and the lane, with every call queued
+/// on it, would wait too.
 public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     /// Counters for tests, benchmarks and diagnostics.
     public struct Statistics: Hashable, Sendable {
@@ -55,6 +65,8 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         public var conflicts = 0
         /// Batches retried after losing their connection before COMMIT.
         public var reconnects = 0
+        /// Batch attempts that hit the statement timeout (their connections were closed).
+        public var timeouts = 0
         /// The largest batch so far.
         public var largestBatch = 0
     }
@@ -93,6 +105,11 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
                     try await PostgresSchema.migrate(connection, schema: schema, now: SystemClock().now().milliseconds, logger: logger)
                 }
             }
+        } catch let error as DeadlineExceeded {
+            // Not awaited: a migration stuck on a dead connection could hold the
+            // pool's shutdown, and this init with it, which is what the deadline prevents.
+            runTask.cancel()
+            throw PostgresStoreError.unavailable(error.description)
         } catch {
             runTask.cancel()
             await runTask.value
@@ -162,22 +179,28 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     }
 
     private func read<T: Sendable>(
-        on eventLoop: any EventLoop, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        on eventLoop: any EventLoop, _ body: @escaping @Sendable (PostgresSession) async throws -> T
     ) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
         guard !lanes[0].isClosed else {
             promise.fail(ActivityStoreError.closed)
             return promise.futureResult
         }
-        promise.completeWithTask { [client] in
-            try await client.withConnection { try await body($0) }
+        promise.completeWithTask { [client, configuration, logger] in
+            try await client.withConnection { connection in
+                do {
+                    return try await body(PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger))
+                } catch let error as DeadlineExceeded {
+                    throw PostgresStoreError.unavailable(error.description)
+                }
+            }
         }
         return promise.futureResult
     }
 
     private func fetch(_ key: ReadKey, on eventLoop: any EventLoop) -> EventLoopFuture<ReadValue?> {
-        read(on: eventLoop) { [logger] connection in
-            try await PostgresTables.fetch([key], on: connection, logger: logger)[key]
+        read(on: eventLoop) { session in
+            try await PostgresTables.fetch([key], on: session)[key]
         }
     }
 
@@ -206,8 +229,8 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         let keys = externalUserIDs.filter { seenUsers.insert($0).inserted }.map {
             ReadKey.pushToStartOfUser(appID: appID, externalUserID: $0, attributesType: attributesType)
         }
-        return read(on: eventLoop) { [logger] connection in
-            let answers = try await PostgresTables.fetch(keys, on: connection, logger: logger)
+        return read(on: eventLoop) { session in
+            let answers = try await PostgresTables.fetch(keys, on: session)
             var seen = Set<String>()
             var tokens: [Token] = []
             for key in keys {
@@ -229,22 +252,6 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     deinit {
         for lane in lanes { lane.close() }
         runTask.cancel()
-    }
-}
-
-/// Runs `body`, failing with a timeout error if it takes longer than `limit`.
-func withDeadline<T: Sendable>(_ limit: Duration, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw PostgresStoreError.unavailable("timed out after \(limit) \(what)")
-        }
-        return value
     }
 }
 

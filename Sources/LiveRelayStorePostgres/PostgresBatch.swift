@@ -1,4 +1,5 @@
 import LiveRelayDomain
+import LiveRelayStore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -91,29 +92,45 @@ struct PostgresBatchRunner: Sendable {
         /// slot first; planning again sees it) or a plan that is itself wrong
         /// (it repeats alone, and then fails).
         case uniqueViolation
-        /// The connection failed before COMMIT was sent: nothing committed, a new connection may retry.
+        /// The connection failed, or a statement timed out, before COMMIT was
+        /// sent: nothing committed, a new connection may retry.
         case connectionLost
+        /// The connection failed, or COMMIT timed out, after COMMIT was sent:
+        /// the batch may or may not have committed, so it must not be retried
+        /// (it could apply twice) nor reported as failed (it may have applied).
+        case outcomeUnknown
         /// The server refused a statement (not a race): some plan's writes are at fault.
         case server
-        /// Anything else, including a connection lost during COMMIT (the outcome is unknown).
+        /// Anything else.
         case other
     }
 
     static func classify(_ error: any Error, commitSent: Bool) -> Failure {
+        if error is DeadlineExceeded { return commitSent ? .outcomeUnknown : .connectionLost }
         guard let error = error as? PSQLError else { return .other }
         if let state = error.serverInfo?[.sqlState] {
             switch state {
             case "40001", "40P01": return .conflict
             case "23505": return .uniqueViolation
-            case _ where state.hasPrefix("08") || state.hasPrefix("57"): return commitSent ? .other : .connectionLost
+            case _ where state.hasPrefix("08") || state.hasPrefix("57"): return commitSent ? .outcomeUnknown : .connectionLost
             default: return .server
             }
         }
         switch error.code {
         case .serverClosedConnection, .connectionError, .uncleanShutdown, .clientClosedConnection:
-            return commitSent ? .other : .connectionLost
+            return commitSent ? .outcomeUnknown : .connectionLost
         default:
             return .other
+        }
+    }
+
+    /// The error the batch's futures fail with: the caller sees an unknown
+    /// outcome as such, and a timeout as the store being unavailable.
+    static func callerError(_ error: any Error, _ failure: Failure) -> any Error {
+        switch failure {
+        case .outcomeUnknown: ActivityStoreError.outcomeUnknown(String(describing: error))
+        case _ where error is DeadlineExceeded: PostgresStoreError.unavailable(String(describing: error))
+        default: error
         }
     }
 
@@ -132,8 +149,9 @@ struct PostgresBatchRunner: Sendable {
             attempt += 1
             let progress = Progress()
             do {
-                let planned = try await client.withConnection { connection in
-                    try await transaction(batch, on: connection, progress: progress)
+                let planned = try await client.withConnection { [configuration, logger] connection in
+                    let session = PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger)
+                    return try await transaction(batch, on: session, progress: progress)
                 }
                 counters.withLockedValue {
                     $0.commits += 1
@@ -148,6 +166,7 @@ struct PostgresBatchRunner: Sendable {
                     metadata: [
                         "size": "\(batch.count)", "attempt": "\(attempt)", "failure": "\(failure)", "error": "\(String(reflecting: error))",
                     ])
+                if error is DeadlineExceeded { counters.withLockedValue { $0.timeouts += 1 } }
                 switch failure {
                 case .conflict, .uniqueViolation:
                     counters.withLockedValue { $0.conflicts += 1 }
@@ -170,8 +189,13 @@ struct PostgresBatchRunner: Sendable {
                 case .server where batch.count > 1:
                     // One plan's writes were refused: only its future should fail.
                     return await runAlone(batch)
+                case .outcomeUnknown:
+                    logger.warning(
+                        "a batch's COMMIT got no answer: its calls may or may not have taken effect",
+                        metadata: ["size": "\(batch.count)", "error": "\(error)"])
+                    return fail(batch, Self.callerError(error, failure))
                 default:
-                    return fail(batch, error)
+                    return fail(batch, Self.callerError(error, failure))
                 }
             }
         }
@@ -193,8 +217,9 @@ struct PostgresBatchRunner: Sendable {
 
     /// Plans every job against the transaction (fetching what the plans miss,
     /// all plans at once, until none misses), writes the net changes, commits.
-    private func transaction(_ batch: [PostgresJob], on connection: PostgresConnection, progress: Progress) async throws -> [PlannedJob] {
-        try await connection.query("BEGIN ISOLATION LEVEL SERIALIZABLE", logger: logger)
+    /// Every statement runs in `session`, so none of them can hang the lane.
+    private func transaction(_ batch: [PostgresJob], on session: PostgresSession, progress: Progress) async throws -> [PlannedJob] {
+        try await session.query("BEGIN ISOLATION LEVEL SERIALIZABLE")
         do {
             let reader = PostgresStateReader()
             var planned: [PlannedJob] = []
@@ -216,15 +241,16 @@ struct PostgresBatchRunner: Sendable {
                     }
                 }
                 if planned.count < batch.count {
-                    reader.fill(try await PostgresTables.fetch(misses, on: connection, logger: logger))
+                    reader.fill(try await PostgresTables.fetch(misses, on: session))
                 }
             }
-            if !reader.overlay.isEmpty { try await reader.overlay.write(on: connection, logger: logger) }
+            if !reader.overlay.isEmpty { try await reader.overlay.write(on: session) }
             progress.commitSent = true
-            try await connection.query("COMMIT", logger: logger)
+            try await session.query("COMMIT")
             return planned
         } catch {
-            if !progress.commitSent { _ = try? await connection.query("ROLLBACK", logger: logger) }
+            // A session closed after a timeout has no transaction left to roll back.
+            if !progress.commitSent, !session.isAbandoned { _ = try? await session.query("ROLLBACK") }
             throw error
         }
     }

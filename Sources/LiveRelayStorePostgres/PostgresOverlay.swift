@@ -1,5 +1,4 @@
 import LiveRelayDomain
-import Logging
 import PostgresNIO
 
 /// The net effect of the plans a batch has accepted so far: what each
@@ -138,9 +137,9 @@ struct PostgresOverlay {
 
     /// Writes the net changes: deletions first, then upserts, each table's rows
     /// in key order (so that concurrent batches lock rows in the same order).
-    func write(on connection: PostgresConnection, logger: Logger) async throws {
+    func write(on session: PostgresSession) async throws {
         func run(_ sql: String, _ binds: PostgresBindings) async throws {
-            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            try await session.query(PostgresQuery(unsafeSQL: sql, binds: binds))
         }
         let changed = tokens.sorted { ($0.key.appID, $0.key.hex) < ($1.key.appID, $1.key.hex) }
         let deleted = changed.filter { $0.value == nil }.map(\.key)

@@ -9,7 +9,9 @@ import PostgresNIO
 /// `sslmode` is `disable`, `prefer` (the default, as in libpq) or `require`;
 /// `schema` puts LiveRelay's tables in their own schema (created if missing;
 /// default `public`), which is also how the tests get a fresh, empty store
-/// per behaviour on one database.
+/// per behaviour on one database. `lanes`, `max_batch`, `max_connections`,
+/// `application_name` and `statement_timeout` (milliseconds, or with a unit:
+/// `500ms`, `10s`, `1min`) set the properties of the same names.
 ///
 /// ``description`` never contains the password: URLs end up in logs and
 /// error messages, and a password there is a leaked credential.
@@ -45,11 +47,19 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
     /// The connections' `application_name`: how an operator tells LiveRelay's
     /// connections apart in `pg_stat_activity`.
     public var applicationName = "liverelay"
+    /// The longest the store waits for one statement (rows included) before it
+    /// gives up on it and closes its connection. It is enforced by the client,
+    /// not the server, because what it guards against is a reply that never
+    /// comes: postgres-nio can wait forever on a connection whose backend died
+    /// during COMMIT, and every call in the batch would wait with it. A batch
+    /// that times out before COMMIT is retried on a new connection; one that
+    /// times out in COMMIT fails with ``ActivityStoreError/outcomeUnknown(_:)``.
+    public var statementTimeout: Duration = .seconds(10)
 
     public init(
         host: String, port: Int = 5432, username: String, password: String? = nil, database: String? = nil,
         tls: TLSMode = .prefer, schema: String = "public", lanes: Int = 1, maxBatch: Int = 512,
-        maxConnections: Int = 8, batchAttempts: Int = 3, soloAttempts: Int = 20
+        maxConnections: Int = 8, batchAttempts: Int = 3, soloAttempts: Int = 20, statementTimeout: Duration = .seconds(10)
     ) {
         self.host = host
         self.port = port
@@ -63,6 +73,7 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
         self.maxConnections = max(self.lanes + 1, maxConnections)
         self.batchAttempts = max(1, batchAttempts)
         self.soloAttempts = max(1, soloAttempts)
+        self.statementTimeout = max(.milliseconds(1), statementTimeout)
     }
 
     /// Parses `postgres://` or `postgresql://` URLs; throws with a message that
@@ -134,9 +145,16 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
             case "max_batch": maxBatch = max(1, Int(value) ?? maxBatch)
             case "max_connections": maxConnections = max(lanes + 1, Int(value) ?? maxConnections)
             case "application_name": applicationName = value
+            case "statement_timeout":
+                guard let timeout = Self.parseDuration(value) else {
+                    throw .invalidConfiguration(
+                        "statement_timeout must be a positive number of milliseconds, or one with ms, s or min, not \"\(value)\"")
+                }
+                statementTimeout = timeout
             default:
                 throw .invalidConfiguration(
-                    "unknown URL parameter \"\(key)\" (known: sslmode, schema, lanes, max_batch, max_connections, application_name)")
+                    "unknown URL parameter \"\(key)\" (known: sslmode, schema, lanes, max_batch, max_connections, application_name, "
+                        + "statement_timeout)")
             }
         }
         maxConnections = max(maxConnections, lanes + 1)
@@ -150,6 +168,20 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
         guard !schema.isEmpty, schema.utf8.count <= 63, allowed, !(schema.utf8.first! >= 0x30 && schema.utf8.first! <= 0x39) else {
             throw .invalidConfiguration("schema must be 1-63 of a-z, 0-9 and _, not starting with a digit")
         }
+    }
+
+    /// `500`, `500ms`, `10s`, `2min`: PostgreSQL's own spelling of its
+    /// timeouts (bare numbers are milliseconds there too). Zero, which means
+    /// "no timeout" to PostgreSQL, is refused: without a deadline a dead
+    /// connection can hang the store.
+    static func parseDuration(_ text: String) -> Duration? {
+        let units: [(suffix: String, milliseconds: Int64)] = [("ms", 1), ("min", 60_000), ("s", 1_000), ("", 1)]
+        for unit in units where text.hasSuffix(unit.suffix) {
+            guard let count = Int64(text.dropLast(unit.suffix.count)), count > 0 else { return nil }
+            let (milliseconds, overflow) = count.multipliedReportingOverflow(by: unit.milliseconds)
+            return overflow ? nil : .milliseconds(milliseconds)
+        }
+        return nil
     }
 
     private static func decode(_ part: Substring, _ what: String) throws(PostgresStoreError) -> String {

@@ -2,7 +2,6 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
-import Logging
 import PostgresNIO
 
 /// Every read a plan can make, as a value: the key of the batch's read cache
@@ -93,7 +92,7 @@ enum PostgresTables {
     /// Answers every key in `keys` (an absent row answers nil or []): at most
     /// three statements plus one per sweep read, whatever the number of keys.
     static func fetch(
-        _ keys: some Collection<ReadKey>, on connection: PostgresConnection, logger: Logger
+        _ keys: some Collection<ReadKey>, on session: PostgresSession
     ) async throws -> [ReadKey: ReadValue] {
         var answers: [ReadKey: ReadValue] = [:]
         var tokenQueries = Array(repeating: [ReadKey](), count: 6)
@@ -130,7 +129,7 @@ enum PostgresTables {
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(now); binds.append(Int64(limit))
                 var found: [Activity] = []
-                for try await row in try await connection.query(PostgresQuery(unsafeSQL: activitiesDueSQL, binds: binds), logger: logger) {
+                for row in try await session.query(PostgresQuery(unsafeSQL: activitiesDueSQL, binds: binds)) {
                     found.append(try activity(try row.decode(ActivityRow.self)))
                 }
                 answers[key] = .activities(found)
@@ -138,7 +137,7 @@ enum PostgresTables {
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(now); binds.append(Int64(limit))
                 var found: [Token] = []
-                for try await row in try await connection.query(PostgresQuery(unsafeSQL: tokensExpiredSQL, binds: binds), logger: logger) {
+                for row in try await session.query(PostgresQuery(unsafeSQL: tokensExpiredSQL, binds: binds)) {
                     found.append(try token(try row.decode(TokenRow.self)))
                 }
                 answers[key] = .tokens(found)
@@ -150,7 +149,7 @@ enum PostgresTables {
             var binds = PostgresBindings(capacity: 15)
             for array in tokenArrays { binds.append(array) }
             var lists: [ReadKey: [Token]] = [:]
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: tokensSQL, binds: binds), logger: logger) {
+            for row in try await session.query(PostgresQuery(unsafeSQL: tokensSQL, binds: binds)) {
                 let (q, i, columns) = splitRow(try row.decode(Tuple13.self))
                 let key = tokenQueries[Int(q)][Int(i) - 1]
                 let value = try token(columns)
@@ -161,7 +160,7 @@ enum PostgresTables {
         if !activityKeys.isEmpty {
             var binds = PostgresBindings(capacity: 2)
             binds.append(activityArrays.0); binds.append(activityArrays.1)
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: activitiesSQL, binds: binds), logger: logger) {
+            for row in try await session.query(PostgresQuery(unsafeSQL: activitiesSQL, binds: binds)) {
                 let r = try row.decode((Int64, String, String, String?, String, Int64, String?, Int64, Int64, Int64?, Int64?).self)
                 answers[activityKeys[Int(r.0) - 1]] = .activity(try activity((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10)))
             }
@@ -169,7 +168,7 @@ enum PostgresTables {
         if !recordKeys.isEmpty {
             var binds = PostgresBindings(capacity: 3)
             binds.append(recordArrays.0); binds.append(recordArrays.1); binds.append(recordArrays.2)
-            for try await row in try await connection.query(PostgresQuery(unsafeSQL: recordsSQL, binds: binds), logger: logger) {
+            for row in try await session.query(PostgresQuery(unsafeSQL: recordsSQL, binds: binds)) {
                 let r = try row.decode((Int64, String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?).self)
                 answers[recordKeys[Int(r.0) - 1]] = .record(try record((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10)))
             }

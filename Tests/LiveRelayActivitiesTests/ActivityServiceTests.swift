@@ -7,6 +7,7 @@ import LiveRelayService
 import LiveRelayStore
 import LiveRelayTestSupport
 import LiveRelayWire
+import Logging
 import NIOCore
 import Testing
 
@@ -252,6 +253,48 @@ import Testing
         try await h.store.close()
         let error = await rpcError(h.service.registerToken(pushToStart(hex(1)), context: h.context()))
         #expect(error?.status == .unavailable)
+    }
+
+    /// UNAVAILABLE otherwise promises that nothing happened: the reason is what tells a
+    /// client it may not resend the call blindly, and the message says so to a person.
+    @Test func aCommitOfUnknownOutcomeIsUnavailableWithItsReason() async throws {
+        let store = UnknownOutcomeStore()
+        let service = ActivityService(store: store, clock: ManualClock(t0), logger: Logger(label: "test"), sink: RecordingPushSink())
+        let context = Harness().context()
+        let errors = [
+            await rpcError(service.registerToken(pushToStart(hex(1)), context: context)),
+            await rpcError(service.startActivity(startRequest(), context: context)),
+        ]
+        for error in errors {
+            #expect(error?.status == .unavailable)
+            #expect(error?.details.reason == ErrorDetails.outcomeUnknownReason)
+            #expect(error?.details.reason == "OutcomeUnknown")
+            #expect(error?.message.contains("may or may not have taken effect") == true, "\(String(describing: error))")
+            #expect(error?.message.contains("COMMIT timed out") == false, "the store's own words stay in the log")
+        }
+    }
+}
+
+/// A store whose every commit ends without an answer.
+final class UnknownOutcomeStore: ActivityStore {
+    let reads = InMemoryActivityStore()
+
+    func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        eventLoop.makeFailedFuture(ActivityStoreError.outcomeUnknown("COMMIT timed out after 10 seconds"))
+    }
+
+    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { reads.token(key, on: eventLoop) }
+    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> { reads.activity(key, on: eventLoop) }
+    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        reads.updateTokens(of: activity, on: eventLoop)
+    }
+    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        reads.pushToStartTokens(appID: appID, attributesType: attributesType, on: eventLoop)
+    }
+    func pushToStartTokens(
+        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<[Token]> {
+        reads.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
     }
 }
 

@@ -214,3 +214,24 @@ let token64 = String(repeating: "ab", count: 32)
         await client.shutdown()
     }
 }
+
+@Suite struct ClientErrorDispositionTests {
+    func failure(_ status: StatusCode, reason: String) -> LiveRelayClientError {
+        var details = ByteBuffer()
+        ErrorDetails(reason: reason).serialize(into: &details)
+        return LiveRelayClientError(
+            ClientConnectionStateMachine.CallFailure(status: status, message: "m", details: details, disposition: .notProcessed))
+    }
+
+    /// UNAVAILABLE means "not processed, resend at will", except when the server says
+    /// its commit's outcome is unknown: then only a resend with the same key is safe.
+    @Test func anUnavailableOfUnknownOutcomeMayHaveBeenProcessed() {
+        let unknown = failure(.unavailable, reason: ErrorDetails.outcomeUnknownReason)
+        #expect(unknown.processing == .mayHaveBeenProcessed)
+        #expect(!unknown.isRetryable)
+        #expect(unknown.isRetryableIfIdempotent)
+        let plain = failure(.unavailable, reason: "")
+        #expect(plain.processing == .notProcessed)
+        #expect(plain.isRetryable)
+    }
+}

@@ -152,11 +152,18 @@ struct PostgresRaceTests {
         #expect(c.password == nil)
         #expect(c.tls == .prefer)
         #expect(c.schema == "public")
+        #expect(c.statementTimeout == .seconds(10))
+    }
+
+    @Test(arguments: [("2500", Duration.milliseconds(2500)), ("250ms", .milliseconds(250)), ("3s", .seconds(3)), ("2min", .seconds(120))])
+    func theStatementTimeoutTakesPostgreSQLsUnits(_ text: String, _ expected: Duration) throws {
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@h/d?lanes=2&statement_timeout=\(text)").statementTimeout == expected)
     }
 
     @Test(arguments: [
         "mysql://x@y/z", "postgres://u@h:99999/d", "postgres://u@h/d?sslmode=maybe", "postgres://u@h/d?schema=Robert');DROP",
-        "postgres://u@h/d?colour=blue", "postgres://u:%zz@h/d",
+        "postgres://u@h/d?colour=blue", "postgres://u:%zz@h/d", "postgres://u@h/d?statement_timeout=0",
+        "postgres://u@h/d?statement_timeout=5h", "postgres://u@h/d?statement_timeout=-3s", "postgres://u@h/d?statement_timeout=",
     ])
     func badURLsAreRefusedWithoutEchoingThem(_ url: String) {
         #expect(throws: PostgresStoreError.self) { try PostgresStoreConfiguration(url: url) }

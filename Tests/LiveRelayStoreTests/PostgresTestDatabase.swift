@@ -82,6 +82,17 @@ enum PostgresTestDatabase {
         }
     }
 
+    /// Runs `body` on one connection of its own, kept for the whole body: for a
+    /// test that holds a lock across several statements while the store works.
+    static func withSession<T: Sendable>(schema: String, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var configuration = try configuration(schema: schema)
+        configuration.applicationName = "liverelay-test-admin"
+        let client = PostgresClient(configuration: configuration.client)
+        let run = Task { await client.run() }
+        defer { run.cancel() }
+        return try await client.withConnection { try await body($0) }
+    }
+
     static func dropSchema(_ schema: String) async {
         _ = try? await sql(["DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"], schema: schema)
     }
