@@ -103,8 +103,20 @@ struct Serve: AsyncParsableCommand {
     )
     var durableIntents: Bool?
 
+    @Option(
+        help:
+            "How long this node's dispatch intents stay leased after their last renewal, in milliseconds, at least 1000: how long another node waits before it takes over the work of a node that died (default 30000, or the config file's dispatch.intent_lease_ms)."
+    )
+    var intentLeaseMs: Int?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        if let intentLeaseMs, intentLeaseMs < 1_000 {
+            throw ValidationError("--intent-lease-ms must be at least 1000, got \(intentLeaseMs)")
+        }
+    }
 
     func run() async throws {
         let level = self.logLevel
@@ -275,7 +287,8 @@ struct Serve: AsyncParsableCommand {
                 tls: TLSConfiguration.makeServerConfiguration(
                     certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
                 keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
-                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true
+                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true,
+                intentLease: .milliseconds(intentLeaseMs ?? 30_000)
             )
         }
         let path = DevSetup.absolute(config)
@@ -314,7 +327,7 @@ struct Serve: AsyncParsableCommand {
             storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,
             apps: try (file.apps ?? []).map { try PushingApp($0, base: base) },
             durableIntents: file.dispatch?.durableIntents,
-            intentLease: .milliseconds(max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
+            intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
         )
     }
 }
