@@ -112,12 +112,16 @@ public struct DispatchIntent: Hashable, Sendable {
         return [.putIntent(DispatchIntent(batch, lease: lease, now: now))]
     }
 
-    /// Whether a newer intent of the same activity makes this one pointless:
-    /// only updates are superseded (a start's targets are other tokens, and an
-    /// end is the last).
+    /// Whether a newer intent of the same activity makes this one pointless
+    /// and is to delete it: only updates are superseded (a start's targets are
+    /// other tokens, and an end is the last), and only while no other live node
+    /// works on them. Another node's row is left to it: deleting it would
+    /// conflict with that node's lease renewals (on PostgreSQL, a serialization
+    /// failure per renewal), and sending it does no harm, since a device drops
+    /// a timestamp older than the one it has.
     public func isSuperseded(by newer: DispatchIntent) -> Bool {
         event == .update && newer.event != .start && newer.key.activity == key.activity
-            && newer.key.timestamp > key.timestamp
+            && newer.key.timestamp > key.timestamp && (owner == newer.owner || leaseUntil <= newer.createdAt)
     }
 
     /// The pushes again, to `targets`, marked durable.

@@ -10,7 +10,11 @@ extension SQLiteTables {
         static let put = SQLiteQuery(
             22, "INSERT OR REPLACE INTO dispatch_intents (\(columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")
         static let supersede = SQLiteQuery(
-            23, "DELETE FROM dispatch_intents WHERE app_id = ?1 AND activity_id = ?2 AND event = 'update' AND timestamp < ?3")
+            23,
+            """
+            DELETE FROM dispatch_intents
+            WHERE app_id = ?1 AND activity_id = ?2 AND event = 'update' AND timestamp < ?3 AND (owner = ?4 OR lease_until <= ?5)
+            """)
         static let delete = SQLiteQuery(24, "DELETE FROM dispatch_intents WHERE app_id = ?1 AND activity_id = ?2 AND timestamp = ?3")
         static let lease = SQLiteQuery(
             25, "UPDATE dispatch_intents SET owner = ?4, lease_until = ?5 WHERE app_id = ?1 AND activity_id = ?2 AND timestamp = ?3")
@@ -30,6 +34,7 @@ extension SQLiteTables {
             if intent.event != .start {
                 try db.run(IntentSQL.supersede) {
                     $0.bind(1, intent.key.appID); $0.bind(2, intent.key.activityID); $0.bind(3, intent.key.timestamp)
+                    $0.bind(4, intent.owner); $0.bind(5, intent.createdAt.milliseconds)
                 }
             }
             try db.run(IntentSQL.put) { s in

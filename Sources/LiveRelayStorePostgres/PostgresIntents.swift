@@ -13,11 +13,11 @@ struct PostgresIntentOverlay {
     private var rows: [IntentKey: DispatchIntent?] = [:]
     /// Leases of rows the batch did not put (claimed from the database).
     private var leases: [IntentKey: (owner: String, until: UnixTime)] = [:]
-    /// Update intents below this timestamp are superseded (deleted), per activity.
-    private var supersededBelow: [ActivityKey: Int64] = [:]
+    /// The newest update or end put per activity: the rows it supersedes are deleted (``DispatchIntent/isSuperseded(by:)``).
+    private var superseding: [ActivityKey: DispatchIntent] = [:]
     private var renewals: [String: UnixTime] = [:]
 
-    var isEmpty: Bool { rows.isEmpty && leases.isEmpty && supersededBelow.isEmpty && renewals.isEmpty }
+    var isEmpty: Bool { rows.isEmpty && leases.isEmpty && superseding.isEmpty && renewals.isEmpty }
     var count: Int { rows.count + leases.count }
 
     mutating func apply(_ write: StoreWrite) {
@@ -25,7 +25,7 @@ struct PostgresIntentOverlay {
         case let .putIntent(intent):
             if intent.event != .start {
                 let activity = intent.key.activity
-                supersededBelow[activity] = max(supersededBelow[activity] ?? .min, intent.key.timestamp)
+                if (superseding[activity]?.key.timestamp ?? .min) < intent.key.timestamp { superseding[activity] = intent }
                 for case let (key, .some(row)) in rows where row.isSuperseded(by: intent) { rows[key] = .some(nil) }
             }
             leases[intent.key] = nil
@@ -54,7 +54,7 @@ struct PostgresIntentOverlay {
     func merge(_ fromDatabase: [DispatchIntent], where matches: (DispatchIntent) -> Bool) -> [DispatchIntent] {
         var merged: [DispatchIntent] = []
         for var intent in fromDatabase where rows[intent.key] == nil {
-            if let below = supersededBelow[intent.key.activity], intent.event == .update, intent.key.timestamp < below { continue }
+            if let newer = superseding[intent.key.activity], intent.isSuperseded(by: newer) { continue }
             if let lease = leases[intent.key] {
                 intent.owner = lease.owner
                 intent.leaseUntil = lease.until
@@ -69,8 +69,9 @@ struct PostgresIntentOverlay {
     // MARK: Writing
 
     static let supersedeSQL = """
-        DELETE FROM dispatch_intents d USING unnest($1::text[], $2::text[], $3::int8[]) AS k(a, x, ts)
+        DELETE FROM dispatch_intents d USING unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[]) AS k(a, x, ts, o, c)
         WHERE d.app_id = k.a AND d.activity_id = k.x AND d.event = 'update' AND d.timestamp < k.ts
+            AND (d.owner = k.o OR d.lease_until <= k.c)
         """
     static let deleteSQL = """
         DELETE FROM dispatch_intents d USING unnest($1::text[], $2::text[], $3::int8[]) AS k(a, x, ts)
@@ -96,9 +97,9 @@ struct PostgresIntentOverlay {
     static let renewSQL = "UPDATE dispatch_intents SET lease_until = $2 WHERE owner = $1"
 
     /// Supersessions and deletions first, then upserts, leases and renewals, each in key order.
-    func write(on connection: PostgresConnection, logger: Logger) async throws {
+    func write(on session: PostgresSession) async throws {
         func run(_ sql: String, _ binds: PostgresBindings) async throws {
-            try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            try await session.query(PostgresQuery(unsafeSQL: sql, binds: binds))
         }
         func keyBindings(_ keys: [IntentKey]) -> PostgresBindings {
             var b = PostgresBindings(capacity: 5)
@@ -106,9 +107,11 @@ struct PostgresIntentOverlay {
             return b
         }
         let order = { (a: IntentKey, b: IntentKey) in (a.appID, a.activityID, a.timestamp) < (b.appID, b.activityID, b.timestamp) }
-        if !supersededBelow.isEmpty {
-            let keys = supersededBelow.map { IntentKey(appID: $0.key.appID, activityID: $0.key.activityID, timestamp: $0.value) }
-            try await run(Self.supersedeSQL, keyBindings(keys.sorted(by: order)))
+        if !superseding.isEmpty {
+            let newer = superseding.values.sorted { order($0.key, $1.key) }
+            var b = keyBindings(newer.map(\.key))
+            b.append(newer.map { $0.owner ?? "" }); b.append(newer.map(\.createdAt.milliseconds))
+            try await run(Self.supersedeSQL, b)
         }
         let deleted = rows.filter { $0.value == nil }.map(\.key).sorted(by: order)
         if !deleted.isEmpty { try await run(Self.deleteSQL, keyBindings(deleted)) }
@@ -153,13 +156,11 @@ extension PostgresTables {
         String, String, Int64, Int32, String, ByteBuffer, String, Int16, Int64, Int64?, ByteBuffer?, Int64, String?, Int64
     )
 
-    static func claimableIntents(
-        owner: String, upTo: Int64, limit: Int, on connection: PostgresConnection, logger: Logger
-    ) async throws -> [DispatchIntent] {
+    static func claimableIntents(owner: String, upTo: Int64, limit: Int, on session: PostgresSession) async throws -> [DispatchIntent] {
         var binds = PostgresBindings(capacity: 3)
         binds.append(owner); binds.append(upTo); binds.append(Int64(limit))
         var found: [DispatchIntent] = []
-        for try await row in try await connection.query(PostgresQuery(unsafeSQL: claimableIntentsSQL, binds: binds), logger: logger) {
+        for row in try await session.query(PostgresQuery(unsafeSQL: claimableIntentsSQL, binds: binds)) {
             found.append(intent(try row.decode(IntentRow.self)))
         }
         return found

@@ -200,6 +200,6 @@ struct PostgresOverlay {
             b.append(r.map(\.reply.targetsJSON))
             try await run(Self.putRecordsSQL, b)
         }
-        try await intents.write(on: connection, logger: logger)
+        try await intents.write(on: session)
     }
 }

@@ -142,7 +142,7 @@ enum PostgresTables {
                 }
                 answers[key] = .tokens(found)
             case let .claimableIntents(owner, upTo, limit):
-                answers[key] = .intents(try await claimableIntents(owner: owner, upTo: upTo, limit: limit, on: connection, logger: logger))
+                answers[key] = .intents(try await claimableIntents(owner: owner, upTo: upTo, limit: limit, on: session))
             }
         }
         if tokenQueries.contains(where: { !$0.isEmpty }) {

@@ -15,6 +15,7 @@ extension StoreBehaviourSuite {
         StoreBehaviour(description: "leases keep intents from other nodes until they run out", run: leasesHoldUntilTheyRunOut),
         StoreBehaviour(description: "a settled intent is gone; an expired one is dropped", run: settledAndExpiredIntents),
         StoreBehaviour(description: "an end's intent keeps the tokens the end deleted", run: anEndKeepsItsTargets),
+        StoreBehaviour(description: "a newer update leaves another live node's older intent alone", run: anotherNodesIntentIsLeftAlone),
     ]
 
     /// A start, two updates of 3 tokens (the second supersedes the first) and
@@ -99,6 +100,25 @@ extension StoreBehaviourSuite {
         let claimed = try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(3))
         // The update before it is superseded; the end goes to the tokens it had.
         #expect(claimed.batches == [end.batch])
+        try await store.close()
+    }
+
+    static func anotherNodesIntentIsLeftAlone(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        let first = try #require(try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        #expect(try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(2)).batches.count == 1)
+        let second = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(3)).accepted)
+        let observer = IntentLease(owner: "observer")
+        let all = try await apply(store, ClaimIntents(lease: observer, evenIfLeased: true), now: t0 + .seconds(4))
+        #expect(all.batches.map(\.timestamp).sorted() == [first.batch.timestamp, second.batch.timestamp])
+        // Once node B's lease has run out, a newer update deletes it.
+        let third = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: observer), now: t0 + .seconds(40)).accepted)
+        let left = try await apply(store, ClaimIntents(lease: nodeA, evenIfLeased: true), now: t0 + .seconds(41))
+        #expect(left.batches.map(\.timestamp) == [third.batch.timestamp])
         try await store.close()
     }
 }
