@@ -34,7 +34,7 @@ struct PostgresSession: Sendable {
         let connection = connection
         let logger = logger
         do {
-            return try await withDeadline(timeout, "running \(Self.summary(query.sql))") {
+            return try await withDeadline(timeout, "running \(Self.summary(query.sql))", timerLoop: connection.eventLoop) {
                 try await connection.query(query, logger: logger).collect()
             }
         } catch let error as DeadlineExceeded {

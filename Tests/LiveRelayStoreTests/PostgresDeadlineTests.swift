@@ -1,5 +1,6 @@
 import LiveRelayTestSupport
 import NIOCore
+import NIOPosix
 import Testing
 
 @testable import LiveRelayStorePostgres
@@ -36,13 +37,17 @@ struct PostgresDeadlineTests {
 
     struct Refused: Error, Equatable {}
 
-    @Test func aBodyThatNeverReturnsAndIgnoresCancellationStillTimesOut() async throws {
+    /// The timer as a sleeping task (nil) or as a task scheduled on an event loop, as statements use it.
+    static let timerLoops: [(any EventLoop)?] = [nil, MultiThreadedEventLoopGroup.singleton.next()]
+
+    @Test(arguments: timerLoops)
+    func aBodyThatNeverReturnsAndIgnoresCancellationStillTimesOut(timerLoop: (any EventLoop)?) async throws {
         let gate = Gate()
         let sawCancellation = Box<Bool>()
         let start = ContinuousClock.now
         let outcome = try await withTimeout(.seconds(10)) { () async throws -> DeadlineExceeded? in
             do {
-                _ = try await withDeadline(.milliseconds(100), "waiting at the gate") {
+                _ = try await withDeadline(.milliseconds(100), "waiting at the gate", timerLoop: timerLoop) {
                     await gate.wait()
                     await sawCancellation.set(Task.isCancelled)
                 }
@@ -60,10 +65,11 @@ struct PostgresDeadlineTests {
         #expect(await sawCancellation.value == true)
     }
 
-    @Test func aBodyThatFinishesFirstReturnsItsValueWithoutWaitingForTheTimer() async throws {
+    @Test(arguments: timerLoops)
+    func aBodyThatFinishesFirstReturnsItsValueWithoutWaitingForTheTimer(timerLoop: (any EventLoop)?) async throws {
         let start = ContinuousClock.now
         let value = try await withTimeout(.seconds(10)) {
-            try await withDeadline(.seconds(3600), "answering") { 42 }
+            try await withDeadline(.seconds(3600), "answering", timerLoop: timerLoop) { 42 }
         }
         #expect(value == 42)
         #expect(ContinuousClock.now - start < .seconds(60))
