@@ -105,14 +105,13 @@ final class ChildProcess {
         process.standardInput = FileHandle.nullDevice
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let child = ChildProcess(process: process)
-        for (pipe, capture) in [(Pipe(), child.stdout), (Pipe(), child.stderr)] {
-            if capture === child.stdout { process.standardOutput = pipe } else { process.standardError = pipe }
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty { handle.readabilityHandler = nil } else { capture.append(data) }
-            }
-        }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
         try process.run()
+        child.stdout.follow(out)
+        child.stderr.follow(err)
         return child
     }
 

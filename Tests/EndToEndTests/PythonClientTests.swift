@@ -238,11 +238,8 @@ enum E2E {
         process.standardOutput = pipe
         process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { capture.append(data) }
-        }
         try process.run()
+        let reader = capture.follow(pipe)
         let deadline = Date().addingTimeInterval(timeout)
         var timedOut = false
         while process.isRunning {
@@ -255,17 +252,46 @@ enum E2E {
         }
         process.waitUntilExit()
         // Let the reader drain what is left in the pipe (bounded).
-        let drainUntil = Date().addingTimeInterval(5)
-        while pipe.fileHandleForReading.readabilityHandler != nil, Date() < drainUntil { usleep(10_000) }
-        pipe.fileHandleForReading.readabilityHandler = nil
+        _ = reader.wait(timeout: 5)
         return RunResult(status: process.terminationStatus, output: capture.text(), timedOut: timedOut)
     }
 }
 
-/// Output collected from a child process's pipe on a background queue.
+/// Output collected from a child process's pipe by a thread of its own.
+///
+/// A thread doing blocking reads until end of file, not a `readabilityHandler`:
+/// Foundation on Linux watches a handler's descriptor with a dispatch source,
+/// and a pipe closed (its FileHandle released) while the source still watches
+/// it crashes libdispatch's event loop for the whole test process. The thread
+/// holds the pipe until the child's end is closed, so nothing is closed under it.
 final class OutputCapture: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
+
+    /// Ends when the pipe reaches end of file.
+    final class Reader: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        fileprivate func finish() { done.signal() }
+        /// Whether the pipe reached end of file within `timeout` seconds.
+        func wait(timeout: TimeInterval) -> Bool { done.wait(timeout: .now() + timeout) == .success }
+    }
+
+    /// Reads `pipe` into this capture on a new thread until end of file; call after the process started.
+    @discardableResult
+    func follow(_ pipe: Pipe) -> Reader {
+        let reader = Reader()
+        let thread = Thread {
+            let handle = pipe.fileHandleForReading
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                self.append(chunk)
+            }
+            reader.finish()
+        }
+        thread.start()
+        return reader
+    }
 
     func append(_ chunk: Data) {
         lock.lock()
@@ -304,17 +330,9 @@ final class ServerProcess {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        let outCapture = server.stdout
-        let errCapture = server.stderr
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { outCapture.append(data) }
-        }
-        err.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { errCapture.append(data) }
-        }
         try process.run()
+        server.stdout.follow(out)
+        server.stderr.follow(err)
         return server
     }
 
