@@ -35,6 +35,7 @@ public struct ActivityService: LiveRelayService {
     private let apps: AppDirectory
     private let serverVersion: String
     private let intents: IntentLease?
+    private let pushToStartRetention: UnixTime.Duration?
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
@@ -43,6 +44,8 @@ public struct ActivityService: LiveRelayService {
     ///   - apps: which app ids exist and their bundle ids; every id by default.
     ///   - intents: record each accepted call's pushes as a durable intent
     ///     leased to this node (``DispatchIntents`` settles and resumes them); nil records none.
+    ///   - pushToStartRetention: how long a push-to-start token registered
+    ///     without `expires_at` lives after its last registration; nil keeps it until removed.
     public init(
         store: any ActivityStore,
         clock: any WallClock = SystemClock(),
@@ -50,9 +53,11 @@ public struct ActivityService: LiveRelayService {
         sink: any PushSink,
         apps: AppDirectory = .open,
         serverVersion: String = ActivityService.version,
-        intents: IntentLease? = nil
+        intents: IntentLease? = nil,
+        pushToStartRetention: UnixTime.Duration? = nil
     ) {
         self.intents = intents
+        self.pushToStartRetention = pushToStartRetention
         self.store = store
         self.clock = clock
         self.logger = logger
@@ -65,7 +70,7 @@ public struct ActivityService: LiveRelayService {
 
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
-        return store.apply(RegisterToken(request), now: clock.now(), on: context.eventLoop)
+        return store.apply(RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
             .map { Self.reply(to: $0.result) }
             .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
     }

@@ -43,7 +43,7 @@ struct Serve: AsyncParsableCommand {
               "limits": {"max_frame_size", "max_requests_in_flight",
                   "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms",
                   "max_unsent_reply_bytes", "max_connections",
-                  "max_connections_per_key"}
+                  "max_connections_per_key", "push_to_start_retention_days"}
               "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
                   "apns": {"team_id", "key_id", "key_file",
@@ -180,7 +180,8 @@ struct Serve: AsyncParsableCommand {
             intents?.attach(apns.dispatcher)
             let activities = ActivityService(
                 store: store, clock: clock, logger: logger, sink: apns.dispatcher,
-                apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease)
+                apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,
+                pushToStartRetention: setup.pushToStartRetention)
             // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
             if let intents { services.append(intents) }
             services += apns.services
@@ -276,6 +277,7 @@ struct Serve: AsyncParsableCommand {
         /// The config file's dispatch.durable_intents.
         var durableIntents: Bool? = nil
         var intentLease = Duration.seconds(30)
+        var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
     }
 
     private func resolve() throws -> Setup {
@@ -327,7 +329,8 @@ struct Serve: AsyncParsableCommand {
             storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,
             apps: try (file.apps ?? []).map { try PushingApp($0, base: base) },
             durableIntents: file.dispatch?.durableIntents,
-            intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
+            intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000)),
+            pushToStartRetention: try file.pushToStartRetention
         )
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayAPNs
 import LiveRelayTLS
 import LiveRelayWire
 import NIOCore
@@ -52,12 +53,14 @@ struct ServeConfigurationFile: Decodable {
         var maxUnsentReplyBytes: Int?
         var maxConnections: Int?
         var maxConnectionsPerKey: Int?
+        var pushToStartRetentionDays: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case maxFrameSize = "max_frame_size", maxRequestsInFlight = "max_requests_in_flight"
             case idleTimeoutMilliseconds = "idle_timeout_ms", helloTimeoutMilliseconds = "hello_timeout_ms"
             case drainTimeMilliseconds = "drain_time_ms", maxUnsentReplyBytes = "max_unsent_reply_bytes"
             case maxConnections = "max_connections", maxConnectionsPerKey = "max_connections_per_key"
+            case pushToStartRetentionDays = "push_to_start_retention_days"
         }
     }
 
@@ -203,6 +206,16 @@ struct ServeConfigurationFile: Decodable {
             guard let count = self.limits?.maxConnectionsPerKey else { return 1_000 }
             guard count >= 1 else { throw CLIError("limits.max_connections_per_key must be at least 1") }
             return count
+        }
+    }
+
+    /// How long a push-to-start token registered without `expires_at` lives
+    /// after its last registration: 30 days by default, 0 for no limit.
+    var pushToStartRetention: UnixTime.Duration? {
+        get throws {
+            guard let days = self.limits?.pushToStartRetentionDays else { return .hours(30 * 24) }
+            guard days >= 0 else { throw CLIError("limits.push_to_start_retention_days must be 0 (no limit) or more") }
+            return days == 0 ? nil : .hours(Int64(days) * 24)
         }
     }
 

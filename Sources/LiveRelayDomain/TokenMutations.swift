@@ -8,7 +8,9 @@ public struct RegisterToken: StoreMutation {
     public init(_ command: RegistrationCommand) { self.command = command }
 
     /// A request that passed validation (every decoded request has).
-    public init(_ request: RegisterTokenRequest) { self.init(RegistrationCommand(validated: request)) }
+    public init(_ request: RegisterTokenRequest, pushToStartRetention: UnixTime.Duration? = nil) {
+        self.init(RegistrationCommand(validated: request, pushToStartRetention: pushToStartRetention))
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
         let key = TokenKey(appID: command.appID, hex: command.hex)

@@ -19,6 +19,12 @@ public struct RegistrationCommand: Hashable, Sendable {
     /// UNIX seconds; nil for none.
     public var expiresAt: Int64?
     public var remove: Bool
+    /// How long a push-to-start token registered without `expires_at` is kept
+    /// after its last registration (nil: until removed, rotated or pruned).
+    /// Devices report their push-to-start token at every launch, so a token
+    /// not reported for that long belongs to a device that left; without a
+    /// limit they would pile up and every all-devices start would fan out to them.
+    public var pushToStartRetention: UnixTime.Duration?
 
     /// The fields of a request that passed `RegisterTokenRequest.validate()`
     /// (every decoded request has); empty strings mean absent.
@@ -43,6 +49,11 @@ public struct RegistrationCommand: Hashable, Sendable {
         deviceID = request.deviceID.nonEmpty
         expiresAt = request.expiresAt > 0 ? request.expiresAt : nil
         remove = request.remove
+    }
+
+    public init(validated request: RegisterTokenRequest, pushToStartRetention: UnixTime.Duration?) {
+        self.init(validated: request)
+        self.pushToStartRetention = pushToStartRetention
     }
 }
 
@@ -104,6 +115,8 @@ public enum TokenRegistration {
                 throw .invalidField(field: "expires_at", detail: "\(seconds) is in the past")
             }
             expiresAt = UnixTime(seconds: seconds)
+        } else if kind == .pushToStart, let retention = command.pushToStartRetention {
+            expiresAt = now + retention
         }
         return Token(
             kind: kind, hex: command.hex, environment: environment, appID: command.appID,
@@ -135,6 +148,14 @@ public enum TokenRegistration {
 
         if let existing {
             token.createdAt = existing.createdAt
+            // A retention expiry is refreshed once half of it has passed, not at
+            // every registration: a device reporting its token at each launch
+            // costs a write a few times per retention, not once per launch.
+            if command.expiresAt == nil, let retention = command.pushToStartRetention, token.kind == .pushToStart,
+                let kept = existing.expiresAt, kept.milliseconds - now.milliseconds >= retention.milliseconds / 2
+            {
+                token.expiresAt = kept
+            }
             if existing.sameRegistration(as: token), slotOccupant == nil || slotOccupant?.hex == token.hex {
                 return Plan(decision: .unchanged(existing), activity: activityWrite)
             }
