@@ -203,7 +203,7 @@ public struct ActivityService: LiveRelayService {
         switch outcome {
         case let .replayed(stored):
             return context.eventLoop.makeSucceededFuture(
-                CallReply(timestamp: stored.timestamp, summary: Self.planned(stored), replayed: true, state: stored.state))
+                CallReply(timestamp: stored.timestamp, summary: Self.replayed(stored), replayed: true, state: stored.state))
         case let .accepted(call):
             let reply = { @Sendable (result: EnqueueResult) -> CallReply in
                 CallReply(
@@ -246,6 +246,17 @@ public struct ActivityService: LiveRelayService {
             unresolved: reply.unresolved.map {
                 UnresolvedTarget(kind: $0.kind.wire, value: $0.value, reason: $0.reason)
             })
+    }
+
+    /// A replay's summary: the call's final account once its dispatch intent
+    /// was settled (`complete`), or at once for a call that reached no token
+    /// (nothing was ever in flight); until then, or for a call accepted without
+    /// a durable intent, the plan (every push `queued`, not `complete`), since
+    /// whether its pushes are in flight, waiting to be resumed or lost is not
+    /// known here. Nothing is sent again either way: the intent, if any, does that.
+    static func replayed(_ reply: StoredReply) -> DeliverySummary {
+        guard let account = reply.account ?? (reply.targeted == 0 ? EnqueueResult() : nil) else { return planned(reply) }
+        return summary(planned(reply), after: account)
     }
 
     /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.

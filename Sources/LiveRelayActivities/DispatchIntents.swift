@@ -10,8 +10,9 @@ import ServiceLifecycle
 /// Keeps the promise of durable dispatch intents (docs/PROTOCOL.md,
 /// "Delivery guarantees") for one node:
 /// - as the dispatcher's ``DispatchLedger``, deletes an intent once every
-///   push of its batch is accounted for (settlements that arrive while one
-///   store write is under way go together in the next);
+///   push of its batch is accounted for, keeping the batch's final account for
+///   replays of the call (settlements that arrive while one store write is
+///   under way go together in the next);
 /// - renews the leases of the intents this node holds, every third of a lease;
 /// - claims intents no live node holds (at start every one left by an earlier
 ///   process when `takeOverAtStart`, the single-node SQLite case; then those
@@ -55,7 +56,7 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
     private let sink = NIOLockedValueBox<(any PushSink)?>(nil)
 
     private struct Settling {
-        var pending: [IntentKey] = []
+        var pending: [SettledIntent] = []
         var writing = false
         var idle: [CheckedContinuation<Void, Never>] = []
     }
@@ -79,9 +80,8 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
     // MARK: DispatchLedger
 
     public func settled(_ batch: SettledBatch) {
-        let key = IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp)
-        let start: [IntentKey]? = settling.withLockedValue { state in
-            state.pending.append(key)
+        let start: [SettledIntent]? = settling.withLockedValue { state in
+            state.pending.append(SettledIntent(batch))
             guard !state.writing else { return nil }
             state.writing = true
             defer { state.pending.removeAll() }
@@ -91,14 +91,14 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
     }
 
     /// One store write at a time; what settled meanwhile goes in the next.
-    private func write(_ keys: [IntentKey]) {
-        store.apply(SettleIntents(keys), now: clock.now(), on: eventLoop).whenComplete { result in
+    private func write(_ settled: [SettledIntent]) {
+        store.apply(SettleIntents(settled), now: clock.now(), on: eventLoop).whenComplete { result in
             if case let .failure(error) = result {
-                // The intents stay: they are sent again (at least once) when claimed.
+                // The intents stay: they are sent again (at least once) when claimed, and settled then.
                 self.logger.warning(
-                    "could not delete settled dispatch intents", metadata: ["count": "\(keys.count)", "error": "\(error)"])
+                    "could not delete settled dispatch intents", metadata: ["count": "\(settled.count)", "error": "\(error)"])
             }
-            let next: (keys: [IntentKey]?, idle: [CheckedContinuation<Void, Never>]) = self.settling.withLockedValue { state in
+            let next: (settled: [SettledIntent]?, idle: [CheckedContinuation<Void, Never>]) = self.settling.withLockedValue { state in
                 if state.pending.isEmpty {
                     state.writing = false
                     defer { state.idle.removeAll() }
@@ -107,7 +107,7 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
                 defer { state.pending.removeAll() }
                 return (state.pending, [])
             }
-            if let keys = next.keys { self.write(keys) }
+            if let settled = next.settled { self.write(settled) }
             for waiter in next.idle { waiter.resume() }
         }
     }

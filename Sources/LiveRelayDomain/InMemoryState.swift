@@ -74,6 +74,11 @@ public struct InMemoryState: StateReader, Sendable {
                 records[key] = nil
             case let .putIdempotencyRecord(record):
                 records[ActivityKey(appID: record.appID, activityID: record.activityID), default: [:]][record.key] = record
+            case let .settleReply(activity, timestamp, account):
+                // A scan of one activity's keys: a handful.
+                for (key, record) in records[activity] ?? [:] where record.reply.timestamp == timestamp {
+                    records[activity]?[key]?.reply.account = account
+                }
             case let .putIntent(intent):
                 intents = intents.filter { !$0.value.isSuperseded(by: intent) }
                 intents[intent.key] = intent

@@ -6,7 +6,7 @@ import LiveRelayPushOutlet
 public struct ClaimedIntents: Hashable, Sendable {
     /// The pushes of each claimed intent, rebuilt with the first attempt's payload and marked durable.
     public var batches: [PushBatch] = []
-    /// Past their expiry: deleted, nothing sent.
+    /// Past their expiry: deleted, nothing sent, every push counted `expired` in the call's account.
     public var expired: [IntentKey] = []
     /// Rows that cannot be sent (an unknown format version, a payload over the
     /// limit, a damaged target list): deleted with the reason, never retried.
@@ -53,17 +53,22 @@ public struct ClaimIntents: StoreMutation {
                 claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
                 continue
             }
+            let targets = { () -> [PushTarget] in
+                intent.targets
+                    ?? state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
+                    .map { PushTarget(token: $0.hex, environment: $0.environment) }
+            }
             if let expiresAt = intent.expiresAt, expiresAt <= now {
+                // Settled unsent: its pushes are the call's final account, so a replay reports them expired.
                 writes.append(.deleteIntent(intent.key))
+                writes.append(
+                    .settleReply(
+                        intent.key.activity, timestamp: intent.key.timestamp, account: EnqueueResult(expired: targets().count)))
                 claimed.expired.append(intent.key)
                 continue
             }
-            let targets =
-                intent.targets
-                ?? state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
-                .map { PushTarget(token: $0.hex, environment: $0.environment) }
             writes.append(.leaseIntent(intent.key, owner: lease.owner, until: until))
-            claimed.batches.append(intent.batch(to: targets))
+            claimed.batches.append(intent.batch(to: targets()))
         }
         return MutationPlan(writes: writes, outcome: claimed)
     }
@@ -81,13 +86,39 @@ public struct RenewIntents: StoreMutation {
     }
 }
 
-/// Deletes the intents whose every push is accounted for.
-public struct SettleIntents: StoreMutation {
-    public var keys: [IntentKey]
+/// An intent whose every push is final, with the account the dispatcher kept of them.
+public struct SettledIntent: Hashable, Sendable {
+    public var key: IntentKey
+    /// The call's final account (`queued` 0).
+    public var account: EnqueueResult
 
-    public init(_ keys: [IntentKey]) { self.keys = keys }
+    public init(key: IntentKey, account: EnqueueResult) {
+        self.key = key
+        self.account = account
+    }
+
+    public init(_ batch: SettledBatch) {
+        self.init(
+            key: IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp), account: batch.account)
+    }
+}
+
+/// Deletes the intents whose every push is accounted for, and keeps each
+/// call's final account on its idempotency record (if it has one): the row
+/// that said "still to send" goes in the transaction that says what was sent,
+/// so a replay of the call never finds neither.
+public struct SettleIntents: StoreMutation {
+    public var settled: [SettledIntent]
+
+    public init(_ settled: [SettledIntent]) { self.settled = settled }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
-        MutationPlan(writes: keys.map { .deleteIntent($0) }, outcome: ())
+        var writes: [StoreWrite] = []
+        writes.reserveCapacity(settled.count * 2)
+        for intent in settled {
+            writes.append(.deleteIntent(intent.key))
+            writes.append(.settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: intent.account))
+        }
+        return MutationPlan(writes: writes, outcome: ())
     }
 }

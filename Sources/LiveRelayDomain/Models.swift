@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayMessages
+import LiveRelayPushOutlet
 
 /// An app LiveRelay pushes for. Its bundle id makes the `apns-topic`.
 public struct App: Hashable, Sendable {
@@ -267,12 +268,22 @@ public struct StoredReply: Hashable, Sendable {
     public var targeted: Int
     /// Start targets that reached no device.
     public var unresolved: [UnresolvedStartTarget]
+    /// The call's final account (`queued` 0), written when its dispatch intent
+    /// is settled (``SettleIntents``, or ``ClaimIntents`` finding it expired),
+    /// so that a replay reports what became of the pushes instead of the plan.
+    /// nil while they are in flight or waiting to be resumed, and for good when
+    /// the call was accepted without a durable intent: nobody reports its end.
+    public var account: EnqueueResult?
 
-    public init(timestamp: Int64, state: Activity.State, targeted: Int, unresolved: [UnresolvedStartTarget] = []) {
+    public init(
+        timestamp: Int64, state: Activity.State, targeted: Int, unresolved: [UnresolvedStartTarget] = [],
+        account: EnqueueResult? = nil
+    ) {
         self.timestamp = timestamp
         self.state = state
         self.targeted = targeted
         self.unresolved = unresolved
+        self.account = account
     }
 
     /// `{"targeted":N,"unresolved":[[kind,value,reason],...]}`: how the stores
@@ -310,6 +321,48 @@ public struct StoredReply: Hashable, Sendable {
             unresolved.append(UnresolvedStartTarget(kind: kind, value: value, reason: reason))
         }
         self.init(timestamp: timestamp, state: state, targeted: Int(targeted), unresolved: unresolved)
+    }
+
+    /// `{"delivered":N,"pruned":N,"superseded":N,"expired":N,"failures":{"Reason":N,...}}`:
+    /// how the SQL stores keep ``account`` (a text column of its own, so that
+    /// settling a call is one UPDATE that need not read the rest of the record).
+    public static func accountJSON(_ account: EnqueueResult) -> String {
+        var w = JSONWriter()
+        for (i, (name, value)) in [
+            ("delivered", account.delivered), ("pruned", account.pruned), ("superseded", account.superseded),
+            ("expired", account.expired),
+        ].enumerated() {
+            w.raw(i == 0 ? "{" : ",")
+            w.string(name)
+            w.raw(":")
+            w.integer(Int64(value))
+        }
+        w.raw(",\"failures\":{")
+        for (i, (reason, count)) in account.failures.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { w.raw(",") }
+            w.string(reason)
+            w.raw(":")
+            w.integer(Int64(count))
+        }
+        w.raw("}}")
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+
+    /// Reads ``accountJSON(_:)`` back; nil for anything else (a corrupt row).
+    public static func account(json: String) -> EnqueueResult? {
+        guard let value = try? JSONValue.parse(Array(json.utf8)),
+            case let .object(failureMembers)? = value["failures"]
+        else { return nil }
+        func count(_ v: JSONValue?) -> Int? { v?.integerValue.flatMap { $0 >= 0 ? Int(exactly: $0) : nil } }
+        guard let delivered = count(value["delivered"]), let pruned = count(value["pruned"]),
+            let superseded = count(value["superseded"]), let expired = count(value["expired"])
+        else { return nil }
+        var failures: [String: Int] = [:]
+        for (reason, n) in failureMembers {
+            guard let n = count(n) else { return nil }
+            failures[reason, default: 0] += n
+        }
+        return EnqueueResult(delivered: delivered, pruned: pruned, superseded: superseded, expired: expired, failures: failures)
     }
 }
 

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayPushOutlet
 
 /// What a rule may read from the current state.
 ///
@@ -41,6 +42,12 @@ public enum StoreWrite: Hashable, Sendable {
     /// Forget an activity and its idempotency records (its tokens are deleted by their own writes).
     case deleteActivity(ActivityKey)
     case putIdempotencyRecord(IdempotencyRecord)
+    /// Store `account` as the final account (``StoredReply/account``) of the
+    /// idempotency record of the activity's call that stamped `timestamp`:
+    /// nothing for a call made without a key (it has no record) or whose
+    /// activity was purged since. A call's timestamp is unique within its
+    /// activity, so this names one call's record without knowing its key.
+    case settleReply(ActivityKey, timestamp: Int64, account: EnqueueResult)
     /// Record a call's pushes, and delete the intents of the activity it
     /// supersedes (``DispatchIntent/isSuperseded(by:)``).
     case putIntent(DispatchIntent)

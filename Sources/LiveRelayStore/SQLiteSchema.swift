@@ -89,7 +89,10 @@ enum SQLiteSchema {
         """,
         // 3: durable dispatch intents (DispatchIntent), one row per accepted call with pushes.
         // A rowid table: an end's target list can be megabytes, which WITHOUT ROWID handles badly.
+        // Settling an intent keeps the call's final account on its idempotency record
+        // (reply_account, StoredReply.accountJSON; NULL until then) for replays.
         """
+        ALTER TABLE idempotency_records ADD COLUMN reply_account TEXT;
         CREATE TABLE dispatch_intents (
             app_id      TEXT    NOT NULL,
             activity_id TEXT    NOT NULL,

@@ -20,7 +20,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 28
+        static let count = 29
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -80,8 +80,11 @@ struct SQLiteTables {
         static let putRecord = SQLiteQuery(
             15,
             """
-            INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """)
+        /// A scan of the activity's records (the primary key's prefix): a handful per activity.
+        static let settleRecord = SQLiteQuery(
+            28, "UPDATE idempotency_records SET reply_account = ?4 WHERE app_id = ?1 AND activity_id = ?2 AND reply_timestamp = ?3")
 
         // The writer's transaction control.
         static let begin = SQLiteQuery(16, "BEGIN IMMEDIATE")
@@ -249,6 +252,12 @@ struct SQLiteTables {
                 s.bind(8, [UInt8]())  // reply_summary: only rows from schema version 1 have one
                 s.bind(9, record.createdAt.milliseconds)
                 s.bind(10, record.reply.targetsJSON)
+                s.bind(11, record.reply.account.map(StoredReply.accountJSON))
+            }
+        case let .settleReply(activity, timestamp, account):
+            try db.run(SQL.settleRecord) {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, timestamp)
+                $0.bind(4, StoredReply.accountJSON(account))
             }
         case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
             try writeIntent(write)
@@ -287,9 +296,13 @@ struct SQLiteTables {
     static func record(from s: SQLiteStatement) -> Result<IdempotencyRecord, SQLiteError> {
         guard let operation = IdempotentOperation(rawValue: s.string(3)),
             let state = Activity.State(rawValue: s.string(6)),
-            let reply = s.optionalString(9).map({ StoredReply(timestamp: s.int64(5), state: state, targetsJSON: $0) })
+            var reply = s.optionalString(9).map({ StoredReply(timestamp: s.int64(5), state: state, targetsJSON: $0) })
                 ?? StoredReply(timestamp: s.int64(5), state: state, legacySummary: s.blob(7))
         else { return .failure(corrupt("idempotency record", s)) }
+        if let json = s.optionalString(10) {
+            guard let account = StoredReply.account(json: json) else { return .failure(corrupt("idempotency record account", s)) }
+            reply.account = account
+        }
         return .success(
             IdempotencyRecord(
                 appID: s.string(0), activityID: s.string(1), key: s.string(2), operation: operation,

@@ -6,7 +6,7 @@ package enum StoreColumns {
     package static let activity =
         "app_id, id, attributes_type, state, last_timestamp, last_content_state, created_at, expires_at, ended_at, dismiss_at"
     package static let record =
-        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets"
+        "app_id, activity_id, key, operation, fingerprint, reply_timestamp, reply_state, reply_summary, created_at, reply_targets, reply_account"
     package static let intent =
         "app_id, activity_id, timestamp, version, event, payload, topic, priority, expiration, expires_at, targets, created_at, owner, lease_until"
 }

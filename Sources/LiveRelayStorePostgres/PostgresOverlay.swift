@@ -1,4 +1,5 @@
 import LiveRelayDomain
+import LiveRelayPushOutlet
 import PostgresNIO
 
 /// The net effect of the plans a batch has accepted so far: what each
@@ -22,10 +23,16 @@ struct PostgresOverlay {
     private(set) var records: [RecordKey: IdempotencyRecord] = [:]
     /// Activities whose idempotency records are deleted (before `records` are written).
     private(set) var purged: Set<ActivityKey> = []
+    /// Final accounts for the records of the calls with these timestamps
+    /// (``StoreWrite/settleReply(_:timestamp:account:)``), written after `records`:
+    /// overlaid records carry theirs already; database rows get them by one UPDATE.
+    private(set) var settlements: [IntentKey: EnqueueResult] = [:]
 
     var intents = PostgresIntentOverlay()
 
-    var isEmpty: Bool { tokens.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && intents.isEmpty }
+    var isEmpty: Bool {
+        tokens.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && settlements.isEmpty && intents.isEmpty
+    }
 
     mutating func apply(_ write: StoreWrite) {
         switch write {
@@ -42,8 +49,14 @@ struct PostgresOverlay {
             activities[key] = .some(nil)
             purged.insert(key)
             records = records.filter { $0.key.activity != key }
+            settlements = settlements.filter { $0.key.activity != key }
         case let .putIdempotencyRecord(record):
             records[RecordKey(activity: ActivityKey(appID: record.appID, activityID: record.activityID), key: record.key)] = record
+        case let .settleReply(activity, timestamp, account):
+            settlements[IntentKey(appID: activity.appID, activityID: activity.activityID, timestamp: timestamp)] = account
+            for (key, record) in records where key.activity == activity && record.reply.timestamp == timestamp {
+                records[key]?.reply.account = account
+            }
         case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
             intents.apply(write)
         }
@@ -67,6 +80,15 @@ struct PostgresOverlay {
     func record(_ activity: ActivityKey, key: String) -> IdempotencyRecord?? {
         if let record = records[RecordKey(activity: activity, key: key)] { return .some(record) }
         return purged.contains(activity) ? .some(nil) : nil
+    }
+
+    /// A record read from the database as the batch's settlements left it.
+    func settled(_ record: IdempotencyRecord) -> IdempotencyRecord {
+        let call = IntentKey(appID: record.appID, activityID: record.activityID, timestamp: record.reply.timestamp)
+        guard let account = settlements[call] else { return record }
+        var record = record
+        record.reply.account = account
+        return record
     }
 
     /// `fromDatabase` with the batch's changes: overlaid rows replaced by their
@@ -127,12 +149,20 @@ struct PostgresOverlay {
         """
     static let putRecordsSQL = """
         INSERT INTO idempotency_records (\(PostgresTables.recordColumns))
-        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::bytea[], $9::int8[],
-                             $10::text[])
+        SELECT a, x, k, op, f, ts, st, su, c, tg, CASE WHEN ac_n THEN NULL ELSE ac END
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[], $8::bytea[], $9::int8[],
+                    $10::text[], $11::text[], $12::bool[])
+            AS r(a, x, k, op, f, ts, st, su, c, tg, ac, ac_n)
         ON CONFLICT (app_id, activity_id, key) DO UPDATE SET
             operation = excluded.operation, fingerprint = excluded.fingerprint, reply_timestamp = excluded.reply_timestamp,
             reply_state = excluded.reply_state, reply_summary = excluded.reply_summary, created_at = excluded.created_at,
-            reply_targets = excluded.reply_targets
+            reply_targets = excluded.reply_targets, reply_account = excluded.reply_account
+        """
+    /// A scan of each activity's records (the primary key's prefix): a handful per activity.
+    static let settleRecordsSQL = """
+        UPDATE idempotency_records r SET reply_account = k.ac
+        FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[]) AS k(a, x, ts, ac)
+        WHERE r.app_id = k.a AND r.activity_id = k.x AND r.reply_timestamp = k.ts
         """
 
     /// Writes the net changes: deletions first, then upserts, each table's rows
@@ -190,7 +220,7 @@ struct PostgresOverlay {
         }
         if !records.isEmpty {
             let r = records.values.sorted { ($0.appID, $0.activityID, $0.key) < ($1.appID, $1.activityID, $1.key) }
-            var b = PostgresBindings(capacity: 10)
+            var b = PostgresBindings(capacity: 12)
             b.append(r.map(\.appID)); b.append(r.map(\.activityID)); b.append(r.map(\.key))
             b.append(r.map(\.operation.rawValue)); b.append(r.map { Int64(bitPattern: $0.fingerprint) })
             b.append(r.map(\.reply.timestamp)); b.append(r.map(\.reply.state.rawValue))
@@ -198,7 +228,17 @@ struct PostgresOverlay {
             b.append(r.map { _ in ByteBuffer() })
             b.append(r.map(\.createdAt.milliseconds))
             b.append(r.map(\.reply.targetsJSON))
+            b.append(r.map { $0.reply.account.map(StoredReply.accountJSON) ?? "" }); b.append(r.map { $0.reply.account == nil })
             try await run(Self.putRecordsSQL, b)
+        }
+        if !settlements.isEmpty {
+            let settled = settlements.sorted {
+                ($0.key.appID, $0.key.activityID, $0.key.timestamp) < ($1.key.appID, $1.key.activityID, $1.key.timestamp)
+            }
+            var b = PostgresBindings(capacity: 4)
+            b.append(settled.map(\.key.appID)); b.append(settled.map(\.key.activityID)); b.append(settled.map(\.key.timestamp))
+            b.append(settled.map { StoredReply.accountJSON($0.value) })
+            try await run(Self.settleRecordsSQL, b)
         }
         try await intents.write(on: session)
     }

@@ -89,8 +89,11 @@ enum PostgresSchema {
             "ALTER TABLE idempotency_records ADD COLUMN reply_targets text"
         ],
         // 3: durable dispatch intents (DispatchIntent), one row per accepted call with pushes,
-        // leased to the node that works on them.
+        // leased to the node that works on them. Settling an intent keeps the call's final
+        // account on its idempotency record (reply_account, StoredReply.accountJSON; NULL
+        // until then) for replays.
         [
+            "ALTER TABLE idempotency_records ADD COLUMN reply_account text",
             """
             CREATE TABLE dispatch_intents (
                 app_id      text COLLATE "C" NOT NULL,

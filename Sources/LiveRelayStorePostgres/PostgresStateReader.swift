@@ -55,7 +55,7 @@ final class PostgresStateReader: StateReader {
     func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? {
         if let overlaid = overlay.record(activity, key: key) { return overlaid }
         guard case let .record(record)? = lookup(.record(activity, key)) else { return nil }
-        return record
+        return record.map(overlay.settled)
     }
 
     private func tokens(_ key: ReadKey, where matches: (Token) -> Bool) -> [Token] {

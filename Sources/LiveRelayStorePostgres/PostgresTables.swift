@@ -85,7 +85,7 @@ enum PostgresTables {
 
     typealias TokenRow = (String, String, Int16, Int16, String?, String?, String?, String?, Int64, Int64, Int64?)
     typealias ActivityRow = (String, String, String?, String, Int64, String?, Int64, Int64, Int64?, Int64?)
-    typealias RecordRow = (String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?)
+    typealias RecordRow = (String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?, String?)
 
     // MARK: Reads
 
@@ -169,8 +169,9 @@ enum PostgresTables {
             var binds = PostgresBindings(capacity: 3)
             binds.append(recordArrays.0); binds.append(recordArrays.1); binds.append(recordArrays.2)
             for row in try await session.query(PostgresQuery(unsafeSQL: recordsSQL, binds: binds)) {
-                let r = try row.decode((Int64, String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?).self)
-                answers[recordKeys[Int(r.0) - 1]] = .record(try record((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10)))
+                let r = try row.decode(
+                    (Int64, String, String, String, String, Int64, Int64, String, ByteBuffer, Int64, String?, String?).self)
+                answers[recordKeys[Int(r.0) - 1]] = .record(try record((r.1, r.2, r.3, r.4, r.5, r.6, r.7, r.8, r.9, r.10, r.11)))
             }
         }
         return answers
@@ -196,9 +197,15 @@ enum PostgresTables {
 
     static func record(_ r: RecordRow) throws -> IdempotencyRecord {
         guard let operation = IdempotentOperation(rawValue: r.3), let state = Activity.State(rawValue: r.6),
-            let reply = r.9.map({ StoredReply(timestamp: r.5, state: state, targetsJSON: $0) })
+            var reply = r.9.map({ StoredReply(timestamp: r.5, state: state, targetsJSON: $0) })
                 ?? StoredReply(timestamp: r.5, state: state, legacySummary: Array(buffer: r.7))
         else { throw PostgresStoreError.corruptRow("idempotency record \(r.0)/\(r.1)/\(r.2)") }
+        if let json = r.10 {
+            guard let account = StoredReply.account(json: json) else {
+                throw PostgresStoreError.corruptRow("idempotency record account \(r.0)/\(r.1)/\(r.2)")
+            }
+            reply.account = account
+        }
         return IdempotencyRecord(
             appID: r.0, activityID: r.1, key: r.2, operation: operation, fingerprint: UInt64(bitPattern: r.4),
             reply: reply, createdAt: UnixTime(milliseconds: r.8))

@@ -107,6 +107,23 @@ import Testing
         #expect(h.recorder.batches.count == 1)
     }
 
+    /// Without durable intents nothing reports a call's end: its replay keeps
+    /// the plan. A call that reached no token has nothing in flight, so its
+    /// replay is complete, like its first reply.
+    @Test func aReplayWithoutAnAccountReportsThePlan() async throws {
+        let h = Harness()
+        try await h.register(pushToStart(hex(1)))
+        let first = try await h.start(startRequest(key: "k1"))
+        let again = try await h.start(startRequest(key: "k1"))
+        #expect(again.summary?.queued == 1 && again.summary?.complete == false)
+        #expect(first.summary == again.summary)
+        let nobody = try await h.start(startRequest("order-2", targets: Targets(externalUserIDs: ["nobody"]), key: "k2"))
+        let nobodyAgain = try await h.start(startRequest("order-2", targets: Targets(externalUserIDs: ["nobody"]), key: "k2"))
+        #expect(nobodyAgain.replayed)
+        #expect(nobodyAgain.summary?.targeted == 0 && nobodyAgain.summary?.complete == true)
+        #expect(nobodyAgain.summary == nobody.summary)
+    }
+
     @Test func anotherKeyIsAlreadyExists() async throws {
         let h = Harness()
         try await h.start(startRequest(key: "k1"))

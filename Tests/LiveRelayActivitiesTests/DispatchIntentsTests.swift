@@ -89,6 +89,52 @@ import Testing
         try await harness.tearDown(d1, [silent])
     }
 
+    @Test func aReplayReportsTheAccountOfItsSettledIntent() async throws {
+        // Holds every push until the test answers them.
+        let answering = FakeTransport(eventLoop: harness.loop)
+        let ledger = intents("process-1")
+        let d = harness.dispatcher(
+            [("app", 1_000, answering)], pruner: StoreTokenPruner(store: store, clock: harness.wall), ledger: ledger)
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: d, intents: IntentLease(owner: "process-1"))
+        _ = try await service.startActivity(
+            StartActivityRequest(
+                appID: "app", activityID: "game", attributesType: "Score", attributesJSON: "{}", contentStateJSON: #"{"s":0}"#,
+                targets: Targets(allDevices: true)),
+            context: context()
+        ).get()
+        for n in 1...3 {
+            _ = try await service.registerToken(
+                RegisterTokenRequest(
+                    appID: "app", kind: .update, token: hex(n), environment: .production, activityID: "game", deviceID: "d\(n)"),
+                context: context()
+            ).get()
+        }
+        harness.wall.advance(by: .seconds(1))
+        let request = UpdateActivityRequest(appID: "app", activityID: "game", contentStateJSON: #"{"s":1}"#, idempotencyKey: "u1")
+        let reply = try await service.updateActivity(request, context: context()).get()
+        #expect(reply.summary?.queued == 3)
+
+        // In flight: the replay says what was planned, and sends nothing again.
+        await harness.drive { answering.waitingCount == 3 }
+        let early = try await service.updateActivity(request, context: context()).get()
+        #expect(early.replayed && early.timestamp == reply.timestamp)
+        #expect(early.summary?.queued == 3 && early.summary?.complete == false)
+
+        answering.answerAll(.success(APNsResponse(status: 200)))
+        await harness.drive { d.unfinishedCount == 0 }
+        await ledger.flush()
+        #expect(try await claimable().isEmpty)
+        let late = try await service.updateActivity(request, context: context()).get()
+        #expect(late.replayed && late.timestamp == reply.timestamp)
+        #expect(late.summary?.targeted == 3)
+        #expect(late.summary?.delivered == 3)
+        #expect(late.summary?.queued == 0 && late.summary?.failed == 0)
+        #expect(late.summary?.complete == true)
+        #expect(answering.requests.count == 3)
+        try await harness.tearDown(d, [answering])
+    }
+
     @Test func aTakeoverClaimsPageAfterPageUntilNothingIsLeft() async throws {
         let service = ActivityService(
             store: store, clock: harness.wall, logger: logger, sink: RecordingPushSink(), intents: IntentLease(owner: "gone"))

@@ -98,6 +98,32 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
         #expect(StoredReply(timestamp: 1, state: .active, targetsJSON: "not json") == nil)
     }
 
+    /// A settled call's account reads back as it was written, failure reasons escaped; anything else is a corrupt row.
+    @Test func theFinalAccountRoundTripsThroughItsJSON() throws {
+        let account = EnqueueResult(
+            delivered: 7, pruned: 1, superseded: 2, expired: 3, failures: ["Unregistered": 0, "a \"quoted\"\\ reason ✓": 4])
+        #expect(StoredReply.account(json: StoredReply.accountJSON(account)) == account)
+        #expect(StoredReply.account(json: StoredReply.accountJSON(EnqueueResult())) == EnqueueResult())
+        #expect(StoredReply.account(json: #"{"delivered":1,"pruned":0,"superseded":0,"expired":0}"#) == nil)
+        #expect(StoredReply.account(json: #"{"delivered":-1,"pruned":0,"superseded":0,"expired":0,"failures":{}}"#) == nil)
+        #expect(StoredReply.account(json: #"{"delivered":1,"pruned":0,"superseded":0,"expired":0,"failures":{"x":"1"}}"#) == nil)
+        #expect(StoredReply.account(json: "not json") == nil)
+    }
+
+    /// Settling writes the call's account on its record (found by timestamp), and a replay returns it.
+    @Test func aSettledCallReplaysItsAccount() throws {
+        var state = InMemoryState()
+        _ = try state.apply(RegisterToken(pushToStart(hex(1))), now: t0)
+        let lease = IntentLease(owner: "node")
+        let call = try #require(try state.apply(StartActivity(start(key: "k1"), app: app, intents: lease), now: t0).accepted)
+        let account = EnqueueResult(delivered: 1)
+        try state.apply(SettleIntents([SettledIntent(key: IntentKey(call.batch), account: account)]), now: t0)
+        #expect(state.intentCount == 0)
+        let replayed = try state.apply(StartActivity(start(key: "k1"), app: app, intents: lease), now: t0 + .seconds(1)).replayed
+        #expect(replayed?.account == account)
+        #expect(replayed?.targeted == 1)
+    }
+
     /// JSON and the other syntax are checked once, when the request is
     /// decoded, outside the store's writer: such a request never reaches the rule.
     @Test func invalidRequestsAreRefusedOnceWhenDecoded() {

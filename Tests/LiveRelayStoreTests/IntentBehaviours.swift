@@ -16,6 +16,7 @@ extension StoreBehaviourSuite {
         StoreBehaviour(description: "a settled intent is gone; an expired one is dropped", run: settledAndExpiredIntents),
         StoreBehaviour(description: "an end's intent keeps the tokens the end deleted", run: anEndKeepsItsTargets),
         StoreBehaviour(description: "a newer update leaves another live node's older intent alone", run: anotherNodesIntentIsLeftAlone),
+        StoreBehaviour(description: "a replay reports the account its settled intent left", run: replaysReportTheSettledAccount),
     ]
 
     /// A start, two updates of 3 tokens (the second supersedes the first) and
@@ -76,7 +77,7 @@ extension StoreBehaviourSuite {
         try await apply(store, StartActivity(start(), app: app))
         try await apply(store, RegisterToken(updateToken(hex(1))))
         let first = try #require(try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
-        try await apply(store, SettleIntents([IntentKey(first.batch)]))
+        try await apply(store, SettleIntents([SettledIntent(key: IntentKey(first.batch), account: EnqueueResult(delivered: 1))]))
         #expect(try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: t0 + .seconds(2)).isEmpty)
         // An update expires with its activity (8 hours).
         let second = try #require(
@@ -119,6 +120,51 @@ extension StoreBehaviourSuite {
             try await apply(store, ChangeActivity(update(), app: app, intents: observer), now: t0 + .seconds(40)).accepted)
         let left = try await apply(store, ClaimIntents(lease: nodeA, evenIfLeased: true), now: t0 + .seconds(41))
         #expect(left.batches.map(\.timestamp) == [third.batch.timestamp])
+        try await store.close()
+    }
+
+    /// A start and two updates with idempotency keys: each replays its plan
+    /// (no account) until its intent is settled, then the account it was
+    /// settled with; the first update's intent, superseded by the second's,
+    /// still takes the account the dispatcher reports for it; an intent found
+    /// past its expiry settles its call as every push expired.
+    static func replaysReportTheSettledAccount(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(pushToStart(hex(100))))
+        let started = try #require(try await apply(store, StartActivity(start(key: "s1"), app: app, intents: nodeA)).accepted)
+        for n in 1...2 { try await apply(store, RegisterToken(updateToken(hex(n), device: "d\(n)"))) }
+        let first = try #require(
+            try await apply(store, ChangeActivity(update(key: "u1"), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        let second = try #require(
+            try await apply(store, ChangeActivity(update(key: "u2"), app: app, intents: nodeA), now: t0 + .seconds(2)).accepted)
+        func replay(start key: String) async throws -> StoredReply? {
+            try await apply(store, StartActivity(start(key: key), app: app, intents: nodeA), now: t0 + .seconds(3)).replayed
+        }
+        func replay(update key: String, at now: UnixTime = t0 + .seconds(3)) async throws -> StoredReply? {
+            try await apply(store, ChangeActivity(update(key: key), app: app, intents: nodeA), now: now).replayed
+        }
+        #expect(try await replay(start: "s1") == started.reply)
+        #expect(try await replay(update: "u1")?.account == nil)
+
+        let startAccount = EnqueueResult(delivered: 1)
+        let firstAccount = EnqueueResult(delivered: 1, pruned: 1, failures: ["BadExpirationDate": 0, "Say \"hi\"": 2])
+        try await apply(
+            store,
+            SettleIntents([
+                SettledIntent(key: IntentKey(started.batch), account: startAccount),
+                SettledIntent(key: IntentKey(first.batch), account: firstAccount),
+            ]), now: t0 + .seconds(3))
+        var settledStart = started.reply
+        settledStart.account = startAccount
+        #expect(try await replay(start: "s1") == settledStart)
+        #expect(try await replay(update: "u1")?.account == firstAccount)
+        #expect(try await replay(update: "u2") == second.reply)
+        // The second update's intent is left, and never resumed: found past its expiry, it is the call's account.
+        let late = try #require(second.batch.expiresAt) + .seconds(1)
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB, evenIfLeased: true), now: late)
+        #expect(claimed.expired == [IntentKey(second.batch)])
+        #expect(try await replay(update: "u2", at: late)?.account == EnqueueResult(expired: 2))
+        #expect(try await replay(update: "u1", at: late)?.account == firstAccount)
         try await store.close()
     }
 }

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 import LiveRelayStore
 import NIOCore
 import Testing
@@ -135,6 +136,52 @@ struct PostgresStoreTests {
             await #expect(throws: DomainError.self) { try await invalid.get() }
             let present = try await store.pushToStartTokens(appID: appID, attributesType: "DeliveryAttributes", on: loop).get()
             #expect(Set(present.map(\.hex)) == [hex(100), hex(1), hex(5)])
+            try await store.close()
+        }
+    }
+
+    /// The overlay's settlements: a replay planned in the batch that settles
+    /// its call sees the account, whether its record came from the database
+    /// or from an earlier plan of the same batch, and so does one after the commit.
+    @Test func aReplayInTheBatchThatSettlesItsCallSeesTheAccount() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let store = try await PostgresTestDatabase.store(schema: schema, lanes: 1)
+            let loop = StoreBehaviourSuite.group.any()
+            let lease = StoreBehaviourSuite.nodeA
+            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(100))))
+            try await StoreBehaviourSuite.apply(store, StartActivity(start(), app: app))
+            try await StoreBehaviourSuite.apply(store, RegisterToken(updateToken(hex(1))))
+            let updated = try #require(
+                try await StoreBehaviourSuite.apply(
+                    store, ChangeActivity(update(key: "u1"), app: app, intents: lease), now: t0 + .seconds(1)
+                ).accepted)
+            let updateAccount = EnqueueResult(delivered: 1)
+            let startAccount = EnqueueResult(failures: ["Unregistered": 1])
+            let order2 = IntentKey(appID: appID, activityID: "order-2", timestamp: t0.seconds + 2)
+
+            // Queued together, so usually one batch; the outcome must not depend on how they are batched.
+            let now = t0 + .seconds(2)
+            let readFirst = store.apply(ChangeActivity(update(key: "u1"), app: app, intents: lease), now: now, on: loop)
+            let started = store.apply(StartActivity(start("order-2", key: "s2"), app: app, intents: lease), now: now, on: loop)
+            let settled = store.apply(
+                SettleIntents([
+                    SettledIntent(key: IntentKey(updated.batch), account: updateAccount),
+                    SettledIntent(key: order2, account: startAccount),
+                ]), now: now, on: loop)
+            let updateReplay = store.apply(ChangeActivity(update(key: "u1"), app: app, intents: lease), now: now, on: loop)
+            let startReplay = store.apply(StartActivity(start("order-2", key: "s2"), app: app, intents: lease), now: now, on: loop)
+
+            #expect(try await readFirst.get().replayed?.account == nil)
+            #expect(try await started.get().accepted?.batch.timestamp == order2.timestamp)
+            try await settled.get()
+            #expect(try await updateReplay.get().replayed?.account == updateAccount)
+            #expect(try await startReplay.get().replayed?.account == startAccount)
+
+            let later = t0 + .seconds(3)
+            let updateAgain = try await StoreBehaviourSuite.apply(store, ChangeActivity(update(key: "u1"), app: app), now: later)
+            #expect(updateAgain.replayed?.account == updateAccount)
+            let startAgain = try await StoreBehaviourSuite.apply(store, StartActivity(start("order-2", key: "s2"), app: app), now: later)
+            #expect(startAgain.replayed?.account == startAccount)
             try await store.close()
         }
     }
