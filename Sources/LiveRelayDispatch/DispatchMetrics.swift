@@ -18,13 +18,21 @@ import NIOConcurrencyHelpers
 /// The `app` label is bounded: an app id the dispatcher was not configured
 /// with (a caller naming an app that does not exist) counts as "other", so a
 /// caller cannot grow the number of series, and with it the scrape and the
-/// memory kept here, by inventing app ids.
+/// memory kept here, by inventing app ids. The `reason` label comes from the
+/// APNs endpoint's answers (a closed set at Apple, but an endpoint can be any
+/// HOST:PORT): the first ``maxReasons`` distinct reasons keep their name, later
+/// ones count as "other".
 final class DispatchMetrics: @unchecked Sendable {
     static let otherApp = "other"
+    static let otherReason = "other"
+    /// Apple documents about 30 reasons; LiveRelay adds a few of its own.
+    static let maxReasons = 64
 
     private let lock = NIOLock()
     private var counters: [String: Counter] = [:]
     private let knownApps: Set<String>
+    // Guarded by `lock`.
+    private var reasons: Set<String> = []
 
     init(knownApps: Set<String>) {
         self.knownApps = knownApps
@@ -35,12 +43,22 @@ final class DispatchMetrics: @unchecked Sendable {
         knownApps.contains(appID) ? appID : Self.otherApp
     }
 
+    /// The `reason` label for `reason`: itself while fewer than ``maxReasons`` are known, "other" after.
+    func reasonLabel(_ reason: String) -> String {
+        lock.withLock {
+            if reasons.contains(reason) { return reason }
+            guard reasons.count < Self.maxReasons else { return Self.otherReason }
+            reasons.insert(reason)
+            return reason
+        }
+    }
+
     func record(outcomes: [String: [PushOutcome: Int]], retries: [String: Int], sends: [DispatchSend]) {
         for (appID, counts) in outcomes {
             let app = appLabel(appID)
             for (outcome, count) in counts {
                 var dimensions = [("app", app), ("outcome", outcome.label)]
-                if case let .failed(reason) = outcome { dimensions.append(("reason", reason)) }
+                if case let .failed(reason) = outcome { dimensions.append(("reason", reasonLabel(reason))) }
                 counter("liverelay_dispatch_pushes_total", dimensions).increment(by: count)
             }
         }
@@ -55,7 +73,7 @@ final class DispatchMetrics: @unchecked Sendable {
     }
 
     func credentialsRejected(appID: String, reason: String) {
-        counter("liverelay_dispatch_credential_rejections_total", [("app", appLabel(appID)), ("reason", reason)]).increment()
+        counter("liverelay_dispatch_credential_rejections_total", [("app", appLabel(appID)), ("reason", reasonLabel(reason))]).increment()
     }
 
     func circuitTransition(route: APNsRoute, _ transition: CircuitBreaker.Transition) {

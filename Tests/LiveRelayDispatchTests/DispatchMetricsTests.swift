@@ -11,4 +11,11 @@ struct DispatchMetricsTests {
         #expect(metrics.appLabel("no.such.app") == "other")
         #expect(metrics.appLabel("") == "other")
     }
+
+    @Test func reasonsPastTheLimitFoldIntoOther() {
+        let metrics = DispatchMetrics(knownApps: [])
+        for i in 0..<DispatchMetrics.maxReasons { #expect(metrics.reasonLabel("Reason\(i)") == "Reason\(i)") }
+        #expect(metrics.reasonLabel("OneTooMany") == "other")
+        #expect(metrics.reasonLabel("Reason0") == "Reason0")
+    }
 }
