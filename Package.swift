@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "LiveRelayDispatch", targets: ["LiveRelayDispatch"]),
         .library(name: "LiveRelayMockAPNs", targets: ["LiveRelayMockAPNs"]),
         .library(name: "LiveRelayBench", targets: ["LiveRelayBench"]),
+        .library(name: "LiveRelayOps", targets: ["LiveRelayOps"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
@@ -42,6 +43,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // Hand-written protobuf-c descriptors for Protos/liverelay/v1/*.proto.
@@ -259,6 +262,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The operations port: /metrics (Prometheus text), /healthz and /readyz over Hummingbird 2, apart from the RPC port.
+        .target(
+            name: "LiveRelayOps",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The `liverelay` command: serve, and one subcommand per RPC.
         .executableTarget(
             name: "liverelay",
@@ -278,7 +294,10 @@ let package = Package(
                 "LiveRelayDispatch",
                 "LiveRelayMockAPNs",
                 "LiveRelayBench",
+                "LiveRelayOps",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -431,6 +450,19 @@ let package = Package(
             dependencies: [
                 "LiveRelayBench", "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayMessages",
                 "LiveRelayTLS", "LiveRelayWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayOpsTests",
+            dependencies: [
+                "LiveRelayOps",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -3,6 +3,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayDomain
+import LiveRelayOps
 import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayService
@@ -10,8 +11,10 @@ import LiveRelayStore
 import LiveRelayTLS
 import LiveRelayWire
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
+import Prometheus
 import ServiceLifecycle
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
@@ -26,9 +29,18 @@ struct Serve: AsyncParsableCommand {
             APNs for dev.app. SIGTERM or SIGINT shut down gracefully (GOAWAY,
             in-flight calls finish).
 
+            The operations port (plain HTTP, loopback by default): GET /metrics
+            (Prometheus text format), GET /healthz (the process is alive),
+            GET /readyz (200 when the RPC listener is bound, the store answers
+            and the node is not draining; 503 with the reason otherwise, at once
+            when a graceful shutdown begins). Default 127.0.0.1:9090 with
+            --config, any free port in the development setup; printed as
+            "ops listening on HOST:PORT" after the "listening on" line.
+
             --config FILE, a JSON object (relative paths are relative to the
             file; unknown keys are refused):
               "listen": {"host", "port"}
+              "ops": {"host", "port"}   the operations port (-1: none)
               "tls": {"certificate", "private_key", "client_ca",
                       "client_auth": "none" | "optional" | "require"}
               "insecure_plaintext": true   serve without TLS (tests only)
@@ -61,6 +73,18 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Port to listen on (default 7443, or the config file's).")
     var port: Int?
+
+    @Option(help: "Address of the operations port (default 127.0.0.1, or the config file's ops.host).")
+    var opsHost: String?
+
+    @Option(
+        help:
+            "The operations port: /metrics, /healthz, /readyz (default 9090 with --config or the config file's ops.port; any free port in the development setup; 0: any free port; --ops-port=-1: none)."
+    )
+    var opsPort: Int?
+
+    @Flag(help: "Serve no operations port (the same as --ops-port=-1): metrics are then not collected at all.")
+    var noOps = false
 
     @Option(help: "Directory for the development setup, or overriding the config file's data_dir.")
     var dataDir: String?
@@ -113,6 +137,9 @@ struct Serve: AsyncParsableCommand {
     var logLevel: Logger.Level = .info
 
     func validate() throws {
+        if let opsPort, !(-1...65_535).contains(opsPort) {
+            throw ValidationError("--ops-port must be -1 (none), 0 (any free port) or a port number, got \(opsPort)")
+        }
         if let intentLeaseMs, intentLeaseMs < 1_000 {
             throw ValidationError("--intent-lease-ms must be at least 1000, got \(intentLeaseMs)")
         }
@@ -139,6 +166,18 @@ struct Serve: AsyncParsableCommand {
         if let announcement = setup.announcement {
             writeStandardOutput(announcement)
         }
+        // Before anything makes a metric: swift-metrics hands out the factory's
+        // handlers at creation, so a counter made before the bootstrap would
+        // stay a no-op. Without an operations port nothing could read the
+        // metrics, and the no-op backend costs nothing.
+        let registry: PrometheusCollectorRegistry?
+        if setup.ops != nil {
+            let prometheus = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: prometheus))
+            registry = prometheus
+        } else {
+            registry = nil
+        }
         let tlsContext: TLSContext?
         do {
             tlsContext = try setup.tls.map { try TLSContext(configuration: $0) }
@@ -161,7 +200,25 @@ struct Serve: AsyncParsableCommand {
         // accounts for what is queued, the APNs client closes its connections, the
         // in-process mock stops, the dispatch intents' settlements are written, and
         // the store closes last.
-        var services: [any Service] = [ActivityStoreService(store, logger: logger)]
+        // The ops server is listed first so that it stops last: /readyz answers
+        // 503 through the whole drain, and a final scrape sees the final counts.
+        // The drain signal, listed last, hears of the shutdown first and marks the node draining.
+        let probeLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let readiness = ServingReadiness(storeProbe: {
+            // One keyed read through the store's normal read path: a closed store,
+            // a SQLite store poisoned by a failed fsync, or an unreachable PostgreSQL fails it.
+            _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
+        })
+        let ops: OpsServer?
+        if let address = setup.ops, let registry {
+            ops = OpsServer(
+                configuration: OpsServer.Configuration(host: address.host, port: address.port), registry: registry,
+                readiness: readiness, logger: logger)
+        } else {
+            ops = nil
+        }
+        var services: [any Service] = ops.map { [$0] } ?? []
+        services.append(ActivityStoreService(store, logger: logger))
         let service: any LiveRelayService
         if setup.nullService {
             service = NullLiveRelayService()
@@ -199,6 +256,7 @@ struct Serve: AsyncParsableCommand {
             service: service, authenticator: authenticator, logger: logger
         )
         services.append(server)
+        services.append(readiness.drainSignal)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
@@ -207,9 +265,18 @@ struct Serve: AsyncParsableCommand {
             tasks.addTask {
                 let address = try await server.boundAddress
                 writeStandardOutput("listening on \(setup.host):\(address.port ?? setup.port)\(tlsContext == nil ? " (plaintext)" : "")")
+                readiness.listenerBound()
+                // After the RPC line: scripts and tests take the first "listening on" line for the RPC port.
+                if let ops, let opsAddress = setup.ops {
+                    let bound = try await ops.boundAddress
+                    writeStandardOutput("ops listening on \(opsAddress.host):\(bound.port ?? opsAddress.port)")
+                }
             }
             do {
                 try await tasks.waitForAll()
+            } catch let error as OpsServerError {
+                tasks.cancelAll()
+                throw CLIError(error.description)
             } catch {
                 tasks.cancelAll()
                 throw CLIError("cannot serve on \(setup.host):\(setup.port): \(error)")
@@ -278,6 +345,21 @@ struct Serve: AsyncParsableCommand {
         var durableIntents: Bool? = nil
         var intentLease = Duration.seconds(30)
         var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
+        /// The operations port; nil: none.
+        var ops: (host: String, port: Int)? = nil
+    }
+
+    /// The operations address from the flags over the config file's "ops"; nil when disabled.
+    /// `defaultPort` is 9090 for a config file (a fixed port for probes and
+    /// scrapers) and 0 in the development setup, where several servers (tests,
+    /// benchmarks, two nodes) run side by side on one machine.
+    private func opsAddress(file: ServeConfigurationFile.Listen?, defaultPort: Int) throws -> (host: String, port: Int)? {
+        let port = self.opsPort ?? file?.port ?? defaultPort
+        guard !self.noOps, port != -1 else { return nil }
+        guard (0...65_535).contains(port) else {
+            throw CLIError("ops.port must be -1 (none), 0 (any free port) or a port number, got \(port)")
+        }
+        return (self.opsHost ?? file?.host ?? "127.0.0.1", port)
     }
 
     private func resolve() throws -> Setup {
@@ -290,7 +372,8 @@ struct Serve: AsyncParsableCommand {
                     certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
                 keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
                 announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true,
-                intentLease: .milliseconds(intentLeaseMs ?? 30_000)
+                intentLease: .milliseconds(intentLeaseMs ?? 30_000),
+                ops: try opsAddress(file: nil, defaultPort: 0)
             )
         }
         let path = DevSetup.absolute(config)
@@ -330,7 +413,8 @@ struct Serve: AsyncParsableCommand {
             apps: try (file.apps ?? []).map { try PushingApp($0, base: base) },
             durableIntents: file.dispatch?.durableIntents,
             intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000)),
-            pushToStartRetention: try file.pushToStartRetention
+            pushToStartRetention: try file.pushToStartRetention,
+            ops: try opsAddress(file: file.ops, defaultPort: 9090)
         )
     }
 }

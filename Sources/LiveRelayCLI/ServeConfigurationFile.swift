@@ -10,6 +10,7 @@ import NIOCore
 /// ```json
 /// {
 ///   "listen": { "host": "0.0.0.0", "port": 7443 },
+///   "ops": { "host": "127.0.0.1", "port": 9090 },
 ///   "tls": { "certificate": "tls/cert.pem", "private_key": "tls/key.pem",
 ///            "client_ca": "tls/clients-ca.pem", "client_auth": "require" },
 ///   "data_dir": "/var/lib/liverelay",
@@ -65,6 +66,9 @@ struct ServeConfigurationFile: Decodable {
     }
 
     var listen: Listen?
+    /// The operations port (/metrics, /healthz, /readyz): "host" (default 127.0.0.1),
+    /// "port" (default 9090; 0 any free port; -1 no operations port).
+    var ops: Listen?
     var tls: TLS?
     /// Serving without TLS must be asked for by name: API keys would cross the network in the clear.
     var insecurePlaintext: Bool?
@@ -101,7 +105,7 @@ struct ServeConfigurationFile: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case listen, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
+        case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
         case limits, nullService = "null_service", store, apps, dispatch
     }
 
@@ -230,6 +234,7 @@ struct ServeConfigurationFile: Decodable {
         }
         try check(object, CodingKeys.allCases.map(\.rawValue), "")
         if let listen = object["listen"] as? [String: Any] { try check(listen, ["host", "port"], "listen.") }
+        if let ops = object["ops"] as? [String: Any] { try check(ops, ["host", "port"], "ops.") }
         if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
         if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }

@@ -14,30 +14,66 @@ import NIOConcurrencyHelpers
 ///
 /// Counters are made once per label set and kept: creating one goes through
 /// the metrics factory, too slow for every push of a fan-out.
+///
+/// The `app` label is bounded: an app id the dispatcher was not configured
+/// with (a caller naming an app that does not exist) counts as "other", so a
+/// caller cannot grow the number of series, and with it the scrape and the
+/// memory kept here, by inventing app ids. The `reason` label comes from the
+/// APNs endpoint's answers (a closed set at Apple, but an endpoint can be any
+/// HOST:PORT): the first ``maxReasons`` distinct reasons keep their name, later
+/// ones count as "other".
 final class DispatchMetrics: @unchecked Sendable {
+    static let otherApp = "other"
+    static let otherReason = "other"
+    /// Apple documents about 30 reasons; LiveRelay adds a few of its own.
+    static let maxReasons = 64
+
     private let lock = NIOLock()
     private var counters: [String: Counter] = [:]
+    private let knownApps: Set<String>
+    // Guarded by `lock`.
+    private var reasons: Set<String> = []
+
+    init(knownApps: Set<String>) {
+        self.knownApps = knownApps
+    }
+
+    /// The `app` label for `appID`: itself when configured, "other" otherwise.
+    func appLabel(_ appID: String) -> String {
+        knownApps.contains(appID) ? appID : Self.otherApp
+    }
+
+    /// The `reason` label for `reason`: itself while fewer than ``maxReasons`` are known, "other" after.
+    func reasonLabel(_ reason: String) -> String {
+        lock.withLock {
+            if reasons.contains(reason) { return reason }
+            guard reasons.count < Self.maxReasons else { return Self.otherReason }
+            reasons.insert(reason)
+            return reason
+        }
+    }
 
     func record(outcomes: [String: [PushOutcome: Int]], retries: [String: Int], sends: [DispatchSend]) {
-        for (app, counts) in outcomes {
+        for (appID, counts) in outcomes {
+            let app = appLabel(appID)
             for (outcome, count) in counts {
                 var dimensions = [("app", app), ("outcome", outcome.label)]
-                if case let .failed(reason) = outcome { dimensions.append(("reason", reason)) }
+                if case let .failed(reason) = outcome { dimensions.append(("reason", reasonLabel(reason))) }
                 counter("liverelay_dispatch_pushes_total", dimensions).increment(by: count)
             }
         }
         for (app, count) in retries {
-            counter("liverelay_dispatch_retries_total", [("app", app)]).increment(by: count)
+            counter("liverelay_dispatch_retries_total", [("app", appLabel(app))]).increment(by: count)
         }
         if !sends.isEmpty {
             var perApp: [String: Int] = [:]
-            for send in sends { perApp[send.appID, default: 0] += 1 }
+            for send in sends { perApp[appLabel(send.appID), default: 0] += 1 }
             for (app, count) in perApp { counter("liverelay_dispatch_sends_total", [("app", app)]).increment(by: count) }
         }
     }
 
     func credentialsRejected(appID: String, reason: String) {
-        counter("liverelay_dispatch_credential_rejections_total", [("app", appID), ("reason", reason)]).increment()
+        counter("liverelay_dispatch_credential_rejections_total", [("app", appLabel(appID)), ("reason", reasonLabel(reason))]).increment()
     }
 
     func circuitTransition(route: APNsRoute, _ transition: CircuitBreaker.Transition) {
@@ -45,7 +81,7 @@ final class DispatchMetrics: @unchecked Sendable {
     }
 
     func refused(appID: String) {
-        counter("liverelay_dispatch_refused_calls_total", [("app", appID)]).increment()
+        counter("liverelay_dispatch_refused_calls_total", [("app", appLabel(appID))]).increment()
     }
 
     private func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {

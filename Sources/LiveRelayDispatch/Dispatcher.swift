@@ -59,7 +59,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         self.clock = clock
         self.pruner = pruner
         self.logger = logger
-        self.metrics = DispatchMetrics()
+        self.metrics = DispatchMetrics(knownApps: Set(configuration.apps.map(\.appID)))
         self.replyMargin = configuration.replyMargin
         self.apnsIDInstance = configuration.apnsIDInstance
         self.drainGracePeriod = configuration.drainGracePeriod

@@ -63,7 +63,20 @@ struct GracefulShutdownTests {
         defer { start.stop() }
         // The dispatcher logs the call once its push is queued: the push is then on its way to the mock.
         #expect(server.waitFor("pushes queued", timeout: 30), "\(server.transcript())")
+        let opsLine = server.transcript().split(separator: "\n").first { $0.hasPrefix("ops listening on") }
+        let opsPort = try #require(opsLine.flatMap { ServerProcess.port(in: String($0)) }, "\(server.transcript())")
+        #expect(try rawHTTPGet(port: opsPort, path: "/readyz").hasPrefix("HTTP/1.1 200"))
         server.process.terminate()  // SIGTERM
+        // The drain has begun (the waiting call holds it ~1.5 s): a load balancer's
+        // probe sees 503 at once, from an ops port that is still up.
+        var readyz = ""
+        let drainSeen = Date().addingTimeInterval(1)
+        repeat {
+            readyz = (try? rawHTTPGet(port: opsPort, path: "/readyz")) ?? "no answer"
+            if readyz.hasPrefix("HTTP/1.1 503") { break }
+            usleep(10_000)
+        } while Date() < drainSeen
+        #expect(readyz.hasPrefix("HTTP/1.1 503") && readyz.contains("not ready: draining"), "\(readyz)")
 
         #expect(start.waitForExit(timeout: 30) == 0, "start: \(start.transcript())")
         let output = start.stdoutText()

@@ -1,0 +1,140 @@
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+
+/// The operations port: `GET /metrics` (Prometheus text format), `GET /healthz`
+/// (the process is alive) and `GET /readyz` (200 when the node should get
+/// traffic, 503 with the reason otherwise), over HTTP/1.1.
+///
+/// A port of its own, apart from the RPC port: scrapers and load-balancer
+/// probes speak plain HTTP without API keys or TLS, and binding it to loopback
+/// (the default) keeps the metrics off the network the callers use.
+///
+/// List it FIRST in the `ServiceGroup`: graceful shutdown stops services in
+/// reverse order, so it stops last, and `/readyz` answers 503 throughout the
+/// RPC server's drain (``ServingReadiness/drainSignal`` flips it at the start).
+public struct OpsServer: Service {
+    public struct Configuration: Sendable {
+        public var host: String
+        /// 0: any free port (tests); ``boundAddress`` tells which.
+        public var port: Int
+
+        public init(host: String = "127.0.0.1", port: Int = 9090) {
+            self.host = host
+            self.port = port
+        }
+    }
+
+    private let configuration: Configuration
+    private let registry: PrometheusCollectorRegistry
+    private let readiness: any ReadinessSource
+    private let logger: Logger
+    private let address = BoundAddress()
+
+    public init(configuration: Configuration, registry: PrometheusCollectorRegistry, readiness: any ReadinessSource, logger: Logger) {
+        self.configuration = configuration
+        self.registry = registry
+        self.readiness = readiness
+        self.logger = logger
+    }
+
+    /// The address the server listens on, once bound; throws if `run()` failed before binding.
+    public var boundAddress: SocketAddress {
+        get async throws { try await address.value }
+    }
+
+    public func run() async throws {
+        let address = self.address
+        // Hummingbird's own info line ("Server started and listening on ...") is
+        // kept out: scripts and tests take the first "listening on" line of
+        // `serve` for the RPC port, and `serve` announces this port itself.
+        var hummingbirdLogger = logger
+        hummingbirdLogger.logLevel = max(logger.logLevel, .notice)
+        let application = Application(
+            router: Self.router(registry: registry, readiness: readiness),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+            onServerRunning: { channel in
+                if let local = channel.localAddress { address.resolve(.success(local)) }
+            },
+            logger: hummingbirdLogger
+        )
+        do {
+            try await application.run()
+        } catch {
+            let failure = OpsServerError(message: "cannot serve operations on \(configuration.host):\(configuration.port): \(error)")
+            address.resolve(.failure(failure))
+            throw failure
+        }
+        address.resolve(.failure(OpsServerError(message: "the operations server stopped before it was bound")))
+    }
+
+    /// The routes, apart from the listener so they can be checked without a socket.
+    static func router(registry: PrometheusCollectorRegistry, readiness: any ReadinessSource) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.get("metrics") { _, _ -> Response in
+            var headers = HTTPFields()
+            // The content type Prometheus expects for its text exposition format 0.0.4.
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        router.get("healthz") { _, _ -> Response in
+            Self.text(.ok, "ok\n")
+        }
+        router.get("readyz") { _, _ -> Response in
+            switch await readiness.readiness() {
+            case .ready:
+                return Self.text(.ok, "ready\n")
+            case .notReady(let reason):
+                return Self.text(.serviceUnavailable, "not ready: \(reason)\n")
+            }
+        }
+        return router
+    }
+
+    private static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; charset=utf-8"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+}
+
+public struct OpsServerError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// The bound address, awaited by whoever announces it; settled once (later results are ignored).
+private final class BoundAddress: Sendable {
+    private struct State {
+        var result: Result<SocketAddress, any Error>?
+        var waiters: [CheckedContinuation<SocketAddress, any Error>] = []
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    var value: SocketAddress {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let settled: Result<SocketAddress, any Error>? = state.withLockedValue { state in
+                    if let result = state.result { return result }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let settled { continuation.resume(with: settled) }
+            }
+        }
+    }
+
+    func resolve(_ result: Result<SocketAddress, any Error>) {
+        let waiters: [CheckedContinuation<SocketAddress, any Error>] = state.withLockedValue { state in
+            guard state.result == nil else { return [] }
+            state.result = result
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+}

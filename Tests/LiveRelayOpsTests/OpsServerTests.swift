@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Prometheus
+import ServiceLifecycle
+import Testing
+
+@testable import LiveRelayOps
+
+/// A readiness the test sets by hand.
+final class FakeReadiness: ReadinessSource {
+    private let answer = NIOLockedValueBox(Readiness.ready)
+    func set(_ readiness: Readiness) { answer.withLockedValue { $0 = readiness } }
+    func readiness() async -> Readiness { answer.withLockedValue { $0 } }
+}
+
+struct OpsServerTests {
+    /// The real listener on port 0, queried with plain HTTP/1.1 over a socket,
+    /// as a scraper and a load balancer would.
+    @Test func servesHealthReadinessAndMetrics() async throws {
+        let registry = PrometheusCollectorRegistry()
+        // Through swift-metrics, as the server's counters are, without bootstrapping the process-wide system.
+        let factory = PrometheusMetricsFactory(registry: registry)
+        let counter = Counter(label: "liverelay_test_calls_total", dimensions: [("app", "dev.app"), ("status", "OK")], factory: factory)
+        counter.increment(by: 3)
+        let readiness = FakeReadiness()
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0), registry: registry, readiness: readiness,
+            logger: Logger(label: "ops-test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await server.run() }
+            let port = try #require(try await server.boundAddress.port)
+
+            let health = try await httpGet(port: port, path: "/healthz")
+            #expect(health.status == 200)
+            #expect(health.body == "ok\n")
+
+            let ready = try await httpGet(port: port, path: "/readyz")
+            #expect(ready.status == 200)
+
+            readiness.set(.notReady("draining"))
+            let draining = try await httpGet(port: port, path: "/readyz")
+            #expect(draining.status == 503)
+            #expect(draining.body == "not ready: draining\n")
+
+            readiness.set(.notReady("store: closed"))
+            #expect(try await httpGet(port: port, path: "/readyz").status == 503)
+
+            let metrics = try await httpGet(port: port, path: "/metrics")
+            #expect(metrics.status == 200)
+            #expect(metrics.headers.contains("text/plain; version=0.0.4"))
+            #expect(metrics.body.contains("# TYPE liverelay_test_calls_total counter"))
+            #expect(metrics.body.contains(#"liverelay_test_calls_total{app="dev.app",status="OK"} 3"#))
+
+            #expect(try await httpGet(port: port, path: "/nothing").status == 404)
+            tasks.cancelAll()
+        }
+    }
+
+    @Test func servingReadinessReportsEachPart() async throws {
+        let storeDown = NIOLockedValueBox(false)
+        let readiness = ServingReadiness(storeProbe: {
+            if storeDown.withLockedValue({ $0 }) { throw ProbeFailure() }
+        })
+        #expect(await readiness.readiness() == .notReady("RPC listener not bound yet"))
+        readiness.listenerBound()
+        #expect(await readiness.readiness() == .ready)
+        storeDown.withLockedValue { $0 = true }
+        #expect(await readiness.readiness() == .notReady("store: poisoned"))
+        storeDown.withLockedValue { $0 = false }
+        readiness.beginDraining()
+        #expect(await readiness.readiness() == .notReady("draining"))
+    }
+
+    @Test func aStoreThatDoesNotAnswerIsNotReady() async throws {
+        let readiness = ServingReadiness(
+            storeProbe: { try await Task.sleep(for: .seconds(30)) }, probeTimeout: .milliseconds(50))
+        readiness.listenerBound()
+        let start = ContinuousClock.now
+        guard case .notReady(let reason) = await readiness.readiness() else {
+            Issue.record("a hung store probe was reported ready")
+            return
+        }
+        #expect(reason.hasPrefix("store: no answer within"))
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    /// Graceful shutdown reaches the drain signal (listed last) before the
+    /// services before it, and the ops server (listed first) still answers then.
+    @Test func drainSignalFlipsReadinessAtTheStartOfGracefulShutdown() async throws {
+        let readiness = ServingReadiness(storeProbe: nil)
+        readiness.listenerBound()
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0), registry: PrometheusCollectorRegistry(),
+            readiness: readiness, logger: Logger(label: "ops-test"))
+        let observed = NIOLockedValueBox<Int?>(nil)
+        let probe = ReadyzDuringShutdown(server: server, observed: observed)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [server, probe, readiness.drainSignal], logger: Logger(label: "ops-test")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let port = try #require(try await server.boundAddress.port)
+            #expect(try await httpGet(port: port, path: "/readyz").status == 200)
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        #expect(observed.withLockedValue { $0 } == 503)
+    }
+}
+
+struct ProbeFailure: Error, CustomStringConvertible {
+    var description: String { "poisoned" }
+}
+
+/// Stands for the RPC server: on graceful shutdown it asks /readyz, as a load balancer would during the drain.
+struct ReadyzDuringShutdown: Service {
+    let server: OpsServer
+    let observed: NIOLockedValueBox<Int?>
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        let port = try await server.boundAddress.port ?? 0
+        let status = try await httpGet(port: port, path: "/readyz").status
+        observed.withLockedValue { $0 = status }
+    }
+}
+
+struct HTTPAnswer {
+    var status: Int
+    var headers: String
+    var body: String
+}
+
+/// One HTTP/1.1 GET over a plain socket, read until the server closes (Connection: close).
+/// The blocking socket calls run on NIO's thread pool: on the cooperative pool
+/// (two threads on a two-core machine) they would starve the server under test.
+func httpGet(port: Int, path: String) async throws -> HTTPAnswer {
+    try await NIOThreadPool.singleton.runIfActive {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTPTestError("socket: \(errno)") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw HTTPTestError("connect to port \(port): \(errno)") }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+        guard write(fd, request, request.count) == request.count else { throw HTTPTestError("write: \(errno)") }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 { throw HTTPTestError("read: \(errno)") }
+            if n == 0 { break }
+            received += chunk[0..<n]
+        }
+        let text = String(decoding: received, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n") else { throw HTTPTestError("no header end in \(text)") }
+        let head = String(text[..<split.lowerBound])
+        let statusLine = head.split(separator: "\r\n").first ?? ""
+        let parts = statusLine.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw HTTPTestError("bad status line \(statusLine)") }
+        return HTTPAnswer(status: status, headers: head, body: String(text[split.upperBound...]))
+    }
+}
+
+struct HTTPTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
