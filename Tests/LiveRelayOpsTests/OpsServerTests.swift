@@ -85,7 +85,8 @@ struct OpsServerTests {
             return
         }
         #expect(reason.hasPrefix("store: no answer within"))
-        #expect(ContinuousClock.now - start < .seconds(5))
+        // It did not wait for the probe (30 s); no tighter bound, so a loaded machine cannot fail it.
+        #expect(ContinuousClock.now - start < .seconds(25))
     }
 
     /// Graceful shutdown reaches the drain signal (listed last) before the
