@@ -4,9 +4,10 @@
 # grpc-swift-2 peer (Benchmarks/RPC through scripts/bench-rpc.sh), and rewrites the tables
 # of the "Bench harness" section of docs/BENCHMARKS.md (between the bench:begin/end markers).
 #
-#   scripts/bench.sh              # everything, ~5 min after the builds
+#   scripts/bench.sh              # everything, ~8 min after the builds
 #   scripts/bench.sh gate         # the CI regression gate only (~40 s after the build)
 #   scripts/bench.sh gate --write-baseline    # re-record Benchmarks/bench-baseline.json
+#   scripts/bench.sh overload     # the overload isolation scenario only (~3 min after the build)
 #
 # Environment:
 #   DURATION    measured seconds per scenario (default 10)
@@ -84,10 +85,10 @@ wait_for() { # file pattern seconds
     return 1
 }
 
-start_server() { # name args... ; sets PORT_<name> and PID_<name>
+start_server() { # name args... ; sets PORT_<name> and PID_<name>; SERVER_DATA: another data directory
     local name=$1
     shift
-    timeout --signal=TERM "$LIFETIME" "$LR" serve --data-dir "$WORK/data" --port 0 --log-level warning "$@" \
+    timeout --signal=TERM "$LIFETIME" "$LR" serve --data-dir "${SERVER_DATA:-$WORK/data}" --port 0 --log-level warning "$@" \
         >"$WORK/logs/$name.out" 2>"$WORK/logs/$name.err" &
     local pid=$!
     PIDS+=("$pid")
@@ -107,7 +108,126 @@ export LIVERELAY_API_KEY
 LIVERELAY_API_KEY=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$WORK/logs/null.out" | head -1)
 [ -n "$LIVERELAY_API_KEY" ] || { log "no API key in $WORK/logs/null.out"; exit 1; }
 CA="$WORK/data/cert.pem"
-start_server memory --store memory
+
+# --- overload isolation (issue 11) ----------------------------------------------------
+# One app floods RegisterToken open loop at 3x what the server carries for it while another
+# sends 500/s (`liverelay bench overload`: capacity, quiet alone, both at once). Against a
+# SQLite server of its own (a fresh data directory, the development certificate, an operator
+# key made here, so one key may act for both apps), once with admission at its defaults and
+# once with admission off at the same flood rate, for comparison. The SQLite store is where
+# calls queue: each is a durable write, and the flood fills the writer's queue.
+OVERLOAD_RESULTS="$WORK/overload"
+run_overload() {
+    mkdir -p "$OVERLOAD_RESULTS"
+    local key
+    key=$(python3 - "$WORK/overload-keys.json" <<'PY'
+import hashlib, json, secrets, sys
+key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
+secret = secrets.token_hex(32)
+record = {"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "app_ids": [],
+          "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
+          "created_at": "2026-01-01T00:00:00Z", "label": "scripts/bench.sh overload scenario"}
+json.dump({"keys": [record]}, open(sys.argv[1], "w"))
+print(f"lrk_{key_id}_{secret}")
+PY
+)
+    local name admission capacity=()
+    for name in on off; do
+        admission='{"enabled": true}'
+        [ "$name" = off ] && admission='{"enabled": false}'
+        mkdir -p "$WORK/overload-$name"
+        cat >"$WORK/overload-$name/config.json" <<JSON
+{"listen": {"host": "127.0.0.1", "port": 0},
+ "tls": {"certificate": "$WORK/data/cert.pem", "private_key": "$WORK/data/key.pem"},
+ "api_key_file": "$WORK/overload-keys.json", "data_dir": "$WORK/overload-$name",
+ "store": {"kind": "sqlite"}, "admission": $admission}
+JSON
+        SERVER_DATA="$WORK/overload-$name" start_server "overload_$name" --config "$WORK/overload-$name/config.json"
+        local port_var="PORT_overload_$name" pid_var="PID_overload_$name"
+        log "overload isolation, admission $name: liverelay bench overload ${capacity[*]}"
+        timeout --signal=KILL $((7 * (WARMUP + DURATION) + 180)) "$LR" bench overload --port "${!port_var}" --ca-file "$CA" \
+            --api-key "$key" --server-pid "${!pid_var}" --duration "$DURATION" --warmup "$WARMUP" --json "${capacity[@]}" \
+            >"$OVERLOAD_RESULTS/$name.json" 2>"$WORK/logs/overload-$name.err" || {
+            log "overload scenario ($name) failed:"
+            tail -20 "$WORK/logs/overload-$name.err" >&2
+            return 1
+        }
+        grep -v '^\S* \[' "$WORK/logs/overload-$name.err" >&2 || true
+        kill -TERM "${!pid_var}" 2>/dev/null || true
+        # Admission off floods at the rate admission on was measured against, so the rows compare.
+        capacity=(--capacity "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["capacity"])' "$OVERLOAD_RESULTS/on.json")")
+    done
+}
+
+# The overload section of docs/BENCHMARKS.md, between its own markers.
+overload_tables() {
+    local tables="$WORK/overload-tables.md"
+    python3 - "$OVERLOAD_RESULTS" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$DURATION" "$WARMUP" >"$tables" <<'PY'
+import json, os, sys
+results, when, duration, warmup = sys.argv[1:5]
+def ms(us): return f"{us / 1000:.2f}"
+def mib(b): return "n/a" if b is None else f"{b / 1048576:.0f}"
+rows = []
+for name in ["on", "off"]:
+    path = os.path.join(results, f"{name}.json")
+    if not os.path.exists(path):
+        continue
+    r = json.load(open(path))
+    m = r["rounds"][r["median_round"]]
+    qa, qf, nf = m["quiet_alone"], m["quiet_flood"], m["noisy_flood"]
+    refusal = nf.get("refusal_latency_us")
+    ratios = ", ".join(f'{x["quiet_p99_ratio"]:.2f}' for x in r["rounds"])
+    cpu = m.get("server_cpu_percent_during_flood")
+    rows.append(f'| {"defaults" if name == "on" else "off"} | {r["capacity"]:,.0f}{"" if r["capacity_measured"] else " (given)"} | '
+                f'{nf["asked_rate"]:,.0f} / {nf["achieved_rate"]:,.0f} / {nf["ok_per_second"]:,.0f} | {r["noisy_refusal_rate"] * 100:.1f}% | '
+                + (f'{ms(refusal["p50"])} / {ms(refusal["p99"])}' if refusal else "—") + " | "
+                f'{ms(qa["latency_us"]["p50"])} / {ms(qa["latency_us"]["p99"])} | '
+                f'{ms(qf["latency_us"]["p50"])} / {ms(qf["latency_us"]["p99"])} ({qf["ok"]:,} of {qf["sent"]:,} OK) | '
+                f'**{r["quiet_p99_ratio"]:.2f}x** ({ratios}) | {m["quiet_service_p99_ratio"]:.2f}x | {"met" if r["goal_met"] else "**not met**"} | '
+                f'{mib(r.get("server_rss_before_flood_bytes"))} / {mib(r.get("server_rss_max_during_flood_bytes"))} / '
+                f'{mib(r.get("server_rss_after_flood_bytes"))} | ' + ("n/a" if cpu is None else f"{cpu:.0f}%") + " |")
+out = [f"Run of {when}, `scripts/bench.sh overload` (DURATION={duration} s measured after WARMUP={warmup} s per phase, "
+       "3 rounds), release build, SQLite store, 2 vCPUs shared by the server, both load generators and other work. "
+       "Figures are the median round's (the round whose ratio is the median).", "",
+       "| Admission | Capacity, calls/s (noisy app alone) | Noisy asked / sent / OK, calls/s | Noisy refused | Refusals answered (from the send) p50 / p99 ms | "
+       "Quiet alone p50 / p99 ms | Quiet under the flood p50 / p99 ms | Quiet p99 flood / alone (each round) | The same from the send | Goal ≤ 1.5x | "
+       "Server RSS MiB: before / max during / after the floods | Server CPU in the flood (% of a core) |",
+       "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"] + rows
+print("\n".join(out))
+PY
+    cat "$tables"
+    if [ "$NO_DOCS" != 1 ]; then
+        python3 - "$ROOT/docs/BENCHMARKS.md" "$tables" <<'PY'
+import sys
+path, tables = sys.argv[1], open(sys.argv[2]).read()
+doc = open(path).read()
+begin, end = "<!-- overload:begin -->", "<!-- overload:end -->"
+if begin not in doc or end not in doc:
+    sys.exit("docs/BENCHMARKS.md has no overload:begin/overload:end markers; not rewritten")
+head, rest = doc.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(path, "w").write(head + begin + "\n" + tables.rstrip() + "\n" + end + tail)
+print("bench: rewrote the overload table in docs/BENCHMARKS.md", file=sys.stderr)
+PY
+    fi
+}
+
+if [ "$MODE" = overload ]; then
+    # The null server only made the development certificate; the scenario wants the cores.
+    kill -TERM "$PID_null" 2>/dev/null || true
+    run_overload
+    overload_tables
+    log "overload scenario finished in $(($(date +%s) - STARTED)) s; raw reports in $OVERLOAD_RESULTS"
+    exit 0
+fi
+
+# The throughput scenarios below put up to 256 calls of one app in flight (and their setups
+# 256 registrations at once): admission's per-app limits would refuse most of them, and these
+# scenarios measure what the store and the RPC path carry at a given concurrency, not
+# admission. Their servers raise the limits well above it; the overload scenario above keeps
+# the defaults.
+UNLIMITED=(--admission-max-in-flight-per-app 100000 --admission-max-in-flight 100000)
+start_server memory --store memory "${UNLIMITED[@]}"
 
 bench() { # name port pid args... : one `liverelay bench` run, its JSON report in $WORK/results/<name>.json
     local name=$1 port=$2 pid=$3
@@ -135,7 +255,7 @@ if [ "$MODE" = gate ]; then
     exit $status
 fi
 
-start_server sqlite --store sqlite
+start_server sqlite --store sqlite "${UNLIMITED[@]}"
 
 # A throwaway PostgreSQL (scripts/postgres.sh, stopped on exit) for the PostgreSQL store's
 # scenarios, unless PG=0.
@@ -144,7 +264,7 @@ if [ "$PG" = 1 ]; then
     eval "$(bash "$ROOT/scripts/postgres.sh" start)"
     PG_DIR=$LIVERELAY_POSTGRES_DIR
     export LIVERELAY_POSTGRES_URL
-    start_server postgres --store postgres
+    start_server postgres --store postgres "${UNLIMITED[@]}"
 fi
 
 # --- RPC ingest scenarios ---------------------------------------------------------
@@ -183,6 +303,7 @@ fi
 # The RPC servers go first: their development setups may still be delivering the pushes
 # of the fan-out loads above to their in-process mocks, on the cores measured here.
 for pid in "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"}; do kill -KILL "$pid" 2>/dev/null || true; done
+run_overload || log "overload scenario failed; its table is left as it was"
 FANOUT=${FANOUT:-100000}
 FANOUT_CALLS=${FANOUT_CALLS:-3}
 H2LOAD_REQUESTS=${H2LOAD_REQUESTS:-300000}
@@ -197,7 +318,7 @@ wait_for "$WORK/logs/mock-apns.out" "listening on" 30
 MOCK_PORT=$(sed -n 's/^mock APNs listening on .*:\([0-9]*\)$/\1/p' "$WORK/logs/mock-apns.out" | head -1)
 MOCK_PID=$(pgrep -P "${PIDS[-1]}" | head -1 || true)
 log "mock APNs: port $MOCK_PORT, pid ${MOCK_PID:-?}"
-start_server dispatch --store memory --apns-endpoint "127.0.0.1:$MOCK_PORT" --apns-trust "$WORK/mock-apns.pem"
+start_server dispatch --store memory "${UNLIMITED[@]}" --apns-endpoint "127.0.0.1:$MOCK_PORT" --apns-trust "$WORK/mock-apns.pem"
 
 bench dispatch-fanout "$PORT_dispatch" "$PID_dispatch" --connections 1 --depth 1 --mix update --activities 1 \
     --tokens-per-activity "$FANOUT" --requests "$FANOUT_CALLS" --warmup 0 --wait-for-delivery --timeout 300
@@ -406,4 +527,5 @@ open(path, "w").write(head + begin + "\n" + tables.rstrip() + "\n" + end + tail)
 print("bench: rewrote the bench tables in docs/BENCHMARKS.md", file=sys.stderr)
 PY
 fi
+[ -f "$OVERLOAD_RESULTS/on.json" ] && overload_tables
 log "raw reports in $WORK/results; finished in $(($(date +%s) - STARTED)) s"

@@ -12,7 +12,10 @@ import NIOCore
 ///
 /// Order of a mutating call: permission and app check; the sink's admission
 /// (a full app queue is RESOURCE_EXHAUSTED here, before anything is stored, so
-/// a refused call has no effect at all); the rule runs inside the store (so a
+/// a refused call has no effect at all); the service's own admission
+/// (``AdmissionGate``: calls in flight per app and in all, and whether the
+/// deadline can still be met; RegisterToken too, it has no queue of its own
+/// but waits in the store's like every call); the rule runs inside the store (so a
 /// payload above 4,096 bytes, a finished activity or a reused key is refused
 /// before anything is stored or queued); the store's future succeeds once the
 /// new state is durable; only then are the pushes handed to the sink, and the
@@ -36,6 +39,7 @@ public struct ActivityService: LiveRelayService {
     private let serverVersion: String
     private let intents: IntentLease?
     private let pushToStartRetention: UnixTime.Duration?
+    private let admission: AdmissionGate
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
@@ -46,6 +50,7 @@ public struct ActivityService: LiveRelayService {
     ///     leased to this node (``DispatchIntents`` settles and resumes them); nil records none.
     ///   - pushToStartRetention: how long a push-to-start token registered
     ///     without `expires_at` lives after its last registration; nil keeps it until removed.
+    ///   - admission: how much work is accepted before calls are refused (``AdmissionLimits``' defaults unless given).
     public init(
         store: any ActivityStore,
         clock: any WallClock = SystemClock(),
@@ -54,10 +59,12 @@ public struct ActivityService: LiveRelayService {
         apps: AppDirectory = .open,
         serverVersion: String = ActivityService.version,
         intents: IntentLease? = nil,
-        pushToStartRetention: UnixTime.Duration? = nil
+        pushToStartRetention: UnixTime.Duration? = nil,
+        admission: AdmissionGate = AdmissionGate()
     ) {
         self.intents = intents
         self.pushToStartRetention = pushToStartRetention
+        self.admission = admission
         self.store = store
         self.clock = clock
         self.logger = logger
@@ -70,8 +77,15 @@ public struct ActivityService: LiveRelayService {
 
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
-        return store.apply(RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
-            .map { Self.reply(to: $0.result) }
+        let ticket: AdmissionTicket
+        switch admission.admit(appID: request.appID, deadline: context.deadline) {
+        case let .success(admitted): ticket = admitted
+        case let .failure(error): return context.fail(error)
+        }
+        let stored = store.apply(RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
+        // Registered before the reply's callbacks: the slot is free before the caller sees the answer.
+        stored.whenComplete { [admission] _ in admission.finish(ticket) }
+        return stored.map { Self.reply(to: $0.result) }
             .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
     }
 
@@ -120,12 +134,26 @@ public struct ActivityService: LiveRelayService {
             return context.fail(error)
         case let .success(app):
             if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
+            let ticket: AdmissionTicket
+            switch admission.admit(appID: app.id, deadline: context.deadline) {
+            case let .success(admitted): ticket = admitted
+            case let .failure(error): return context.fail(error)
+            }
             let options = EnqueueOptions(
                 waitForDelivery: wait ?? false, deadline: context.deadline,
                 requestID: UInt64(context.requestID.rawValue))
-            return store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
-                .flatMap { outcome in self.finish(outcome, options: options, context: context) }
-                .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
+            let stored = store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
+            // The slot is freed before the caller can see the answer, so a caller's next call never
+            // finds its previous one still counted. Registered first: it runs before the failure reaches the caller.
+            stored.whenFailure { [admission] _ in admission.finish(ticket) }
+            return stored.flatMap { outcome in
+                let answered = self.finish(outcome, options: options, context: context)
+                // The pushes are with the sink now: a call that waits for delivery leaves
+                // admission here, and the dispatcher's queue bounds its pushes.
+                self.admission.finish(ticket)
+                return answered
+            }
+            .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
         }
     }
 

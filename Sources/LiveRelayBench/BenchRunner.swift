@@ -379,6 +379,7 @@ public final class BenchRunner: @unchecked Sendable {
             sampleErrors: t.sampleErrors,
             serverCPUPercent: t.serverCPUSeconds.map { ($0 / windowSeconds * 1000).rounded() / 10 },
             serverCPUUsPerCall: t.serverCPUSeconds.flatMap { all.completed > 0 ? ($0 * 1e7 / Double(all.completed)).rounded() / 10 : nil },
-            pushes: pushes, serverRSSBytes: memory?.rss, serverPeakRSSBytes: memory?.peak)
+            pushes: pushes, serverRSSBytes: memory?.rss, serverPeakRSSBytes: memory?.peak,
+            refusalLatencyUs: all.refusalLatency.totalCount > 0 ? LatencySummary(all.refusalLatency) : nil)
     }
 }

@@ -123,6 +123,9 @@ final class Recorder: @unchecked Sendable {
                 stats[rpc.index].statusCounts[Int(status.rawValue)] += 1
                 stats[rpc.index].latency.recordClamped(now &- intended)
                 stats[rpc.index].serviceTime.recordClamped(now &- sent)
+                if status == .resourceExhausted || status == .unavailable {
+                    stats[rpc.index].refusalLatency.recordClamped(now &- sent)
+                }
                 lastCompletion = max(lastCompletion, now)
             }
             guard outstandingUnlocked == 0, phase == .draining, let p = drained else { return nil }

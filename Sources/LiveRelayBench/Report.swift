@@ -68,6 +68,8 @@ public struct BenchReport: Sendable, Codable {
     /// With a server PID: its resident memory at the end of the run, and its peak (VmHWM).
     public var serverRSSBytes: UInt64? = nil
     public var serverPeakRSSBytes: UInt64? = nil
+    /// From the actual send, of the calls refused RESOURCE_EXHAUSTED or UNAVAILABLE, when there were any.
+    public var refusalLatencyUs: LatencySummary? = nil
 
     /// Whether every call of the window is accounted for: each sent call completed with exactly one status.
     public var countsAddUp: Bool {
@@ -117,6 +119,11 @@ public struct BenchReport: Sendable, Codable {
         for r in rpcs where r.errors > 0 {
             let statuses = r.statuses.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
             lines.append("statuses \(r.rpc): \(statuses)")
+        }
+        if let refusal = refusalLatencyUs {
+            lines.append(
+                "refused (RESOURCE_EXHAUSTED, UNAVAILABLE) from the send in p50 \(ms(refusal.p50)) p99 \(ms(refusal.p99)) max \(ms(refusal.max)) ms"
+            )
         }
         if mode == "open" {
             lines.append(

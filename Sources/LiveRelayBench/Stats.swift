@@ -22,6 +22,10 @@ public struct RPCStats: Sendable {
     /// From the actual send to completion: what a naive load generator would report.
     /// Kept beside `latency` so the difference (time spent waiting to be sent) is visible.
     public var serviceTime = makeLatencyHistogram()
+    /// From the actual send to completion, of the calls the server turned away
+    /// (RESOURCE_EXHAUSTED, UNAVAILABLE): an overloaded server must say no quickly, and this
+    /// shows how quickly it did, without the generator's own lag in an open-loop flood.
+    public var refusalLatency = makeLatencyHistogram()
     /// Completions per status code, indexed by `StatusCode.rawValue` (OK included).
     public var statusCounts = [UInt64](repeating: 0, count: StatusCode.allCases.count)
     /// Calls issued whose outcome belongs to the window.
@@ -36,6 +40,7 @@ public struct RPCStats: Sendable {
     public mutating func add(_ other: RPCStats) {
         latency.add(other.latency)
         serviceTime.add(other.serviceTime)
+        refusalLatency.add(other.refusalLatency)
         for i in statusCounts.indices { statusCounts[i] += other.statusCounts[i] }
         sent += other.sent
     }

@@ -14,7 +14,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Load a LiveRelay server (open or closed loop) and report latencies per RPC.",
-        subcommands: [BenchRun.self, BenchGate.self],
+        subcommands: [BenchRun.self, BenchGate.self, BenchOverload.self],
         defaultSubcommand: BenchRun.self
     )
 }
@@ -241,5 +241,81 @@ struct BenchGate: AsyncParsableCommand {
             )
         }
         if results.contains(where: { !$0.passed }) { throw ExitCode.failure }
+    }
+}
+
+struct BenchOverload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "overload",
+        abstract: "Overload isolation: one app floods at a multiple of the capacity while another sends steadily.",
+        discussion: """
+            RegisterToken against one server: the noisy app alone, closed loop
+            (--capacity-connections x --capacity-depth in flight, at most what admission lets one
+            app have), gives the capacity (skipped with --capacity); then --rounds times the quiet
+            app alone, open loop at --quiet-rate, for its reference latencies, and both at once,
+            the noisy app open loop at --flood-factor x the capacity. The result is the median
+            round's ratio of the quiet app's p99 under the flood to its p99 alone.
+            Reports the quiet app's p50/p99 alone and under the flood, the noisy app's refusal
+            rate (RESOURCE_EXHAUSTED, UNAVAILABLE) and how fast refusals came back, and, with
+            --server-pid, the server's memory through the flood. The API key must be allowed
+            for both apps (an operator key: empty "app_ids").
+            """
+    )
+
+    @OptionGroup var server: BenchServerOptions
+    @Option(help: "The flooding app.") var noisyApp = "noisy.app"
+    @Option(help: "The steady app.") var quietApp = "quiet.app"
+    @Option(help: "The quiet app's calls per second (open loop).") var quietRate = 500.0
+    @Option(help: "The noisy app's rate as a multiple of the capacity.") var floodFactor = 3.0
+    @Option(help: "The capacity in calls/s, instead of measuring it.") var capacity: Double?
+    @Option(help: "Capacity run: connections.") var capacityConnections = 4
+    @Option(help: "Capacity run: calls in flight per connection (4 x 64: what admission lets an app alone have by default).")
+    var capacityDepth = 64
+    @Option(help: "Capacity run: measured seconds.") var capacitySeconds = 5.0
+    @Option(help: "Connections of the noisy app.") var noisyConnections = 4
+    @Option(help: "Rounds of (quiet alone, quiet under the flood); the median round's ratio is the result.") var rounds = 3
+    @Option(help: "Measured seconds of each quiet run and of each flood.") var duration = 10.0
+    @Option(help: "Warm-up seconds before each measured window.") var warmup = 2.0
+    @Option(help: "Per-call timeout in seconds.") var timeout = 10.0
+    @Flag(help: "Print the report as JSON on stdout (the summary goes to stderr).") var json = false
+    @Flag(help: "No progress lines.") var quiet = false
+
+    func run() async throws {
+        var scenario = OverloadScenario()
+        scenario.noisyApp = noisyApp
+        scenario.quietApp = quietApp
+        scenario.quietRate = quietRate
+        scenario.floodFactor = floodFactor
+        scenario.capacity = capacity
+        scenario.capacityConnections = capacityConnections
+        scenario.capacityDepth = capacityDepth
+        scenario.capacitySeconds = capacitySeconds
+        scenario.noisyConnections = noisyConnections
+        scenario.rounds = rounds
+        scenario.durationSeconds = duration
+        scenario.warmupSeconds = warmup
+        scenario.timeoutSeconds = timeout
+        do {
+            try scenario.validate()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        var progress: (@Sendable (String) -> Void)?
+        if !quiet { progress = { @Sendable (line: String) -> Void in writeStandardError(line) } }
+        let run = OverloadRun(
+            scenario: scenario, client: try server.clientConfiguration(), logger: benchLogger, serverPID: server.serverPid,
+            progress: progress)
+        let report: OverloadReport
+        do {
+            report = try await run.run()
+        } catch let error as BenchError {
+            throw CLIError(error.description)
+        }
+        if json {
+            writeStandardError(report.table())
+            writeStandardOutput(report.json())
+        } else {
+            writeStandardOutput(report.table())
+        }
     }
 }

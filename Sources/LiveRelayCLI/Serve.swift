@@ -57,6 +57,9 @@ struct Serve: AsyncParsableCommand {
                   "max_unsent_reply_bytes", "max_connections",
                   "max_connections_per_key", "push_to_start_retention_days"}
               "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
+              "admission": {"enabled": true, "max_in_flight_per_app": 32,
+                  "max_in_flight": 512, "busy_window_ms": 1000,
+                  "retry_after_ms": 50, "refuse_unreachable_deadlines": true}
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
                   "apns": {"team_id", "key_id", "key_file",
                            "endpoint": "apple" | "HOST:PORT",
@@ -133,6 +136,18 @@ struct Serve: AsyncParsableCommand {
     )
     var intentLeaseMs: Int?
 
+    @Option(
+        help:
+            "Calls of one app in progress, while other apps are busy too, before its next ones are refused RESOURCE_EXHAUSTED (AppOverloaded); default 32, or the config file's admission.max_in_flight_per_app."
+    )
+    var admissionMaxInFlightPerApp: Int?
+
+    @Option(
+        help:
+            "Calls in progress over every app before more are refused RESOURCE_EXHAUSTED (ServerOverloaded); an app alone may use half; default 512, or the config file's admission.max_in_flight."
+    )
+    var admissionMaxInFlight: Int?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -142,6 +157,11 @@ struct Serve: AsyncParsableCommand {
         }
         if let intentLeaseMs, intentLeaseMs < 1_000 {
             throw ValidationError("--intent-lease-ms must be at least 1000, got \(intentLeaseMs)")
+        }
+        for (flag, value) in [
+            ("--admission-max-in-flight-per-app", admissionMaxInFlightPerApp), ("--admission-max-in-flight", admissionMaxInFlight),
+        ] {
+            if let value, value < 1 { throw ValidationError("\(flag) must be at least 1, got \(value)") }
         }
     }
 
@@ -238,7 +258,8 @@ struct Serve: AsyncParsableCommand {
             let activities = ActivityService(
                 store: store, clock: clock, logger: logger, sink: apns.dispatcher,
                 apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,
-                pushToStartRetention: setup.pushToStartRetention)
+                pushToStartRetention: setup.pushToStartRetention,
+                admission: AdmissionGate(limits: setup.admission))
             // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
             if let intents { services.append(intents) }
             services += apns.services
@@ -347,6 +368,8 @@ struct Serve: AsyncParsableCommand {
         var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
         /// The operations port; nil: none.
         var ops: (host: String, port: Int)? = nil
+        /// The config file's admission section (defaults in the development setup).
+        var admission = AdmissionLimits()
     }
 
     /// The operations address from the flags over the config file's "ops"; nil when disabled.
@@ -363,6 +386,13 @@ struct Serve: AsyncParsableCommand {
     }
 
     private func resolve() throws -> Setup {
+        var setup = try resolveFileOrDevelopment()
+        if let value = admissionMaxInFlightPerApp { setup.admission.maxInFlightPerApp = value }
+        if let value = admissionMaxInFlight { setup.admission.maxInFlight = value }
+        return setup
+    }
+
+    private func resolveFileOrDevelopment() throws -> Setup {
         guard let config else {
             let host = self.host ?? "127.0.0.1"
             let prepared = try DevSetup.prepare(dataDirectory: self.dataDir ?? DevSetup.defaultDataDirectory, host: host)
@@ -414,7 +444,8 @@ struct Serve: AsyncParsableCommand {
             durableIntents: file.dispatch?.durableIntents,
             intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000)),
             pushToStartRetention: try file.pushToStartRetention,
-            ops: try opsAddress(file: file.ops, defaultPort: 9090)
+            ops: try opsAddress(file: file.ops, defaultPort: 9090),
+            admission: try file.admissionLimits
         )
     }
 }

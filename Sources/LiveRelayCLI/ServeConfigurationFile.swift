@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayAPNs
+import LiveRelayActivities
 import LiveRelayTLS
 import LiveRelayWire
 import NIOCore
@@ -19,7 +20,9 @@ import NIOCore
 ///   "limits": { "max_frame_size": 1048576, "max_requests_in_flight": 100,
 ///               "idle_timeout_ms": 300000, "hello_timeout_ms": 10000, "drain_time_ms": 30000,
 ///               "max_unsent_reply_bytes": 1048576, "max_connections": 10000,
-///               "max_connections_per_key": 1000 }
+///               "max_connections_per_key": 1000, "push_to_start_retention_days": 30 },
+///   "admission": { "max_in_flight_per_app": 32, "max_in_flight": 512, "busy_window_ms": 1000,
+///                  "retry_after_ms": 50, "refuse_unreachable_deadlines": true }
 /// }
 /// ```
 ///
@@ -80,6 +83,26 @@ struct ServeConfigurationFile: Decodable {
     var apps: [AppConfiguration]?
     var store: Store?
     var dispatch: Dispatch?
+    var admission: Admission?
+
+    /// How much work the service accepts before refusing calls (``AdmissionLimits``):
+    /// "enabled" (default true), "max_in_flight_per_app" (32, while other apps are busy too),
+    /// "max_in_flight" (512; an app alone may use half), "busy_window_ms" (1000),
+    /// "retry_after_ms" (50, the least hint a refusal carries), "refuse_unreachable_deadlines" (true).
+    struct Admission: Decodable {
+        var enabled: Bool?
+        var maxInFlightPerApp: Int?
+        var maxInFlight: Int?
+        var busyWindowMilliseconds: Int64?
+        var retryAfterMilliseconds: Int64?
+        var refuseUnreachableDeadlines: Bool?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case enabled, maxInFlightPerApp = "max_in_flight_per_app", maxInFlight = "max_in_flight"
+            case busyWindowMilliseconds = "busy_window_ms"
+            case retryAfterMilliseconds = "retry_after_ms", refuseUnreachableDeadlines = "refuse_unreachable_deadlines"
+        }
+    }
 
     /// Durable dispatch intents (docs/PROTOCOL.md, "Delivery guarantees"):
     /// "durable_intents" (default true; false loses accepted pushes on a crash),
@@ -106,7 +129,7 @@ struct ServeConfigurationFile: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service", store, apps, dispatch
+        case limits, nullService = "null_service", store, apps, dispatch, admission
     }
 
     var storeKind: StoreKind? {
@@ -223,6 +246,26 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
+    /// The admission limits, defaults for what the file leaves out, checked.
+    var admissionLimits: AdmissionLimits {
+        get throws {
+            let defaults = AdmissionLimits()
+            guard let admission else { return defaults }
+            let perApp = admission.maxInFlightPerApp ?? defaults.maxInFlightPerApp
+            let total = admission.maxInFlight ?? defaults.maxInFlight
+            guard perApp >= 1 else { throw CLIError("admission.max_in_flight_per_app must be at least 1") }
+            guard total >= 1 else { throw CLIError("admission.max_in_flight must be at least 1") }
+            let retryAfter = admission.retryAfterMilliseconds ?? defaults.retryAfter.nanoseconds / 1_000_000
+            guard (0...60_000).contains(retryAfter) else { throw CLIError("admission.retry_after_ms must be 0...60000") }
+            let window = admission.busyWindowMilliseconds ?? defaults.busyWindow.nanoseconds / 1_000_000
+            guard (1...3_600_000).contains(window) else { throw CLIError("admission.busy_window_ms must be 1...3600000") }
+            return AdmissionLimits(
+                enabled: admission.enabled ?? defaults.enabled, maxInFlightPerApp: perApp, maxInFlight: total,
+                busyWindow: .milliseconds(window), retryAfter: .milliseconds(retryAfter),
+                refuseUnreachableDeadlines: admission.refuseUnreachableDeadlines ?? defaults.refuseUnreachableDeadlines)
+        }
+    }
+
     private static func rejectUnknownKeys(_ data: Data, path: String) throws {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw CLIError("\(path): not a JSON object")
@@ -238,6 +281,9 @@ struct ServeConfigurationFile: Decodable {
         if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
         if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }
+        if let admission = object["admission"] as? [String: Any] {
+            try check(admission, Admission.CodingKeys.allCases.map(\.rawValue), "admission.")
+        }
         if let dispatch = object["dispatch"] as? [String: Any] {
             try check(dispatch, Dispatch.CodingKeys.allCases.map(\.rawValue), "dispatch.")
         }

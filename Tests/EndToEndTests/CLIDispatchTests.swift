@@ -102,7 +102,7 @@ struct CLIDispatchTests {
         #expect(!result.output.contains(".swift"), "\(result.output)")
         for key in [
             "\"listen\"", "\"tls\"", "\"api_key_file\"", "\"app_ids\"", "\"allowed_methods\"", "\"limits\"",
-            "\"store\"", "\"apps\"", "\"queue_capacity\"",
+            "\"store\"", "\"apps\"", "\"queue_capacity\"", "\"admission\"", "\"max_in_flight_per_app\"",
         ] {
             #expect(result.output.contains(key), "\(key) missing:\n\(result.output)")
         }
