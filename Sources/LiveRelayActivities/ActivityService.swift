@@ -82,7 +82,8 @@ public struct ActivityService: LiveRelayService {
         case let .success(admitted): ticket = admitted
         case let .failure(error): return context.fail(error)
         }
-        let stored = store.apply(RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
+        let stored = store.apply(
+            RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
         // Registered before the reply's callbacks: the slot is free before the caller sees the answer.
         stored.whenComplete { [admission] _ in admission.finish(ticket) }
         return stored.map { Self.reply(to: $0.result) }
