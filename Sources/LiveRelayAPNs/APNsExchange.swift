@@ -41,16 +41,23 @@ public struct APNsRequest: Sendable {
     /// production answers BadDeviceToken (and would be pruned), so a transport
     /// that serves both (``APNsEnvironmentRouter``) picks its endpoint by it.
     public var environment: APNsEnvironment
+    /// The push's send-by time (its expiry, or a waiting caller's deadline less a
+    /// margin), on the monotonic clock: a transport that cannot write the request by
+    /// then (it waited for a free stream, a connection or a busy event loop) fails it
+    /// with ``APNsTransportError/expiredBeforeSending`` instead of putting an expired
+    /// push on the wire. nil: no limit.
+    public var sendBy: NIODeadline?
 
     public init(
         deviceToken: String, headers: APNsHeaders, payload: APNsPayload, apnsID: String? = nil,
-        environment: APNsEnvironment = .production
+        environment: APNsEnvironment = .production, sendBy: NIODeadline? = nil
     ) {
         self.deviceToken = deviceToken
         self.headers = headers
         self.payload = payload
         self.apnsID = apnsID
         self.environment = environment
+        self.sendBy = sendBy
     }
 
     /// `/3/device/<token>`.
@@ -67,12 +74,36 @@ public struct APNsResponse: Hashable, Sendable {
     public var timestampMilliseconds: Int64?
     /// The `apns-id` response header.
     public var apnsID: String?
+    /// A `retry-after` header in seconds. APNs never sends one (its answers carry
+    /// only `apns-id` and the JSON reason), but a proxy or another push service in
+    /// front of it may; the dispatcher then waits at least this long before a retry.
+    public var retryAfterSeconds: Int?
 
-    public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String? = nil) {
+    public init(
+        status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String? = nil,
+        retryAfterSeconds: Int? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.timestampMilliseconds = timestampMilliseconds
         self.apnsID = apnsID
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    /// The most a `retry-after` is believed: a day. A longer one is a broken
+    /// header, not a plan, and would overflow the dispatcher's arithmetic.
+    public static let maximumRetryAfterSeconds = 86_400
+
+    /// A `retry-after` value in delay-seconds (RFC 9110 §10.2.3), clamped to
+    /// ``maximumRetryAfterSeconds``; nil for anything else, an HTTP-date
+    /// included, which the caller then ignores rather than failing the answer.
+    public static func retryAfterSeconds(parsing value: String) -> Int? {
+        var text = Substring(value)
+        while text.first == " " { text.removeFirst() }
+        while text.last == " " { text.removeLast() }
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        // More digits than an Int holds is still "a very long time".
+        return min(Int(text) ?? maximumRetryAfterSeconds, maximumRetryAfterSeconds)
     }
 
     /// What the dispatcher should do about it (``APNsDisposition``).
@@ -94,11 +125,14 @@ public enum APNsTransportError: Error, Hashable, Sendable {
     case shutDown
     /// The answer was not a valid APNs response (a protocol error on the server's side).
     case malformedResponse(String)
+    /// The request's ``APNsRequest/sendBy`` passed before its stream could open. Not sent.
+    case expiredBeforeSending
 
     /// The cases without their details, named as failure reasons.
     public enum Kind: String, CaseIterable, Sendable {
         case connectFailed = "ConnectFailed", refusedByGoAway = "RefusedByGoAway", connectionLost = "ConnectionLost"
         case timedOut = "TimedOut", shutDown = "TransportShutDown", malformedResponse = "MalformedResponse"
+        case expiredBeforeSending = "ExpiredBeforeSending"
     }
 
     public var kind: Kind {
@@ -109,6 +143,7 @@ public enum APNsTransportError: Error, Hashable, Sendable {
         case .timedOut: .timedOut
         case .shutDown: .shutDown
         case .malformedResponse: .malformedResponse
+        case .expiredBeforeSending: .expiredBeforeSending
         }
     }
 
@@ -122,7 +157,8 @@ public enum APNsTransportError: Error, Hashable, Sendable {
     public var isRetryable: Bool {
         switch self {
         case .connectFailed, .refusedByGoAway, .connectionLost, .timedOut: true
-        case .shutDown, .malformedResponse: false
+        // Sending it later would only be later still: the push has expired.
+        case .shutDown, .malformedResponse, .expiredBeforeSending: false
         }
     }
 }

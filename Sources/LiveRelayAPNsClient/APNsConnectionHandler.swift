@@ -43,6 +43,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         var headersWritten = false
         var status: Int?
         var apnsID: String?
+        /// A `retry-after` in delay-seconds; APNs sends none, a proxy in front of it may.
+        var retryAfterSeconds: Int?
         var responseBody: [UInt8] = []
         /// RST_STREAM from the server.
         var resetByPeer: HTTP2ErrorCode?
@@ -150,7 +152,14 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     // MARK: Requests
 
     /// Opens a stream for `pending`, or hands it back to the pool when there is no slot.
+    /// A request whose send-by time has passed (it waited in the pool's queue, or for
+    /// this loop) fails unsent: the last moment before the wire is where "no push is
+    /// sent after its expiry" can be kept.
     func send(_ pending: APNsPendingRequest) {
+        if let sendBy = pending.request.sendBy, NIODeadline.now() >= sendBy {
+            finish(pending, .failure(.expiredBeforeSending))
+            return
+        }
         guard let context, nextStreamID <= Int(Int32.max),
             case .opened(let key) = machine.openStream(now: .now())
         else {
@@ -209,6 +218,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             if streams[key]!.status == nil, let text = headers.headers.first(name: ":status") {
                 streams[key]!.status = Int(text)
                 streams[key]!.apnsID = headers.headers.first(name: "apns-id")
+                streams[key]!.retryAfterSeconds = headers.headers.first(name: "retry-after").flatMap(
+                    APNsResponse.retryAfterSeconds(parsing:))
             }
             if headers.endStream { complete(key) }
         case .data(let data):
@@ -230,7 +241,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             streamEnded(key, .failure(.malformedResponse("no :status")))
             return
         }
-        if let response = APNsResponse(status: status, apnsID: stream.apnsID, body: stream.responseBody) {
+        if var response = APNsResponse(status: status, apnsID: stream.apnsID, body: stream.responseBody) {
+            response.retryAfterSeconds = stream.retryAfterSeconds
             streamEnded(key, .success(response))
         } else {
             streamEnded(key, .failure(.malformedResponse("status \(status) without a JSON reason")))

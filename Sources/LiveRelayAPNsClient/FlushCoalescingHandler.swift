@@ -10,20 +10,48 @@ import NIOCore
 /// handler, it lets the frames of every stream opened in the same turn leave in
 /// one flush at the end of the turn (after the tasks already queued), which costs
 /// no latency worth the name. (Inside a read, swift-nio-http2 already coalesces.)
+///
+/// Except when the turn is long: a burst of a thousand pushes handed over at once
+/// would keep the first one in memory until the last was encoded, hundreds of
+/// milliseconds on a loaded machine, long enough for a push checked against its
+/// send-by time to leave after it. So once ``maximumWritesPerFlush`` writes are
+/// held, they go at once; that is still one TLS record of pushes per flush.
 final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
+    /// About 32 pushes (a HEADERS and a DATA frame each): some 10 KB, under one TLS record's 16 KB.
+    static let defaultMaximumWritesPerFlush = 64
+
+    let maximumWritesPerFlush: Int
     private var flushPending = false
+    private var writesHeld = 0
+
+    init(maximumWritesPerFlush: Int = FlushCoalescingHandler.defaultMaximumWritesPerFlush) {
+        self.maximumWritesPerFlush = max(1, maximumWritesPerFlush)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        writesHeld += 1
+        context.write(data, promise: promise)
+    }
 
     func flush(context: ChannelHandlerContext) {
+        if writesHeld >= maximumWritesPerFlush {
+            // The deferred flush, if one is queued, then finds nothing held.
+            flushPending = false
+            writesHeld = 0
+            context.flush()
+            return
+        }
         guard !flushPending else { return }
         flushPending = true
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let (handler, context) = bound.value
-            guard handler.flushPending else { return }  // a close already flushed
+            guard handler.flushPending else { return }  // a close or a full batch already flushed
             handler.flushPending = false
+            handler.writesHeld = 0
             context.flush()
         }
     }
@@ -32,6 +60,7 @@ final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHand
         // What is written goes out before a graceful close (the TLS handler's close_notify follows it).
         if flushPending {
             flushPending = false
+            writesHeld = 0
             context.flush()
         }
         context.close(mode: mode, promise: promise)

@@ -130,7 +130,7 @@ func formatSeconds(_ s: Double) -> String {
 }
 
 /// Thousands separators, no Foundation formatter (its output depends on the locale).
-func formatCount(_ value: Double) -> String {
+public func formatCount(_ value: Double) -> String {
     let n = Int(value.rounded())
     let digits = String(abs(n))
     var out = ""

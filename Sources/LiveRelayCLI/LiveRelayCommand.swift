@@ -20,6 +20,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
             Serve.self, RegisterToken.self, StartActivity.self, UpdateActivity.self, EndActivity.self, Ping.self,
             MockAPNsCommand.self,
             Bench.self,
+            Soak.self,
         ]
     )
 }

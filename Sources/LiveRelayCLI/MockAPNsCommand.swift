@@ -22,7 +22,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
             --config FILE (JSON): {"host", "port", "cert_file", "key_file", "cert_out",
             "apps": [{"bundle_id", "team_id", "key_id", "key_file"}], "latency_ms", "latency_random_ms": [min, max],
             "errors": {"TooManyRequests": 0.05}, "seed", "unregistered": {"<token>": <timestamp ms>},
-            "token_bundles": {"<token>": "<bundle id>"}, "goaway_after", "drop_after", "max_streams",
+            "token_bundles": {"<token>": "<bundle id>"}, "goaway_after", "drop_after", "alternate_connection_faults",
+            "slow": {"rate", "ms": [min, max]}, "outage": {"every_s", "lasting_s"}, "max_streams",
             "limit_streams_until_authenticated", "record", "recording_capacity"}.
             SIGTERM or SIGINT: GOAWAY, in-flight streams finish (at most 2 s), exit.
             """
@@ -46,8 +47,22 @@ struct MockAPNsCommand: AsyncParsableCommand {
     var latencyMs: Double?
     @Option(help: "An extra random delay MIN-MAX milliseconds, e.g. 0-20.")
     var latencyRandomMs: String?
-    @Option(help: "Answer REASON instead of 200 for a fraction of valid pushes: REASON=RATE, e.g. TooManyRequests=0.05 (repeatable).")
+    @Option(
+        help: """
+            Answer REASON instead of 200 for a fraction of valid pushes: REASON=RATE, e.g. TooManyRequests=0.05; \
+            REASON=RATE,retry-after=SECONDS adds a retry-after header, which APNs never sends (repeatable).
+            """)
     var error: [String] = []
+    @Option(help: "A slow tail: this fraction of answers waits an extra --slow-ms.")
+    var slowRate: Double?
+    @Option(help: "The slow tail's extra delay MIN-MAX milliseconds, e.g. 200-1500.")
+    var slowMs: String?
+    @Option(help: "An outage every N seconds: every valid push is answered 503 ServiceUnavailable for --outage-s.")
+    var outageEveryS: Double?
+    @Option(help: "How long each outage lasts, in seconds.")
+    var outageS: Double?
+    @Flag(help: "With --goaway-after and --drop-after: odd-numbered connections get the GOAWAY, even-numbered ones the drop.")
+    var alternateConnectionFaults = false
     @Option(help: "Seed for injected errors and random latency.")
     var seed: UInt64?
     @Option(help: "A token answered 410 Unregistered: TOKEN or TOKEN=TIMESTAMP_MS (repeatable).")
@@ -126,6 +141,17 @@ struct MockAPNsCommand: AsyncParsableCommand {
         var token_bundles: [String: String]?
         var goaway_after: Int?
         var drop_after: Int?
+        var alternate_connection_faults: Bool?
+        struct Slow: Decodable {
+            var rate: Double
+            var ms: [Double]
+        }
+        var slow: Slow?
+        struct Outage: Decodable {
+            var every_s: Double
+            var lasting_s: Double
+        }
+        var outage: Outage?
         var max_streams: Int?
         var limit_streams_until_authenticated: Bool?
         var record: String?
@@ -178,16 +204,24 @@ struct MockAPNsCommand: AsyncParsableCommand {
             }
             latency.random = .microseconds(Int64(bounds[0] * 1000)) ... .microseconds(Int64(bounds[1] * 1000))
         }
+        if let rate = slowRate ?? file.slow?.rate {
+            let bounds = slowMs.map { $0.split(separator: "-").compactMap { Double($0) } } ?? file.slow?.ms ?? []
+            guard (0...1).contains(rate), bounds.count == 2, bounds[0] >= 0, bounds[0] <= bounds[1] else {
+                throw CLIError("--slow-rate needs RATE in 0...1 and --slow-ms MIN-MAX (slow: {rate, ms: [min, max]})")
+            }
+            latency.slow = MockAPNsSlowAnswers(
+                rate: rate, range: .microseconds(Int64(bounds[0] * 1000)) ... .microseconds(Int64(bounds[1] * 1000)))
+        }
         c.latency = latency
+        if let every = outageEveryS ?? file.outage?.every_s {
+            guard let lasting = outageS ?? file.outage?.lasting_s, every > 0, lasting >= 0, lasting <= every else {
+                throw CLIError("--outage-every-s needs --outage-s, at most as long (outage: {every_s, lasting_s})")
+            }
+            c.outages = MockAPNsOutages(period: .milliseconds(Int64(every * 1000)), duration: .milliseconds(Int64(lasting * 1000)))
+        }
 
         var errors = (file.errors ?? [:]).sorted { $0.key < $1.key }.map { MockAPNsInjectedError(reason: $0.key, rate: $0.value) }
-        for spec in error {
-            let parts = spec.split(separator: "=")
-            guard parts.count == 2, let rate = Double(parts[1]), (0...1).contains(rate) else {
-                throw CLIError("--error \(spec): expected REASON=RATE with RATE in 0...1")
-            }
-            errors.append(MockAPNsInjectedError(reason: String(parts[0]), rate: rate))
-        }
+        for spec in error { errors.append(try Self.injectedError(spec)) }
         c.injectedErrors = errors
         if let seed = seed ?? file.seed { c.randomSeed = seed }
 
@@ -203,6 +237,7 @@ struct MockAPNsCommand: AsyncParsableCommand {
         c.deviceTokenBundles = file.token_bundles ?? [:]
         c.goAwayAfterStreams = goawayAfter ?? file.goaway_after
         c.dropConnectionAfterStreams = dropAfter ?? file.drop_after
+        c.alternateConnectionFaults = alternateConnectionFaults || file.alternate_connection_faults == true
         c.maxConcurrentStreams = maxStreams ?? file.max_streams ?? 1000
         c.limitStreamsUntilAuthenticated = limitStreamsUntilAuthenticated || file.limit_streams_until_authenticated == true
         c.recordFile = record.map { DevSetup.absolute($0) } ?? fromFile(file.record)
@@ -211,6 +246,24 @@ struct MockAPNsCommand: AsyncParsableCommand {
             throw CLIError("--goaway-after and --drop-after must be at least 1")
         }
         return (c, certOut.map { DevSetup.absolute($0) } ?? fromFile(file.cert_out))
+    }
+
+    /// `REASON=RATE` or `REASON=RATE,retry-after=SECONDS`.
+    static func injectedError(_ spec: String) throws -> MockAPNsInjectedError {
+        let fields = spec.split(separator: ",")
+        let parts = fields.first?.split(separator: "=") ?? []
+        guard parts.count == 2, let rate = Double(parts[1]), (0...1).contains(rate), fields.count <= 2 else {
+            throw CLIError("--error \(spec): expected REASON=RATE[,retry-after=SECONDS] with RATE in 0...1")
+        }
+        var retryAfter: Int?
+        if fields.count == 2 {
+            let option = fields[1].split(separator: "=")
+            guard option.count == 2, option[0] == "retry-after", let seconds = Int(option[1]), seconds >= 0 else {
+                throw CLIError("--error \(spec): expected REASON=RATE[,retry-after=SECONDS] with SECONDS >= 0")
+            }
+            retryAfter = seconds
+        }
+        return MockAPNsInjectedError(reason: String(parts[0]), rate: rate, retryAfterSeconds: retryAfter)
     }
 
     private func readText(_ path: String, what: String) throws -> String {

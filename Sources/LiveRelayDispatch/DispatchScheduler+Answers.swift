@@ -80,18 +80,28 @@ extension DispatchScheduler {
                 retry(id, &lane, delay: atOnce ? .zero : backoff(after: push.attempts), reason: reason, now: now, &actions)
             case .retryWithBackoff, .retryWithoutNewProviderToken:
                 // APNs sends no retry-after (its answers carry only apns-id and the
-                // JSON reason), so a 429 backs off like a 503.
-                retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
+                // JSON reason), so a 429 backs off like a 503. A proxy in front of it
+                // may send one: it is the least wait, never shortened by the back-off
+                // (a retry it pushes past the send-by time expires the push).
+                var delay = backoff(after: push.attempts)
+                if let seconds = response.retryAfterSeconds {
+                    delay = max(delay, .seconds(Int64(min(seconds, APNsResponse.maximumRetryAfterSeconds))))
+                }
+                retry(id, &lane, delay: delay, reason: reason, now: now, &actions)
             }
         case let .transportError(error):
             let reason = error.reason
             switch error {
             case .connectFailed, .connectionLost, .timedOut: routeOutcome = .failure
-            // A GOAWAY is APNs moving streams to another connection, not an outage.
-            case .refusedByGoAway, .shutDown, .malformedResponse: routeOutcome = .neutral
+            // A GOAWAY is APNs moving streams to another connection, not an outage;
+            // a push that waited past its send-by time in the transport says nothing either.
+            case .refusedByGoAway, .shutDown, .malformedResponse, .expiredBeforeSending: routeOutcome = .neutral
             }
             pushes[id]?.refreshedAtOnce = false
-            if error.isRetryable {
+            if error == .expiredBeforeSending {
+                // The transport kept it from the wire at its send-by time: expired, as if it had waited here.
+                finish(id, .expired, &actions)
+            } else if error.isRetryable {
                 retry(id, &lane, delay: backoff(after: push.attempts), reason: reason, now: now, &actions)
             } else {
                 finish(id, .failed(reason: reason), &actions)

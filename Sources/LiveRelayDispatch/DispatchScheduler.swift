@@ -443,7 +443,7 @@ public struct DispatchScheduler {
                     request: APNsRequest(
                         deviceToken: token, headers: call.headers, payload: call.payload,
                         apnsID: call.apnsCall.apnsID(push: id - call.first),
-                        environment: pushes[id]!.environment)))
+                        environment: pushes[id]!.environment, sendBy: call.sendBy)))
             passedOver = 0
             apps[a].deficit -= 1
             if apps[a].deficit <= 0 {

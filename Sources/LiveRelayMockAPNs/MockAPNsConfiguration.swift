@@ -28,18 +28,36 @@ public struct MockAPNsApp: Sendable, Hashable {
 }
 
 /// How long the mock waits before answering a stream: `fixed` plus, when
-/// `random` is set, a uniform draw from it (from the seeded generator, so a
-/// test's sequence of delays repeats exactly).
+/// `random` is set, a uniform draw from it, plus for a share of the answers a
+/// draw from `slow` (all from the seeded generator, so a test's sequence of
+/// delays repeats exactly).
 public struct MockAPNsLatency: Sendable, Hashable {
     public var fixed: Duration
     public var random: ClosedRange<Duration>?
+    /// A slow tail on top: what a loaded APNs looks like is mostly quick answers and
+    /// a few very late ones, not a uniformly slower server.
+    public var slow: MockAPNsSlowAnswers?
 
-    public init(fixed: Duration = .zero, random: ClosedRange<Duration>? = nil) {
+    public init(fixed: Duration = .zero, random: ClosedRange<Duration>? = nil, slow: MockAPNsSlowAnswers? = nil) {
         self.fixed = fixed
         self.random = random
+        self.slow = slow
     }
 
     public static let none = MockAPNsLatency()
+}
+
+/// The slow tail of ``MockAPNsLatency``: `rate` of the answers wait an extra
+/// uniform draw from `range`.
+public struct MockAPNsSlowAnswers: Sendable, Hashable {
+    /// 0...1: the probability per answer.
+    public var rate: Double
+    public var range: ClosedRange<Duration>
+
+    public init(rate: Double, range: ClosedRange<Duration>) {
+        self.rate = min(max(rate, 0), 1)
+        self.range = range
+    }
 }
 
 /// An APNs error answered instead of 200 for a fraction of the pushes that
@@ -49,12 +67,52 @@ public struct MockAPNsInjectedError: Sendable, Hashable {
     public var status: Int
     /// 0...1: the probability per valid push. Rates of several errors add up (capped at 1).
     public var rate: Double
+    /// Sent as a `retry-after` header (seconds). APNs never sends one; a proxy or
+    /// another push service in front of it may, and a client must not choke on it.
+    public var retryAfterSeconds: Int?
 
     /// - Parameter status: defaults to APNs's status for `reason` (``MockAPNsReasons/status(for:)``).
-    public init(reason: String, status: Int? = nil, rate: Double) {
+    public init(reason: String, status: Int? = nil, rate: Double, retryAfterSeconds: Int? = nil) {
         self.reason = reason
         self.status = status ?? MockAPNsReasons.status(for: reason)
         self.rate = min(max(rate, 0), 1)
+        self.retryAfterSeconds = retryAfterSeconds.map { max(0, $0) }
+    }
+}
+
+/// Periodic outages: for `duration` out of every `period` (the first one
+/// `firstAfter` after the server starts), every push that would be answered 200
+/// gets `status` and `reason` instead, as when APNs is down behind a healthy
+/// load balancer. Long enough runs of them open a client's circuit breaker;
+/// pushes whose expiry falls inside one expire instead of being sent late.
+public struct MockAPNsOutages: Sendable, Hashable {
+    public var period: Duration
+    public var duration: Duration
+    public var firstAfter: Duration
+    public var reason: String
+    public var status: Int
+
+    public init(
+        period: Duration, duration: Duration, firstAfter: Duration? = nil, reason: String = "ServiceUnavailable",
+        status: Int? = nil
+    ) {
+        self.period = max(period, .milliseconds(1))
+        self.duration = min(max(duration, .zero), self.period)
+        self.firstAfter = max(firstAfter ?? period, .zero)
+        self.reason = reason
+        self.status = status ?? MockAPNsReasons.status(for: reason)
+    }
+
+    /// Whether the server is in an outage `sinceStart` after it started.
+    public func isOutage(sinceStart: Duration) -> Bool {
+        guard sinceStart >= firstAfter, duration > .zero else { return false }
+        let into = Self.nanoseconds(sinceStart - firstAfter) % Self.nanoseconds(period)
+        return into < Self.nanoseconds(duration)
+    }
+
+    static func nanoseconds(_ d: Duration) -> Int64 {
+        let (seconds, attoseconds) = d.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 
@@ -107,6 +165,11 @@ public struct MockAPNsConfiguration: Sendable {
     /// Per connection: the first N streams are handled; the (N+1)-th stream's
     /// arrival closes the TCP connection at once (no GOAWAY, no close_notify, unanswered streams lost).
     public var dropConnectionAfterStreams: Int?
+    /// With both connection faults set: odd-numbered connections get the GOAWAY and
+    /// even-numbered ones the drop (``MockAPNsConnectionPolicy/alternate``).
+    public var alternateConnectionFaults: Bool
+    /// Periodic windows in which every valid push gets a 503 (by default).
+    public var outages: MockAPNsOutages?
     /// The most recent records kept in memory (older ones are discarded and counted).
     public var recordingCapacity: Int
     /// When set, every record is appended to this file as one JSON line (authorization redacted).
@@ -131,6 +194,8 @@ public struct MockAPNsConfiguration: Sendable {
         deviceTokenBundles: [String: String] = [:],
         goAwayAfterStreams: Int? = nil,
         dropConnectionAfterStreams: Int? = nil,
+        alternateConnectionFaults: Bool = false,
+        outages: MockAPNsOutages? = nil,
         recordingCapacity: Int = 100_000,
         recordFile: String? = nil,
         providerTokenMinimumUpdateIntervalSeconds: Int64 = 1200,
@@ -150,6 +215,8 @@ public struct MockAPNsConfiguration: Sendable {
         self.deviceTokenBundles = deviceTokenBundles
         self.goAwayAfterStreams = goAwayAfterStreams
         self.dropConnectionAfterStreams = dropConnectionAfterStreams
+        self.alternateConnectionFaults = alternateConnectionFaults
+        self.outages = outages
         self.recordingCapacity = recordingCapacity
         self.recordFile = recordFile
         self.providerTokenMinimumUpdateIntervalSeconds = providerTokenMinimumUpdateIntervalSeconds

@@ -55,6 +55,15 @@ public struct MockAPNsRecord: Sendable {
         path.hasPrefix(MockAPNsValidator.devicePathPrefix) ? String(path.dropFirst(MockAPNsValidator.devicePathPrefix.count)) : nil
     }
 
+    /// How long after its `apns-expiration` (UNIX seconds; 0 means "try once" and
+    /// never expires) the push arrived: negative when in time, nil without a valid one.
+    public var millisecondsPastExpiration: Int64? {
+        guard let text = header("apns-expiration"), let expiration = Int64(text), expiration > 0,
+            expiration < Int64.max / 1000
+        else { return nil }
+        return receivedAtMilliseconds - expiration * 1000
+    }
+
     /// The body as text, for test messages.
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
 
@@ -95,6 +104,17 @@ public struct MockAPNsCounters: Sendable, Hashable {
     public var connectionsDropped = 0
     /// Records pushed out of memory by ``MockAPNsConfiguration/recordingCapacity``.
     public var recordsDiscarded = 0
+    /// Pushes that arrived after their own `apns-expiration` (a nonzero one): the
+    /// sender kept a push past the time it said it stopped being worth sending.
+    /// Counted for every push, not only the recorded ones, so a long soak can check
+    /// it without keeping a million records.
+    public var receivedAfterExpiration = 0
+    /// How late the latest of those was, in milliseconds past its `apns-expiration` second.
+    public var mostMillisecondsPastExpiration: Int64 = 0
+    /// Answers that carried a `retry-after` header (``MockAPNsInjectedError/retryAfterSeconds``).
+    public var responsesWithRetryAfter = 0
+    /// Answers delayed by the slow tail (``MockAPNsLatency/slow``).
+    public var slowAnswers = 0
 
     public init() {}
 
@@ -136,6 +156,10 @@ final class MockAPNsRecorder: Sendable {
     func record(_ record: MockAPNsRecord) {
         state.withLockedValue { state in
             state.counters.streamsReceived += 1
+            if let late = record.millisecondsPastExpiration, late > 0 {
+                state.counters.receivedAfterExpiration += 1
+                state.counters.mostMillisecondsPastExpiration = max(state.counters.mostMillisecondsPastExpiration, late)
+            }
             if record.status != 0 { state.counters.responsesByStatus[record.status, default: 0] += 1 }
             if let handle = state.file {
                 _ = (record.jsonLine + "\n").withCString { fputs($0, handle) }

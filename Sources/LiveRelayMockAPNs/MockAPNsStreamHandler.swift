@@ -20,6 +20,8 @@ final class MockAPNsShared: Sendable {
     let clock: MockAPNsClock
     let maxConcurrentStreams: Int
     let limitStreamsUntilAuthenticated: Bool
+    /// When the server started, on the monotonic clock: outages are placed from it.
+    let started = ContinuousClock.now
     private let connectionNumbers = NIOLockedValueBox(0)
     /// Open connections, for shutdown: each entry starts that connection's drain on its own event loop.
     let connections = NIOLockedValueBox<[Int: (channel: Channel, drain: @Sendable () -> Void)]>([:])
@@ -28,13 +30,14 @@ final class MockAPNsShared: Sendable {
         self.validator = validator
         self.recorder = recorder
         let plan = MockAPNsFaultPlan(
-            injectedErrors: configuration.injectedErrors, latency: configuration.latency,
+            injectedErrors: configuration.injectedErrors, latency: configuration.latency, outages: configuration.outages,
             seed: configuration.randomSeed)
-        self.faultsActive = !configuration.injectedErrors.isEmpty || plan.hasLatency
+        self.faultsActive = plan.injects || plan.hasLatency
         self.faults = NIOLockedValueBox(plan)
         self.policy = MockAPNsConnectionPolicy(
             goAwayAfterStreams: configuration.goAwayAfterStreams,
-            dropConnectionAfterStreams: configuration.dropConnectionAfterStreams)
+            dropConnectionAfterStreams: configuration.dropConnectionAfterStreams,
+            alternate: configuration.alternateConnectionFaults)
         self.clock = configuration.clock
         self.maxConcurrentStreams = max(1, configuration.maxConcurrentStreams)
         self.limitStreamsUntilAuthenticated = configuration.limitStreamsUntilAuthenticated
@@ -206,7 +209,7 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
     /// Applies the connection policy to a new stream; false when the connection was dropped.
     private func streamOpened(context: ChannelHandlerContext) -> Bool {
         connection.streamsSeen += 1
-        switch connection.shared.policy.action(forStreamNumber: connection.streamsSeen) {
+        switch connection.shared.policy.action(forStreamNumber: connection.streamsSeen, onConnection: connection.number) {
         case .serve:
             return true
         case .serveThenGoAway:
@@ -226,12 +229,25 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
         let shared = connection.shared
         // A body past the recording cap is still over 4096 bytes, so 413 stays exact without holding all of it.
         let request = MockAPNsRequest(method: method, path: path, headers: headers, body: body)
+        let now = shared.clock.nowMilliseconds()
         var verdict = shared.validator.validate(
-            request, connection: &connection.auth, nowMilliseconds: shared.clock.nowMilliseconds(),
-            newAPNsID: MockAPNsStreamHandler.randomUUID())
+            request, connection: &connection.auth, nowMilliseconds: now, newAPNsID: MockAPNsStreamHandler.randomUUID())
         var delay = Duration.zero
         if shared.faultsActive {
-            (verdict, delay) = shared.faults.withLockedValue { plan in (plan.apply(to: verdict), plan.nextDelay()) }
+            let sinceStart = ContinuousClock.now - shared.started
+            var slow = false
+            (verdict, delay, slow) = shared.faults.withLockedValue { plan in
+                let applied = plan.apply(to: verdict, nowMilliseconds: now, sinceStart: sinceStart)
+                let next = plan.nextAnswerDelay()
+                return (applied, next.delay, next.slow)
+            }
+            if slow || verdict.response.retryAfterSeconds != nil {
+                let retryAfter = verdict.response.retryAfterSeconds != nil
+                shared.recorder.count { counters in
+                    if slow { counters.slowAnswers += 1 }
+                    if retryAfter { counters.responsesWithRetryAfter += 1 }
+                }
+            }
         }
         if verdict.providerTokenAccepted { connection.providerTokenAccepted() }
         record(status: verdict.status, reason: verdict.reason, apnsID: verdict.apnsID)
@@ -258,6 +274,7 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
     private func respond(context: ChannelHandlerContext, verdict: MockAPNsVerdict) {
         guard context.channel.isActive else { return }
         var fields: [(String, String)] = [(":status", String(verdict.status)), ("apns-id", verdict.apnsID)]
+        if let retryAfter = verdict.response.retryAfterSeconds { fields.append(("retry-after", String(retryAfter))) }
         let body = verdict.responseBody
         if body != nil { fields.append(("content-type", "application/json; charset=utf-8")) }
         context.write(wrapOutboundOut(.headers(.init(headers: HPACKHeaders(fields), endStream: body == nil))), promise: nil)

@@ -99,6 +99,43 @@ struct ConnectionHandlerFrameTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    @Test func aRequestPastItsSendByTimeFailsWithoutAFrameOnTheWire() throws {
+        var late = PoolIntegrationTests.request(1)
+        late.sendBy = .now() - .milliseconds(1)
+        let promise = channel.eventLoop.makePromise(of: APNsResponse.self)
+        handler.send(APNsPendingRequest(request: late, promise: promise))
+        channel.embeddedEventLoop.run()
+        #expect(result(promise.futureResult) == .failure(.expiredBeforeSending))
+        #expect(try outbound().isEmpty)
+        // One in time still goes, on the first stream id: the late one took none.
+        var inTime = PoolIntegrationTests.request(2)
+        inTime.sendBy = .now() + .seconds(60)
+        let sent = channel.eventLoop.makePromise(of: APNsResponse.self)
+        handler.send(APNsPendingRequest(request: inTime, promise: sent))
+        channel.embeddedEventLoop.run()
+        #expect(try outbound().map(\.streamID) == [1, 1])
+        _ = try channel.finish(acceptAlreadyClosed: true)
+        sent.fail(APNsTransportError.shutDown)
+    }
+
+    @Test func aRetryAfterHeaderReachesTheResponseAndAnHTTPDateIsIgnored() throws {
+        let first = send(1), second = send(2)
+        _ = try outbound()
+        for (id, value) in [(HTTP2StreamID(1), "3"), (HTTP2StreamID(3), "Wed, 21 Oct 2015 07:28:00 GMT")] {
+            var headers = HPACKHeaders()
+            headers.add(name: ":status", value: "429")
+            headers.add(name: "retry-after", value: value)
+            try channel.writeInbound(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: false))))
+            try channel.writeInbound(
+                HTTP2Frame(
+                    streamID: id,
+                    payload: .data(.init(data: .byteBuffer(ByteBuffer(string: #"{"reason":"TooManyRequests"}"#)), endStream: true))))
+        }
+        #expect(try result(first)?.get() == APNsResponse(status: 429, reason: "TooManyRequests", retryAfterSeconds: 3))
+        #expect(try result(second)?.get() == APNsResponse(status: 429, reason: "TooManyRequests"))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     @Test func refusedStreamIsUnprocessedButAResetAfterHeadersMayHaveBeenProcessed() throws {
         let refused = send(1), reset = send(2)
         _ = try outbound()

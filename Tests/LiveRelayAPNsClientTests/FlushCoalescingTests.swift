@@ -48,6 +48,29 @@ struct FlushCoalescingTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    @Test func aLongTurnFlushesEveryBatchInsteadOfHoldingAllToItsEnd() throws {
+        let channel = EmbeddedChannel()
+        let counter = FlushCounter()
+        try channel.pipeline.syncOperations.addHandler(counter)
+        try channel.pipeline.syncOperations.addHandler(FlushCoalescingHandler(maximumWritesPerFlush: 4))
+        // Ten streams of two frames each in one turn.
+        for i in 0..<10 {
+            channel.write(ByteBuffer(string: "headers \(i)"), promise: nil)
+            channel.write(ByteBuffer(string: "data \(i)"), promise: nil)
+            channel.flush()
+        }
+        #expect(counter.writesAtFlush == [4, 8, 12, 16, 20], "every fourth write goes at once")
+        channel.embeddedEventLoop.run()
+        #expect(counter.flushes == 5, "the deferred flush found nothing left to send")
+        // A short turn after it is coalesced as before.
+        channel.write(ByteBuffer(string: "one"), promise: nil)
+        channel.flush()
+        #expect(counter.flushes == 5)
+        channel.embeddedEventLoop.run()
+        #expect(counter.writesAtFlush.last == 21)
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     @Test func closeSendsWhatAPendingFlushHeld() throws {
         let channel = EmbeddedChannel()
         let counter = FlushCounter()

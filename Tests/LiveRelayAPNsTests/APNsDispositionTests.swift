@@ -51,12 +51,12 @@ struct APNsDispositionTests {
     @Test func transportErrorsHaveOneStableReasonEach() {
         let errors: [APNsTransportError] = [
             .connectFailed("dns"), .refusedByGoAway, .connectionLost, .timedOut,
-            .shutDown, .malformedResponse("no :status"),
+            .shutDown, .malformedResponse("no :status"), .expiredBeforeSending,
         ]
         #expect(
             errors.map(\.reason) == [
                 "ConnectFailed", "RefusedByGoAway", "ConnectionLost", "TimedOut",
-                "TransportShutDown", "MalformedResponse",
+                "TransportShutDown", "MalformedResponse", "ExpiredBeforeSending",
             ])
         #expect(errors.map(\.kind) == APNsTransportError.Kind.allCases)
         let apnsReasons = Set(Self.table.flatMap { $0.reasons.compactMap { $0 } })

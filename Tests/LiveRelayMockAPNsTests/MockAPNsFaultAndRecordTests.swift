@@ -67,9 +67,9 @@ struct MockAPNsFaultAndRecordTests {
     @Test("GOAWAY on the N-th stream; a drop once the limit is passed")
     func policy() {
         let goAway = MockAPNsConnectionPolicy(goAwayAfterStreams: 3, dropConnectionAfterStreams: nil)
-        #expect((1...5).map(goAway.action(forStreamNumber:)) == [.serve, .serve, .serveThenGoAway, .serve, .serve])
+        #expect((1...5).map { goAway.action(forStreamNumber: $0) } == [.serve, .serve, .serveThenGoAway, .serve, .serve])
         let drop = MockAPNsConnectionPolicy(goAwayAfterStreams: nil, dropConnectionAfterStreams: 2)
-        #expect((1...4).map(drop.action(forStreamNumber:)) == [.serve, .serve, .drop, .drop])
+        #expect((1...4).map { drop.action(forStreamNumber: $0) } == [.serve, .serve, .drop, .drop])
         let dropFirst = MockAPNsConnectionPolicy(goAwayAfterStreams: 1, dropConnectionAfterStreams: 0)
         #expect(dropFirst.action(forStreamNumber: 1) == .drop)
     }
