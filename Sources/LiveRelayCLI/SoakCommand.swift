@@ -1,5 +1,4 @@
 import ArgumentParser
-import Metrics
 import Foundation
 import LiveRelayAPNs
 import LiveRelayAPNsClient
@@ -14,6 +13,7 @@ import LiveRelayServer
 import LiveRelayStore
 import LiveRelayTLS
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
