@@ -389,6 +389,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 .target(name: "liverelay"),
+                "LiveRelayTestSupport",
             ]
         ),
         .testTarget(
@@ -461,6 +462,7 @@ let package = Package(
             name: "LiveRelayOpsTests",
             dependencies: [
                 "LiveRelayOps",
+                "LiveRelayTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),

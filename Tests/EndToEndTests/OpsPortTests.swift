@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayTestSupport
 import Testing
 
 /// `serve`'s operations port end to end: the development setup takes any free
@@ -45,30 +46,11 @@ struct OpsPortTests {
     }
 }
 
-/// One GET over a plain socket with `Connection: close`: the whole answer, head and body, as text.
+/// One GET over a plain socket (LiveRelayTestSupport's `plainHTTPGet`), failing as this target's tests do.
 func rawHTTPGet(port: Int, path: String) throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw E2E.Failure(description: "socket() failed: errno \(errno)") }
-    defer { close(fd) }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    do {
+        return try plainHTTPGet(port: port, path: path)
+    } catch let failure as TestFailure {
+        throw E2E.Failure(description: failure.description)
     }
-    guard connected == 0 else { throw E2E.Failure(description: "connect to \(port) failed: errno \(errno)") }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-    guard write(fd, request, request.count) == request.count else { throw E2E.Failure(description: "write failed: errno \(errno)") }
-    var received: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let n = read(fd, &chunk, chunk.count)
-        if n < 0 { throw E2E.Failure(description: "read failed: errno \(errno)") }
-        if n == 0 { break }
-        received += chunk[0..<n]
-    }
-    return String(decoding: received, as: UTF8.self)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayTestSupport
 import Logging
 import Metrics
 import NIOConcurrencyHelpers
@@ -141,30 +142,7 @@ struct HTTPAnswer {
 /// (two threads on a two-core machine) they would starve the server under test.
 func httpGet(port: Int, path: String) async throws -> HTTPAnswer {
     try await NIOThreadPool.singleton.runIfActive {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HTTPTestError("socket: \(errno)") }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw HTTPTestError("connect to port \(port): \(errno)") }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-        guard write(fd, request, request.count) == request.count else { throw HTTPTestError("write: \(errno)") }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 { throw HTTPTestError("read: \(errno)") }
-            if n == 0 { break }
-            received += chunk[0..<n]
-        }
-        let text = String(decoding: received, as: UTF8.self)
+        let text = try plainHTTPGet(port: port, path: path)
         guard let split = text.range(of: "\r\n\r\n") else { throw HTTPTestError("no header end in \(text)") }
         let head = String(text[..<split.lowerBound])
         let statusLine = head.split(separator: "\r\n").first ?? ""
