@@ -73,6 +73,8 @@ rows = [
     ("Calls", f"{n(calls['registrations'])} RegisterToken, {n(calls['starts'])} StartActivity, {n(calls['updates'])} UpdateActivity, "
               f"{n(calls['ends'])} EndActivity ({n(calls['lifecycles'])} activity lifecycles); failed: {sum(calls['errors'].values())}; "
               f"replies not final or not adding up: {calls['not_adding_up']}"),
+    ("Calls refused by admission (RESOURCE_EXHAUSTED) and sent again after the hint",
+     ", ".join(f"{k} {n(v)}" for k, v in sorted(calls["refusals"].items())) or "none"),
     ("Throughput", f"{n(round(p['targeted'] / seconds))} pushes targeted/s, {n(round(p['delivered'] / seconds))} delivered/s"),
     ("Sends to APNs, retries included", f"{n(server['attempts'])} (retries {n(server['retries'])})"),
     ("Circuit-breaker openings", n(server["circuit_openings"])),

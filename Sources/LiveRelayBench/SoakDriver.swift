@@ -17,6 +17,10 @@ public struct SoakCalls: Sendable, Codable, Equatable {
     public var notAddingUp = 0
     /// Failed calls by "RPC STATUS": every call of a soak should succeed.
     public var errors: [String: Int] = [:]
+    /// Calls the server turned away before doing anything (RESOURCE_EXHAUSTED: its
+    /// admission bounds, or a full app queue), by reason, and sent again after the
+    /// retry hint, as a client should: not failures, the figure of the server's backpressure.
+    public var refusals: [String: Int] = [:]
     /// The first problems, word for word.
     public var samples: [String] = []
     /// From the first call to the last reply.
@@ -76,6 +80,8 @@ public final class SoakDriver: Sendable {
 
     /// Registrations of one lifecycle in flight at once.
     static let registrationConcurrency = 16
+    /// Sends of one call refused by admission before it counts as failed.
+    static let maxRefusals = 200
 
     /// - Parameters:
     ///   - client: where the server is; the driver sets the connection count and the timeout.
@@ -137,7 +143,7 @@ public final class SoakDriver: Sendable {
             (0..<plan.startTokens).map { plan.registerStartToken(n, $0) } + (0..<plan.tokens(n)).map { plan.registerUpdateToken(n, $0) }
         await forEach(registrations.indices, concurrency: Self.registrationConcurrency) { i in
             do {
-                _ = try await self.client.registerToken(registrations[i], timeout: self.timeout)
+                _ = try await self.admitted("RegisterToken") { try await $0.registerToken(registrations[i], timeout: $1) }
                 self.state.withLockedValue { $0.calls.registrations += 1 }
             } catch {
                 self.failed("RegisterToken", error, lifecycle: n, planned: 0)
@@ -165,7 +171,7 @@ public final class SoakDriver: Sendable {
         _ call: @Sendable (LiveRelayClient, TimeAmount) async throws -> DeliverySummary?
     ) async {
         do {
-            let summary = try await call(client, timeout) ?? DeliverySummary()
+            let summary = try await admitted(rpc) { try await call($0, $1) } ?? DeliverySummary()
             let problem = SoakCalls.problem(with: summary)
             state.withLockedValue { state in
                 switch rpc {
@@ -182,6 +188,25 @@ public final class SoakDriver: Sendable {
             }
         } catch {
             failed(rpc, error, lifecycle: n, planned: planned)
+        }
+    }
+
+    /// Runs `call`, sending it again after the retry hint while the server refuses it
+    /// with RESOURCE_EXHAUSTED (a refused call has no effect: nothing was stored).
+    private func admitted<T: Sendable>(
+        _ rpc: String, _ call: @Sendable (LiveRelayClient, TimeAmount) async throws -> T
+    ) async throws -> T {
+        var refusals = 0
+        while true {
+            do {
+                return try await call(client, timeout)
+            } catch let error as LiveRelayClientError where error.status == .resourceExhausted && refusals < Self.maxRefusals {
+                refusals += 1
+                let reason = error.details.reason.isEmpty ? "unspecified" : error.details.reason
+                state.withLockedValue { $0.calls.refusals["\(rpc) \(reason)", default: 0] += 1 }
+                let hint = Int64(error.details.retryAfterMS)
+                try? await Task.sleep(for: .milliseconds(min(max(hint, 5), 1_000)))
+            }
         }
     }
 

@@ -174,6 +174,7 @@ public struct SoakReport: Sendable, Codable {
         lines.append(row("expired", n(p.expired), n(s.expired)))
         lines.append(row("queued", n(p.queued), n(s.unfinished)))
         lines.append("failures by reason: \(list(p.failures.mapValues { Int($0) }))")
+        lines.append("calls refused by the server's admission and sent again: \(list(calls.refusals))")
         lines.append(
             "sends to APNs \(n(s.attempts)), retries \(n(s.retries)), circuit-breaker openings \(n(s.circuitOpenings)), "
                 + "app suspensions \(n(s.appSuspensions))")

@@ -182,7 +182,10 @@ struct Soak: AsyncParsableCommand {
         let sink = ShortLivedPushes(
             dispatcher: runtime.dispatcher, clock: clock,
             lifetimes: Int64(lifetimes.lowerBound) * 1000...Int64(lifetimes.upperBound) * 1000, seed: seed)
-        let service = ActivityService(store: activityStore, clock: clock, logger: logger, sink: sink, apps: runtime.directory)
+        // `serve`'s default admission bounds: a call they refuse has no effect, and the driver sends it again after the hint.
+        let service = ActivityService(
+            store: activityStore, clock: clock, logger: logger, sink: sink, apps: runtime.directory,
+            admission: AdmissionGate(limits: AdmissionLimits()))
 
         let certificate = try SelfSignedCertificate.generate(commonName: "localhost", subjectAltNames: ["localhost", "127.0.0.1"])
         let apiKey = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases), label: "soak")

@@ -3,6 +3,8 @@ import LiveRelayClient
 import LiveRelayMessages
 import LiveRelayService
 import Logging
+import NIOConcurrencyHelpers
+import NIOCore
 import NIOPosix
 import Testing
 
@@ -169,6 +171,15 @@ struct SoakTests {
         #expect(calls.seconds > 0)
     }
 
+    @Test func callsTheServerRefusesBeforeDoingAnythingAreSentAgainAfterTheHint() async throws {
+        let service = RefusingService(registrations: 3, updates: 2)
+        let calls = try await Self.drive(Self.plan(target: 1), against: service)
+        #expect(calls.refusals == ["RegisterToken AppOverloaded": 3, "UpdateActivity QueueFull": 2])
+        #expect(calls.errorCount == 0 && calls.notAddingUp == 0)
+        #expect(calls.registrations == 5 * calls.lifecycles && calls.updates == 4 * calls.lifecycles)
+        #expect(service.refused == 5)
+    }
+
     @Test func theDriverCountsFailedCallsAndRepliesWithoutAnAccount() async throws {
         // FixedOutcomeService: Start NOT_FOUND, End FAILED_PRECONDITION, Update OK without a summary.
         // Nothing is ever targeted, so the run stops at the plan's bound on lifecycles, not never.
@@ -182,4 +193,50 @@ struct SoakTests {
         #expect(calls.samples.count == 10, "the first problems, not all")
         #expect(calls.pushes.targeted == 0)
     }
+}
+
+/// Refuses the first registrations and updates with RESOURCE_EXHAUSTED, as admission and
+/// a full app queue do (nothing stored), then answers like ``DeliveringService``.
+final class RefusingService: LiveRelayService, @unchecked Sendable {
+    private let lock = NIOLock()
+    private var registrationsLeft: Int
+    private var updatesLeft: Int
+    private var refusedCount = 0
+    private let delivering = DeliveringService()
+
+    init(registrations: Int, updates: Int) {
+        registrationsLeft = registrations
+        updatesLeft = updates
+    }
+
+    var refused: Int { lock.withLock { refusedCount } }
+
+    private func refuse(_ left: inout Int) -> Bool {
+        lock.withLock {
+            guard left > 0 else { return false }
+            left -= 1
+            refusedCount += 1
+            return true
+        }
+    }
+
+    func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
+        if refuse(&registrationsLeft) {
+            return context.fail(RPCError(.resourceExhausted, "busy", details: ErrorDetails(retryAfterMS: 1, reason: "AppOverloaded")))
+        }
+        return delivering.registerToken(request, context: context)
+    }
+    func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
+        delivering.startActivity(request, context: context)
+    }
+    func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
+        if refuse(&updatesLeft) {
+            return context.fail(RPCError(.resourceExhausted, "full", details: ErrorDetails(retryAfterMS: 1, reason: "QueueFull")))
+        }
+        return delivering.updateActivity(request, context: context)
+    }
+    func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
+        delivering.endActivity(request, context: context)
+    }
+    func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> { delivering.ping(request, context: context) }
 }
