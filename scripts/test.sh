@@ -28,6 +28,9 @@ timeout --signal=TERM 2700 swift test --skip-build || {
   [ "$status" -eq 124 ] && echo "test.sh: swift test did not finish within 45 minutes (a hung test); see the last 'started' lines above" >&2
   exit "$status"
 }
+# The suites that load the whole machine (the SIGKILL tests of durable intents, the short
+# fault soak) run alone after the others, so they do not starve time-bounded tests.
+LIVERELAY_HEAVY_E2E=1 timeout --signal=TERM 1800 swift test --skip-build --filter "IntentDurabilityTests|FaultSoakTests"
 
 if [ -x scripts/fuzz.sh ]; then
   bash scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-20}"

@@ -34,7 +34,9 @@ import Glibc
 import Darwin
 #endif
 
-@Suite("Durable dispatch intents survive a SIGKILL mid-fan-out", .serialized)
+@Suite(
+    "Durable dispatch intents survive a SIGKILL mid-fan-out", .serialized,
+    .enabled(if: heavyEndToEndTestsEnabled, "set LIVERELAY_HEAVY_E2E=1 (scripts/test.sh runs them alone)"))
 struct IntentDurabilityTests {
     static let tokens = 20_000
     static let killAfter = 3_000
