@@ -197,18 +197,7 @@ print("\n".join(out))
 PY
     cat "$tables"
     if [ "$NO_DOCS" != 1 ]; then
-        python3 - "$ROOT/docs/BENCHMARKS.md" "$tables" <<'PY'
-import sys
-path, tables = sys.argv[1], open(sys.argv[2]).read()
-doc = open(path).read()
-begin, end = "<!-- overload:begin -->", "<!-- overload:end -->"
-if begin not in doc or end not in doc:
-    sys.exit("docs/BENCHMARKS.md has no overload:begin/overload:end markers; not rewritten")
-head, rest = doc.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + tables.rstrip() + "\n" + end + tail)
-print("bench: rewrote the overload table in docs/BENCHMARKS.md", file=sys.stderr)
-PY
+        python3 "$ROOT/scripts/replace-doc-section.py" overload "$ROOT/docs/BENCHMARKS.md" "$tables" "the overload table"
     fi
 }
 
@@ -514,18 +503,7 @@ print("\n".join(out))
 PY
 cat "$TABLES"
 if [ "$NO_DOCS" != 1 ]; then
-    python3 - "$ROOT/docs/BENCHMARKS.md" "$TABLES" <<'PY'
-import sys
-path, tables = sys.argv[1], open(sys.argv[2]).read()
-doc = open(path).read()
-begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
-if begin not in doc or end not in doc:
-    sys.exit("docs/BENCHMARKS.md has no bench:begin/bench:end markers; not rewritten")
-head, rest = doc.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + tables.rstrip() + "\n" + end + tail)
-print("bench: rewrote the bench tables in docs/BENCHMARKS.md", file=sys.stderr)
-PY
+    python3 "$ROOT/scripts/replace-doc-section.py" bench "$ROOT/docs/BENCHMARKS.md" "$TABLES" "the bench tables"
 fi
 [ -f "$OVERLOAD_RESULTS/on.json" ] && overload_tables
 log "raw reports in $WORK/results; finished in $(($(date +%s) - STARTED)) s"

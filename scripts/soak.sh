@@ -101,16 +101,5 @@ if [ "$status" != 0 ]; then
     exit "$status"
 fi
 if [ "$NO_DOCS" != 1 ]; then
-    python3 - "$ROOT/docs/BENCHMARKS.md" "$WORK/section.md" <<'PY'
-import sys
-path, section = sys.argv[1], open(sys.argv[2]).read()
-doc = open(path).read()
-begin, end = "<!-- soak:begin -->", "<!-- soak:end -->"
-if begin not in doc or end not in doc:
-    sys.exit("docs/BENCHMARKS.md has no soak:begin/soak:end markers; not rewritten")
-head, rest = doc.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(head + begin + "\n" + section.rstrip() + "\n" + end + tail)
-print("soak.sh: rewrote the Fault soak figures in docs/BENCHMARKS.md", file=sys.stderr)
-PY
+    python3 "$ROOT/scripts/replace-doc-section.py" soak "$ROOT/docs/BENCHMARKS.md" "$WORK/section.md" "the Fault soak figures"
 fi
