@@ -124,7 +124,7 @@ run_overload() {
 import hashlib, json, secrets, sys
 key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
 secret = secrets.token_hex(32)
-record = {"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "app_ids": [],
+record = {"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "all_apps": True,
           "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
           "created_at": "2026-01-01T00:00:00Z", "label": "scripts/bench.sh overload scenario"}
 json.dump({"keys": [record]}, open(sys.argv[1], "w"))

@@ -40,6 +40,7 @@ public struct ActivityService: LiveRelayService {
     private let intents: IntentLease?
     private let pushToStartRetention: UnixTime.Duration?
     private let admission: AdmissionGate
+    private let quotas: QuotaGate
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
@@ -51,6 +52,7 @@ public struct ActivityService: LiveRelayService {
     ///   - pushToStartRetention: how long a push-to-start token registered
     ///     without `expires_at` lives after its last registration; nil keeps it until removed.
     ///   - admission: how much work is accepted before calls are refused (``AdmissionLimits``' defaults unless given).
+    ///   - quotas: each app's quotas (none unless given).
     public init(
         store: any ActivityStore,
         clock: any WallClock = SystemClock(),
@@ -60,8 +62,10 @@ public struct ActivityService: LiveRelayService {
         serverVersion: String = ActivityService.version,
         intents: IntentLease? = nil,
         pushToStartRetention: UnixTime.Duration? = nil,
-        admission: AdmissionGate = AdmissionGate()
+        admission: AdmissionGate = AdmissionGate(),
+        quotas: QuotaGate = QuotaGate()
     ) {
+        self.quotas = quotas
         self.intents = intents
         self.pushToStartRetention = pushToStartRetention
         self.admission = admission
@@ -77,23 +81,32 @@ public struct ActivityService: LiveRelayService {
 
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
+        if let refusal = quotas.admitCall(appID: request.appID, pushes: false) { return context.fail(refusal) }
         let ticket: AdmissionTicket
         switch admission.admit(appID: request.appID, deadline: context.deadline) {
         case let .success(admitted): ticket = admitted
         case let .failure(error): return context.fail(error)
         }
-        let stored = store.apply(
-            RegisterToken(request, pushToStartRetention: pushToStartRetention), now: clock.now(), on: context.eventLoop)
+        let mutation = RegisterToken(
+            request, pushToStartRetention: pushToStartRetention, tokenQuota: quotas.countQuota(.tokens, appID: request.appID))
+        let stored = store.apply(mutation, now: clock.now(), on: context.eventLoop)
         // Registered before the reply's callbacks: the slot is free before the caller sees the answer.
-        stored.whenComplete { [admission] _ in admission.finish(ticket) }
+        stored.whenComplete { [admission, quotas] result in
+            admission.finish(ticket)
+            if case .success(let plan) = result, case .created = plan.result {
+                quotas.accepted(appID: request.appID, pushes: 0, added: .tokens)
+            }
+        }
         return stored.map { Self.reply(to: $0.result) }
             .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
     }
 
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
         let activityID = request.activityID ?? ""
-        return activityCall("StartActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            StartActivity(request, app: $0, intents: intents)
+        return activityCall(
+            "StartActivity", appID: request.appID, wait: request.waitForDelivery, adds: .liveActivities, context: context
+        ) {
+            StartActivity(request, app: $0, intents: intents, activityQuota: $1)
         }
         .map {
             StartActivityReply(
@@ -103,8 +116,8 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
-        activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            ChangeActivity(request, app: $0, intents: intents)
+        activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) { app, _ in
+            ChangeActivity(request, app: app, intents: intents)
         }
         .map {
             UpdateActivityReply(
@@ -114,8 +127,8 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) {
-            ChangeActivity(request, app: $0, intents: intents)
+        activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) { app, _ in
+            ChangeActivity(request, app: app, intents: intents)
         }
         .map {
             EndActivityReply(
@@ -124,16 +137,20 @@ public struct ActivityService: LiveRelayService {
         }
     }
 
-    /// The one path of Start, Update and End: admit the caller, ask the sink
-    /// for room, apply the rule in the store, hand the pushes to the sink, map
-    /// refusals to statuses.
+    /// The one path of Start, Update and End: admit the caller, check the
+    /// app's quotas, ask the sink for room, apply the rule in the store, hand
+    /// the pushes to the sink, map refusals to statuses. `adds` names what an
+    /// accepted call adds to the app's count quotas (a Start: a live activity);
+    /// the rule gets that quota when the app is at it.
     private func activityCall<M: StoreMutation>(
-        _ call: String, appID: String?, wait: Bool?, context: CallContext, mutation: (App) -> M
+        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind? = nil, context: CallContext,
+        mutation: (App, CountQuota?) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         switch admit(appID: appID ?? "", context: context) {
         case let .failure(error):
             return context.fail(error)
         case let .success(app):
+            if let refusal = quotas.admitCall(appID: app.id, pushes: true) { return context.fail(refusal) }
             if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
             let ticket: AdmissionTicket
             switch admission.admit(appID: app.id, deadline: context.deadline) {
@@ -143,11 +160,15 @@ public struct ActivityService: LiveRelayService {
             let options = EnqueueOptions(
                 waitForDelivery: wait ?? false, deadline: context.deadline,
                 requestID: UInt64(context.requestID.rawValue))
-            let stored = store.apply(mutation(app), now: clock.now(), on: context.eventLoop)
+            let countQuota = adds.flatMap { quotas.countQuota($0, appID: app.id) }
+            let stored = store.apply(mutation(app, countQuota), now: clock.now(), on: context.eventLoop)
             // The slot is freed before the caller can see the answer, so a caller's next call never
             // finds its previous one still counted. Registered first: it runs before the failure reaches the caller.
             stored.whenFailure { [admission] _ in admission.finish(ticket) }
             return stored.flatMap { outcome in
+                if case let .accepted(accepted) = outcome {
+                    self.quotas.accepted(appID: app.id, pushes: accepted.batch.targets.count, added: adds)
+                }
                 let answered = self.finish(outcome, options: options, context: context)
                 // The pushes are with the sink now: a call that waits for delivery leaves
                 // admission here, and the dispatcher's queue bounds its pushes.
@@ -319,6 +340,11 @@ public struct ActivityService: LiveRelayService {
             case .notFound: return RPCError(.notFound, error.message, details: details)
             case .alreadyExists: return RPCError(.alreadyExists, error.message, details: details)
             case .failedPrecondition: return RPCError(.failedPrecondition, error.message, details: details)
+            case .resourceExhausted:
+                if case let .quotaExceeded(appID, quota) = error { quotas.refusedByRule(appID: appID, quota) }
+                // The counts are read again after this long: the earliest a removal elsewhere can show.
+                details.retryAfterMS = UInt32(clamping: quotas.refreshInterval.nanoseconds / 1_000_000)
+                return RPCError(.resourceExhausted, error.message, details: details)
             }
         case let error as DeliveryDeadlineExceeded:
             let a = error.account

@@ -41,6 +41,8 @@ struct AppConfiguration: Decodable {
     var weight: Int?
     /// Seconds a push is tried at most (``LiveRelayDispatch/DispatchApp/maxPushLifetime``).
     var maxPushLifetimeSeconds: Double?
+    /// The app's own quotas over the file's "quotas" section (``QuotaConfiguration``).
+    var quotas: QuotaConfiguration?
     var apns: Credentials
 
     struct Credentials: Decodable {
@@ -58,7 +60,7 @@ struct AppConfiguration: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case id, bundleID = "bundle_id", queueCapacity = "queue_capacity", weight
-        case maxPushLifetimeSeconds = "max_push_lifetime_s", apns
+        case maxPushLifetimeSeconds = "max_push_lifetime_s", quotas, apns
     }
 }
 

@@ -258,7 +258,7 @@ struct BenchOverload: AsyncParsableCommand {
             Reports the quiet app's p50/p99 alone and under the flood, the noisy app's refusal
             rate (RESOURCE_EXHAUSTED, UNAVAILABLE) and how fast refusals came back, and, with
             --server-pid, the server's memory through the flood. The API key must be allowed
-            for both apps (an operator key: empty "app_ids").
+            for both apps (an operator key: "all_apps": true).
             """
     )
 

@@ -53,7 +53,8 @@ enum DevSetup {
             lines.append("  API key for app \(appID): key id \(existing.keyID), printed on the first start only")
             lines.append("  (only its hash is kept, in \(keyFilePath); delete that file and restart to mint a new key)")
         } else {
-            let minted = APIKeyAuthenticator.generateKey(appIDs: [appID], allowedMethods: Set(LiveRelayMethod.allCases), label: keyLabel)
+            let minted = APIKeyAuthenticator.generateKey(
+                apps: .only([appID]), allowedMethods: Set(LiveRelayMethod.allCases), label: keyLabel)
             keyFile.keys.append(minted.record)
             try keyFile.save(path: keyFilePath)
             lines.append("  API key for app \(appID), all RPCs (shown only now; \(keyFilePath) keeps its hash only):")

@@ -45,8 +45,9 @@ struct Serve: AsyncParsableCommand {
                       "client_auth": "none" | "optional" | "require"}
               "insecure_plaintext": true   serve without TLS (tests only)
               "api_key_file": path of the API keys, {"keys": [{"key_id",
-                  "secret_sha256", "app_ids", "allowed_methods",
-                  "created_at", "label"}]}; empty "app_ids": every app;
+                  "secret_sha256", "app_ids" | "all_apps": true,
+                  "allowed_methods", "created_at", "label"}]}; an empty
+                  "app_ids" is refused (an operator key says "all_apps");
                   empty "allowed_methods": no RPC at all
               "data_dir": holds liverelay.sqlite3 (and api-keys.json when
                   there is no "api_key_file")
@@ -60,7 +61,12 @@ struct Serve: AsyncParsableCommand {
               "admission": {"enabled": true, "max_in_flight_per_app": 32,
                   "max_in_flight": 512, "busy_window_ms": 1000,
                   "retry_after_ms": 50, "refuse_unreachable_deadlines": true}
+              "quotas": {"calls_per_second", "burst", "pushes_per_hour"
+                  (default 250000), "max_tokens", "max_live_activities",
+                  "nodes": 1}   each a number or "unlimited"; rates are
+                  split over "nodes", counts are the store's
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
+                  "max_push_lifetime_s", "quotas": {...the app's own},
                   "apns": {"team_id", "key_id", "key_file",
                            "endpoint": "apple" | "HOST:PORT",
                            "trust_certificate"}}]
@@ -254,16 +260,21 @@ struct Serve: AsyncParsableCommand {
                     store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
             }
             let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, ledger: intents, logger: logger)
+            let quotas = QuotaGate(settings: setup.quotas, apps: setup.apps.map(\.app.id))
             intents?.attach(apns.dispatcher)
             let activities = ActivityService(
                 store: store, clock: clock, logger: logger, sink: apns.dispatcher,
                 apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,
                 pushToStartRetention: setup.pushToStartRetention,
-                admission: AdmissionGate(limits: setup.admission))
+                admission: AdmissionGate(limits: setup.admission),
+                quotas: quotas)
             // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
             if let intents { services.append(intents) }
             services += apns.services
             services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
+            services.append(
+                QuotaUsageRefresher(
+                    gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))
             service = activities
         }
         logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, \(storeDescription)")"])
@@ -370,6 +381,8 @@ struct Serve: AsyncParsableCommand {
         var ops: (host: String, port: Int)? = nil
         /// The config file's admission section (defaults in the development setup).
         var admission = AdmissionLimits()
+        /// The config file's quotas; none in the development setup.
+        var quotas = QuotaSettings()
     }
 
     /// The operations address from the flags over the config file's "ops"; nil when disabled.
@@ -445,7 +458,8 @@ struct Serve: AsyncParsableCommand {
             intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000)),
             pushToStartRetention: try file.pushToStartRetention,
             ops: try opsAddress(file: file.ops, defaultPort: 9090),
-            admission: try file.admissionLimits
+            admission: try file.admissionLimits,
+            quotas: try QuotaConfiguration.settings(section: file.quotas, apps: file.apps ?? [])
         )
     }
 }

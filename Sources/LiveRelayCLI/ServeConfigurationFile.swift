@@ -84,6 +84,8 @@ struct ServeConfigurationFile: Decodable {
     var store: Store?
     var dispatch: Dispatch?
     var admission: Admission?
+    /// Every app's quotas (``QuotaConfiguration``); an app's own "quotas" override them.
+    var quotas: QuotaConfiguration?
 
     /// How much work the service accepts before refusing calls (``AdmissionLimits``):
     /// "enabled" (default true), "max_in_flight_per_app" (32, while other apps are busy too),
@@ -129,7 +131,7 @@ struct ServeConfigurationFile: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service", store, apps, dispatch, admission
+        case limits, nullService = "null_service", store, apps, dispatch, admission, quotas
     }
 
     var storeKind: StoreKind? {
@@ -287,8 +289,14 @@ struct ServeConfigurationFile: Decodable {
         if let dispatch = object["dispatch"] as? [String: Any] {
             try check(dispatch, Dispatch.CodingKeys.allCases.map(\.rawValue), "dispatch.")
         }
+        if let quotas = object["quotas"] as? [String: Any] {
+            try check(quotas, QuotaConfiguration.CodingKeys.allCases.map(\.rawValue), "quotas.")
+        }
         for (i, app) in (object["apps"] as? [[String: Any]] ?? []).enumerated() {
             try check(app, AppConfiguration.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].")
+            if let quotas = app["quotas"] as? [String: Any] {
+                try check(quotas, QuotaConfiguration.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].quotas.")
+            }
             if let apns = app["apns"] as? [String: Any] {
                 try check(apns, AppConfiguration.Credentials.CodingKeys.allCases.map(\.rawValue), "apps[\(i)].apns.")
             }

@@ -35,6 +35,10 @@ struct StoreSelection {
                     "the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
             }
             let path = directory + "/liverelay.sqlite3"
+            // Owner-only from creation (an existing directory is the operator's to set).
+            if mkdir(directory, 0o700) != 0, errno != EEXIST {
+                throw CLIError("cannot create the data directory \(directory): \(String(cString: strerror(errno)))")
+            }
             do {
                 return (try SQLiteActivityStore(path: path), "SQLite store \(path)")
             } catch {

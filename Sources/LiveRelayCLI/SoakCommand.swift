@@ -188,7 +188,7 @@ struct Soak: AsyncParsableCommand {
             admission: AdmissionGate(limits: AdmissionLimits()))
 
         let certificate = try SelfSignedCertificate.generate(commonName: "localhost", subjectAltNames: ["localhost", "127.0.0.1"])
-        let apiKey = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases), label: "soak")
+        let apiKey = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: Set(LiveRelayMethod.allCases), label: "soak")
         let server = RPCServer(
             configuration: RPCServer.Configuration(
                 host: "127.0.0.1", port: 0,

@@ -70,16 +70,19 @@ public struct StartActivity: StoreMutation {
     public var app: App
     /// Record the pushes as a durable ``DispatchIntent`` leased to this node; nil records none.
     public var intents: IntentLease?
+    /// Set when the app is at its live-activity quota: a new start is refused, a replay is not.
+    public var activityQuota: CountQuota?
 
-    public init(_ command: StartCommand, app: App, intents: IntentLease? = nil) {
+    public init(_ command: StartCommand, app: App, intents: IntentLease? = nil, activityQuota: CountQuota? = nil) {
         self.command = command
         self.app = app
         self.intents = intents
+        self.activityQuota = activityQuota
     }
 
     /// A request that passed validation (every decoded request has).
-    public init(_ request: StartActivityRequest, app: App, intents: IntentLease? = nil) {
-        self.init(StartCommand(validated: request), app: app, intents: intents)
+    public init(_ request: StartActivityRequest, app: App, intents: IntentLease? = nil, activityQuota: CountQuota? = nil) {
+        self.init(StartCommand(validated: request), app: app, intents: intents, activityQuota: activityQuota)
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
@@ -101,6 +104,7 @@ public struct StartActivity: StoreMutation {
         // by the Start; one that was started, or already pushed to, is taken.
         let preRegistered = state.activity(key)
         if let preRegistered, !preRegistered.isOnlyPreRegistered(at: now) { throw .activityAlreadyExists(key) }
+        if let activityQuota { throw .quotaExceeded(appID: appID, activityQuota) }
 
         let resolution = TargetResolution.resolve(
             command.targets, appID: appID, attributesType: attributesType, state: state, now: now)

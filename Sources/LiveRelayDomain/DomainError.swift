@@ -21,10 +21,12 @@ public enum DomainError: Error, Hashable, Sendable, CustomStringConvertible {
     case idempotencyKeyReused(key: String, ActivityKey, firstUsedFor: IdempotentOperation)
     /// The `aps` payload is above APNs's limit; nothing was stored or queued.
     case payloadTooLarge(size: Int, limit: Int)
+    /// The call would add a token or a live activity to an app that has its quota's worth.
+    case quotaExceeded(appID: String, CountQuota)
 
     /// The status family, without depending on the wire module.
     public enum Code: Hashable, Sendable {
-        case invalidArgument, notFound, alreadyExists, failedPrecondition
+        case invalidArgument, notFound, alreadyExists, failedPrecondition, resourceExhausted
     }
 
     public var code: Code {
@@ -33,6 +35,7 @@ public enum DomainError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unknownApp, .activityNotFound: .notFound
         case .activityAlreadyExists: .alreadyExists
         case .activityFinished, .idempotencyKeyReused: .failedPrecondition
+        case .quotaExceeded: .resourceExhausted
         }
     }
 
@@ -47,6 +50,7 @@ public enum DomainError: Error, Hashable, Sendable, CustomStringConvertible {
         case .activityFinished: "ActivityEnded"
         case .idempotencyKeyReused: "IdempotencyKeyReused"
         case .payloadTooLarge: "PayloadTooLarge"
+        case let .quotaExceeded(_, quota): quota.kind.reason
         }
     }
 
@@ -82,6 +86,10 @@ public enum DomainError: Error, Hashable, Sendable, CustomStringConvertible {
                 + "of activity \"\(activity.activityID)\""
         case let .payloadTooLarge(size, limit):
             return "payload is \(groupedThousands(size)) bytes; APNs allows \(groupedThousands(limit))"
+        case let .quotaExceeded(appID, quota):
+            return
+                "app \"\(appID)\" has \(groupedThousands(quota.used)) \(quota.kind.noun), its quota is \(groupedThousands(quota.limit)); "
+                + "\(quota.kind.remedy)"
         }
     }
 

@@ -153,6 +153,13 @@ public struct InMemoryState: StateReader, Sendable {
 
     public func activity(_ key: ActivityKey) -> Activity? { activities[key] }
 
+    /// A scan of everything: the memory store serves tests and benchmarks, where this is cheap enough.
+    public func usage(of appID: String, at now: UnixTime) -> AppUsage {
+        AppUsage(
+            tokens: tokens.keys.reduce(0) { $0 + ($1.appID == appID ? 1 : 0) },
+            liveActivities: activities.values.reduce(0) { $0 + ($1.appID == appID && $1.isLive(at: now) ? 1 : 0) })
+    }
+
     public func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? { records[activity]?[key] }
 
     public func updateTokens(of activity: ActivityKey) -> [Token] {

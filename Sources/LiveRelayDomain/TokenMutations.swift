@@ -4,12 +4,18 @@ import LiveRelayMessages
 /// RegisterToken as a store mutation: reads the token, its slot and its activity, applies ``TokenRegistration``.
 public struct RegisterToken: StoreMutation {
     public var command: RegistrationCommand
+    /// Set when the app is at its token quota: a registration that would add
+    /// a token is refused; a refresh, a rotation or a removal is not.
+    public var tokenQuota: CountQuota?
 
-    public init(_ command: RegistrationCommand) { self.command = command }
+    public init(_ command: RegistrationCommand, tokenQuota: CountQuota? = nil) {
+        self.command = command
+        self.tokenQuota = tokenQuota
+    }
 
     /// A request that passed validation (every decoded request has).
-    public init(_ request: RegisterTokenRequest, pushToStartRetention: UnixTime.Duration? = nil) {
-        self.init(RegistrationCommand(validated: request, pushToStartRetention: pushToStartRetention))
+    public init(_ request: RegisterTokenRequest, pushToStartRetention: UnixTime.Duration? = nil, tokenQuota: CountQuota? = nil) {
+        self.init(RegistrationCommand(validated: request, pushToStartRetention: pushToStartRetention), tokenQuota: tokenQuota)
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
@@ -26,6 +32,7 @@ public struct RegisterToken: StoreMutation {
         }
         let plan = try TokenRegistration.decide(
             command, existing: existing, slotOccupant: occupant, activity: activity, now: now)
+        if case .create = plan.decision, let tokenQuota { throw .quotaExceeded(appID: command.appID, tokenQuota) }
         var writes: [StoreWrite] = []
         switch plan.decision {
         case let .create(token), let .update(token): writes.append(.putToken(token))

@@ -141,7 +141,10 @@ final class MockAPNsRecorder: Sendable {
         self.capacity = max(0, capacity)
         var file: UnsafeMutablePointer<FILE>?
         if let recordFile {
-            guard let handle = fopen(recordFile, "a") else {
+            // The record holds device tokens: owner-only from creation, never 0644 first.
+            let fd = open(recordFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0, let handle = fdopen(fd, "a") else {
+                if fd >= 0 { Glibc.close(fd) }
                 throw MockAPNsError("cannot open the record file '\(recordFile)' (errno \(errno))")
             }
             file = handle

@@ -11,8 +11,11 @@ public struct APIKeyRecord: Codable, Hashable, Sendable {
     public var keyID: String
     /// Lowercase hex SHA-256 of the secret part of the key.
     public var secretSHA256: String
-    /// Apps the key may act for; empty means every app (an operator key).
+    /// Apps the key may act for; never empty unless ``allApps``.
     public var appIDs: [String]
+    /// An operator key: it may act for every app, present and future. Said by
+    /// name, so that a forgotten `app_ids` is refused rather than read as "all".
+    public var allApps: Bool
     /// RPC names such as "StartActivity" (see `LiveRelayMethod.methodName`).
     public var allowedMethods: [String]
     public var createdAt: Date
@@ -22,14 +25,21 @@ public struct APIKeyRecord: Codable, Hashable, Sendable {
     public init(
         keyID: String,
         secretSHA256: String,
-        appIDs: [String],
+        apps: AppScope,
         allowedMethods: [String],
         createdAt: Date,
         label: String? = nil
     ) {
         self.keyID = keyID
         self.secretSHA256 = secretSHA256
-        self.appIDs = appIDs
+        switch apps {
+        case .all:
+            self.appIDs = []
+            self.allApps = true
+        case let .only(ids):
+            self.appIDs = ids.sorted()
+            self.allApps = false
+        }
         self.allowedMethods = allowedMethods
         self.createdAt = createdAt
         self.label = label
@@ -39,9 +49,50 @@ public struct APIKeyRecord: Codable, Hashable, Sendable {
         case keyID = "key_id"
         case secretSHA256 = "secret_sha256"
         case appIDs = "app_ids"
+        case allApps = "all_apps"
         case allowedMethods = "allowed_methods"
         case createdAt = "created_at"
         case label
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        keyID = try container.decode(String.self, forKey: .keyID)
+        secretSHA256 = try container.decode(String.self, forKey: .secretSHA256)
+        appIDs = try container.decodeIfPresent([String].self, forKey: .appIDs) ?? []
+        allApps = try container.decodeIfPresent(Bool.self, forKey: .allApps) ?? false
+        allowedMethods = try container.decode([String].self, forKey: .allowedMethods)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        label = try container.decodeIfPresent(String.self, forKey: .label)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(keyID, forKey: .keyID)
+        try container.encode(secretSHA256, forKey: .secretSHA256)
+        if allApps {
+            try container.encode(true, forKey: .allApps)
+        } else {
+            try container.encode(appIDs, forKey: .appIDs)
+        }
+        try container.encode(allowedMethods, forKey: .allowedMethods)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encodeIfPresent(label, forKey: .label)
+    }
+
+    /// The apps this key may act for: `all_apps` or a non-empty `app_ids`, never both, never neither.
+    public func scope() throws(APIKeyError) -> AppScope {
+        if allApps {
+            guard appIDs.isEmpty else {
+                throw APIKeyError("key \(keyID): \"all_apps\" is true and \"app_ids\" lists apps: keep one of the two")
+            }
+            return .all
+        }
+        guard !appIDs.isEmpty else {
+            throw APIKeyError(
+                "key \(keyID): \"app_ids\" is empty: list the apps the key may act for, or set \"all_apps\": true for an operator key")
+        }
+        return .only(Set(appIDs))
     }
 
     /// The identity this key authenticates as; throws on an unknown method name
@@ -58,7 +109,7 @@ public struct APIKeyRecord: Codable, Hashable, Sendable {
         guard keyID.utf8.count == APIKeyFormat.keyIDLength, Base32.isValid(keyID.utf8[...]) else {
             throw APIKeyError("key id \"\(keyID)\" must be \(APIKeyFormat.keyIDLength) lowercase base32 characters")
         }
-        return Principal(keyID: keyID, appIDs: Set(appIDs), allowedMethods: methods)
+        return Principal(keyID: keyID, apps: try scope(), allowedMethods: methods)
     }
 }
 

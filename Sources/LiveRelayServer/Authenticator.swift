@@ -79,7 +79,7 @@ public struct APIKeyAuthenticator: Authenticator {
     /// Mints a key. The plaintext is shown to the operator once and never stored;
     /// the record (hash only) is what gets saved.
     public static func generateKey(
-        appIDs: Set<String>,
+        apps: AppScope,
         allowedMethods: Set<LiveRelayMethod>,
         label: String? = nil,
         createdAt: Date = Date()
@@ -89,7 +89,7 @@ public struct APIKeyAuthenticator: Authenticator {
         let record = APIKeyRecord(
             keyID: keyID,
             secretSHA256: Hex.encode(Crypto.sha256(Array(secret.utf8))),
-            appIDs: appIDs.sorted(),
+            apps: apps,
             allowedMethods: allowedMethods.map(\.methodName).sorted(),
             // Whole seconds: the key file stores ISO 8601 without fractions, so a
             // saved record reads back equal to the one generated.

@@ -59,20 +59,23 @@ public struct CallContext: Sendable {
 public struct Principal: Sendable, Hashable {
     /// The key's public id (never the secret), for logs and audit.
     public var keyID: String
-    /// Apps this key may act for; empty means every app (an operator key).
-    public var appIDs: Set<String>
+    /// The apps this key may act for.
+    public var apps: AppScope
     /// RPCs this key may call.
     public var allowedMethods: Set<LiveRelayMethod>
 
-    public init(keyID: String, appIDs: Set<String>, allowedMethods: Set<LiveRelayMethod>) {
+    public init(keyID: String, apps: AppScope, allowedMethods: Set<LiveRelayMethod>) {
         self.keyID = keyID
-        self.appIDs = appIDs
+        self.apps = apps
         self.allowedMethods = allowedMethods
     }
 
     /// Whether this key may act for `appID`.
     public func mayActFor(appID: String) -> Bool {
-        appIDs.isEmpty || appIDs.contains(appID)
+        switch apps {
+        case .all: true
+        case let .only(ids): ids.contains(appID)
+        }
     }
 
     /// PERMISSION_DENIED naming the app, or nil when allowed: the one wording every service uses.
@@ -81,6 +84,17 @@ public struct Principal: Sendable, Hashable {
             ? nil
             : RPCError(.permissionDenied, "API key \(keyID) may not act for app \"\(appID)\"")
     }
+}
+
+/// The apps a key may act for.
+///
+/// An operator key that may act for every app is said so by name: an empty
+/// list meaning "everything" turned a forgotten field into the widest grant.
+public enum AppScope: Sendable, Hashable {
+    /// Every app, present and future (an operator key).
+    case all
+    /// These apps only; an empty set allows none.
+    case only(Set<String>)
 }
 
 /// A cancellation signal shared between the connection and the work it dispatched.

@@ -50,6 +50,11 @@ public protocol ActivityStore: Sendable {
         appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
     ) -> EventLoopFuture<[Token]>
 
+    /// What each app keeps (tokens, live activities at `now`), for quotas: a
+    /// count per app over the app's own rows (the primary key's prefix), so
+    /// its cost grows with the app's size; read every few seconds, never per call.
+    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]>
+
     /// Flushes and releases the store; calls after it fail.
     func close() async throws
 }

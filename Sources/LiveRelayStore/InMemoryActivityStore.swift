@@ -74,6 +74,12 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        read(on: eventLoop) { state in
+            Dictionary(appIDs.map { ($0, state.usage(of: $0, at: now)) }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
     public func close() async throws {
         lock.withLock { isClosed = true }
     }

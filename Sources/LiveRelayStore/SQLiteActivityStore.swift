@@ -254,6 +254,22 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        read(on: eventLoop) { tables throws(SQLiteError) in
+            // One read transaction: one snapshot for every app.
+            try tables.db.execute("BEGIN")
+            do throws(SQLiteError) {
+                var usage: [String: AppUsage] = [:]
+                for appID in appIDs { usage[appID] = try tables.usage(of: appID, at: now) }
+                try tables.db.execute("COMMIT")
+                return usage
+            } catch {
+                try? tables.db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     /// Refuses new calls, commits what is queued, closes the file; idempotent.
     public func close() async throws {
         writes.close()

@@ -1,5 +1,11 @@
 import CSQLite
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A failure reported by SQLite: the result code, its extended code and message.
 public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The primary result code (SQLITE_BUSY, SQLITE_IOERR, ...).
@@ -24,6 +30,12 @@ public struct SQLiteError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// A statement the store runs often, with its slot in every connection's
 /// statement cache (an array index instead of hashing the SQL text per call).
+/// Creates `path` with mode 0600 unless it exists (outside the class, whose `close` would shadow the system's).
+private func createOwnerOnlyFile(_ path: String) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    if fd >= 0 { close(fd) }
+}
+
 struct SQLiteQuery: Sendable {
     let slot: Int
     let text: String
@@ -48,7 +60,13 @@ final class SQLiteConnection {
     init(path: String, create: Bool) throws(SQLiteError) {
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
-        if create { flags |= SQLITE_OPEN_CREATE }
+        if create {
+            flags |= SQLITE_OPEN_CREATE
+            // The file holds device tokens and user ids: owner-only from its first byte.
+            // SQLite would create it 0644 (less the umask); its -wal and -shm take the mode
+            // of the database file, so creating this one 0600 covers all three.
+            createOwnerOnlyFile(path)
+        }
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))

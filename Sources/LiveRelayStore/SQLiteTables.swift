@@ -20,7 +20,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 29
+        static let count = 31
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -93,6 +93,10 @@ struct SQLiteTables {
         static let savepoint = SQLiteQuery(19, "SAVEPOINT plan")
         static let release = SQLiteQuery(20, "RELEASE plan")
         static let rollbackToSavepoint = SQLiteQuery(21, "ROLLBACK TO plan")
+        /// Quotas: the primary key's (app_id, ...) prefix, so each counts the app's own rows only.
+        static let countTokens = SQLiteQuery(29, "SELECT COUNT(*) FROM tokens WHERE app_id = ?1")
+        static let countLiveActivities = SQLiteQuery(
+            30, "SELECT COUNT(*) FROM activities WHERE app_id = ?1 AND state IN (?2, ?3) AND expires_at > ?4")
     }
 
     // MARK: Reads
@@ -164,6 +168,18 @@ struct SQLiteTables {
                 $0.bind(1, key.appID); $0.bind(2, key.activityID)
             }, row: Self.activity(from:))
         return try row?.get()
+    }
+
+    func usage(of appID: String, at now: UnixTime) throws(SQLiteError) -> AppUsage {
+        let tokens = try db.queryFirst(SQL.countTokens, { $0.bind(1, appID) }, row: { $0.int64(0) }) ?? 0
+        let live =
+            try db.queryFirst(
+                SQL.countLiveActivities,
+                {
+                    $0.bind(1, appID); $0.bind(2, Activity.liveStates[0].rawValue); $0.bind(3, Activity.liveStates[1].rawValue)
+                    $0.bind(4, now.milliseconds)
+                }, row: { $0.int64(0) }) ?? 0
+        return AppUsage(tokens: Int(tokens), liveActivities: Int(live))
     }
 
     func activitiesDue(at now: UnixTime, limit: Int) throws(SQLiteError) -> [Activity] {

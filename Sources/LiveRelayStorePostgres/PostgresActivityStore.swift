@@ -241,6 +241,28 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    /// One statement for every app: one snapshot; each count walks the app's primary-key prefix.
+    public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        read(on: eventLoop) { session in
+            var binds = PostgresBindings(capacity: 3)
+            binds.append(appIDs)
+            binds.append(Activity.liveStates.map(\.rawValue))
+            binds.append(now.milliseconds)
+            let sql = """
+                SELECT a.app_id,
+                       (SELECT count(*) FROM tokens t WHERE t.app_id = a.app_id),
+                       (SELECT count(*) FROM activities v WHERE v.app_id = a.app_id AND v.state = ANY($2) AND v.expires_at > $3)
+                FROM unnest($1::text[]) AS a(app_id)
+                """
+            var usage: [String: AppUsage] = [:]
+            for row in try await session.query(PostgresQuery(unsafeSQL: sql, binds: binds)) {
+                let (appID, tokens, live) = try row.decode((String, Int64, Int64).self)
+                usage[appID] = AppUsage(tokens: Int(tokens), liveActivities: Int(live))
+            }
+            return usage
+        }
+    }
+
     /// Refuses new calls, commits what is queued, closes the pool; idempotent.
     public func close() async throws {
         for lane in lanes { lane.close() }

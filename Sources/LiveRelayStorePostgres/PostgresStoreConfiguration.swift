@@ -6,7 +6,14 @@ import PostgresNIO
 ///
 ///     postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=disable&schema=liverelay
 ///
-/// `sslmode` is `disable`, `prefer` (the default, as in libpq) or `require`;
+/// `sslmode` is `disable`, `prefer` or `require` (`verify-ca` and
+/// `verify-full` verify the server's certificate, as `require` always does
+/// here). Unlike libpq, the default is `require` unless the host is loopback
+/// (`localhost`, `127.0.0.0/8`, `::1`), where it is `prefer`; and `prefer` or
+/// `allow`, which fall back to plaintext without a word, are refused for any
+/// other host: a password and device tokens would cross the network in the
+/// clear. `sslmode=disable` is honoured when said (a private network the
+/// operator vouches for).
 /// `schema` puts LiveRelay's tables in their own schema (created if missing;
 /// default `public`), which is also how the tests get a fresh, empty store
 /// per behaviour on one database. `lanes`, `max_batch`, `max_connections`,
@@ -128,6 +135,7 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
         if host.isEmpty { host = "localhost" }
         let database = path.isEmpty ? nil : try Self.decode(path, "database")
         self.init(host: host, port: port, username: username, password: password, database: database)
+        var sslmode: (mode: TLSMode, said: String)?
         for pair in query.split(separator: "&") where !pair.isEmpty {
             let parts = pair.split(separator: "=", maxSplits: 1)
             let key = String(parts[0])
@@ -135,9 +143,9 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
             switch key {
             case "sslmode":
                 switch value {
-                case "disable": tls = .disable
-                case "allow", "prefer": tls = .prefer
-                case "require", "verify-ca", "verify-full": tls = .require
+                case "disable": sslmode = (.disable, value)
+                case "allow", "prefer": sslmode = (.prefer, value)
+                case "require", "verify-ca", "verify-full": sslmode = (.require, value)
                 default: throw .invalidConfiguration("sslmode must be disable, prefer or require, not \"\(value)\"")
                 }
             case "schema": schema = value
@@ -159,6 +167,24 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
         }
         maxConnections = max(maxConnections, lanes + 1)
         try Self.checkSchema(schema)
+        let loopback = Self.isLoopback(host)
+        switch sslmode {
+        case nil:
+            tls = loopback ? .prefer : .require
+        case let (.prefer, said)? where !loopback:
+            throw .invalidConfiguration(
+                "sslmode=\(said) falls back to plaintext when \(host) offers no TLS, and it is not a loopback address: "
+                    + "use sslmode=require (the default for such hosts), or sslmode=disable on a network that needs no TLS")
+        case let (mode, _)?:
+            tls = mode
+        }
+    }
+
+    /// Names that reach this machine only: `localhost`, 127.0.0.0/8 and `::1`.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" || host == "0:0:0:0:0:0:0:1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 
     static func checkSchema(_ schema: String) throws(PostgresStoreError) {

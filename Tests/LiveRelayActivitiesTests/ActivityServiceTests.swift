@@ -39,7 +39,7 @@ import Testing
 @Suite struct PermissionTests {
     @Test func everyActivityRPCChecksTheApp() async throws {
         let h = Harness()
-        let other = h.context(apps: ["com.other.app"])
+        let other = h.context(apps: .only(["com.other.app"]))
         let errors = [
             await rpcError(h.service.registerToken(pushToStart(hex(1)), context: other)),
             await rpcError(h.service.startActivity(startRequest(), context: other)),
@@ -55,11 +55,11 @@ import Testing
 
     @Test func anUnknownAppIsNotFoundAndAKnownOnesBundleMakesTheTopic() async throws {
         let h = Harness(apps: AppDirectory(apps: [App(id: "shop", bundleID: "com.shop.ios")]))
-        let error = await rpcError(h.service.registerToken(pushToStart(hex(1)), context: h.context(apps: [])))
+        let error = await rpcError(h.service.registerToken(pushToStart(hex(1)), context: h.context(apps: .all)))
         #expect(error?.status == .notFound)
         #expect(error?.details.reason == "UnknownApp")
 
-        let shop = h.context(apps: ["shop"])
+        let shop = h.context(apps: .only(["shop"]))
         _ = try await h.service.registerToken(pushToStart(hex(1), app: "shop"), context: shop).get()
         _ = try await h.service.startActivity(startRequest(app: "shop"), context: shop).get()
         #expect(h.recorder.batches.first?.headers.topic == "com.shop.ios.push-type.liveactivity")
@@ -313,6 +313,10 @@ final class UnknownOutcomeStore: ActivityStore {
     ) -> EventLoopFuture<[Token]> {
         reads.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
     }
+
+    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        reads.usage(of: appIDs, now: now, on: eventLoop)
+    }
 }
 
 @Suite struct PushSinkTests {
@@ -391,7 +395,7 @@ final class UnknownOutcomeStore: ActivityStore {
         #expect(error?.details.retryAfterMS == 500)
         #expect(h.store.snapshot.activityCount == 0, "nothing stored for a refused call")
         #expect(sink.options.isEmpty)
-        let other = try await h.service.startActivity(startRequest(app: "other.app"), context: h.context(apps: [])).get()
+        let other = try await h.service.startActivity(startRequest(app: "other.app"), context: h.context(apps: .all)).get()
         #expect(other.summary?.complete == true)
     }
 

@@ -195,6 +195,10 @@ final class HeldStore: ActivityStore, @unchecked Sendable {
     ) -> EventLoopFuture<[Token]> {
         inner.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
     }
+
+    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        inner.usage(of: appIDs, now: now, on: eventLoop)
+    }
 }
 
 /// A monotonic clock the test moves, far ahead of the real one so that deadlines made
@@ -221,7 +225,7 @@ final class ManualUptime: @unchecked Sendable {
 
     func context(deadline: NIODeadline? = nil) -> CallContext {
         CallContext(
-            principal: Principal(keyID: "k", appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases)),
+            principal: Principal(keyID: "k", apps: .all, allowedMethods: Set(LiveRelayMethod.allCases)),
             eventLoop: loop, deadline: deadline, requestID: 1)
     }
 

@@ -30,7 +30,7 @@ import Testing
 
     func context() -> CallContext {
         CallContext(
-            principal: Principal(keyID: "k", appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases)),
+            principal: Principal(keyID: "k", apps: .all, allowedMethods: Set(LiveRelayMethod.allCases)),
             eventLoop: callLoop, deadline: nil, requestID: 1)
     }
 

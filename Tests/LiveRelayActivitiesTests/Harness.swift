@@ -28,16 +28,17 @@ struct Harness {
     let service: ActivityService
     let loop = MultiThreadedEventLoopGroup.singleton.any()
 
-    init(apps: AppDirectory = .open, sink: (any PushSink)? = nil) {
+    init(apps: AppDirectory = .open, sink: (any PushSink)? = nil, quotas: QuotaGate = QuotaGate()) {
         let recorder = RecordingPushSink()
         self.recorder = recorder
         self.sink = sink ?? recorder
-        self.service = ActivityService(store: store, clock: clock, logger: Logger(label: "test"), sink: self.sink, apps: apps)
+        self.service = ActivityService(
+            store: store, clock: clock, logger: Logger(label: "test"), sink: self.sink, apps: apps, quotas: quotas)
     }
 
-    func context(apps: Set<String> = [appID], deadline: NIODeadline? = nil) -> CallContext {
+    func context(apps: AppScope = .only([appID]), deadline: NIODeadline? = nil) -> CallContext {
         CallContext(
-            principal: Principal(keyID: "key-1", appIDs: apps, allowedMethods: Set(LiveRelayMethod.allCases)),
+            principal: Principal(keyID: "key-1", apps: apps, allowedMethods: Set(LiveRelayMethod.allCases)),
             eventLoop: loop, deadline: deadline, requestID: 1)
     }
 

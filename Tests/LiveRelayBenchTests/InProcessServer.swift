@@ -19,7 +19,7 @@ final class InProcessServer: Sendable {
     static let certificate: (certificatePEM: String, privateKeyPEM: String) = {
         try! SelfSignedCertificate.generate(commonName: "localhost", subjectAltNames: ["localhost", "127.0.0.1"])
     }()
-    static let key = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases))
+    static let key = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: Set(LiveRelayMethod.allCases))
 
     let group: ServiceGroup
     let task: Task<Void, any Error>

@@ -85,7 +85,7 @@ let token64 = String(repeating: "ab", count: 32)
 
     @Test func wrongAPIKeyIsUnauthenticated() async throws {
         let server = try await TestServer.start()
-        let wrong = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping]).plaintext
+        let wrong = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping]).plaintext
         let client = makeClient(port: server.port, apiKey: wrong)
         do {
             _ = try await client.ping()

@@ -214,6 +214,9 @@ struct MockAPNsServerTests {
         #expect(first?["body"] as? String == Fixture.updateBody)
         let second = try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any]
         #expect(second?["reason"] as? String == "BadDeviceToken")
+        // It holds device tokens: owner-only, whatever the umask was.
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
     }
 
     @Test("as a Service: graceful shutdown sends GOAWAY to open connections and stops listening")

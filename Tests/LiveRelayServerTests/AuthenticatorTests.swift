@@ -13,7 +13,7 @@ struct AuthenticatorTests {
 
     @Test func generatedKeyHasTheDocumentedShapeAndAuthenticates() throws {
         let (plaintext, record) = APIKeyAuthenticator.generateKey(
-            appIDs: ["com.example.app"], allowedMethods: [.ping, .startActivity], label: "test")
+            apps: .only(["com.example.app"]), allowedMethods: [.ping, .startActivity], label: "test")
         let parts = plaintext.split(separator: "_", omittingEmptySubsequences: false)
         #expect(parts.count == 3)
         #expect(parts[0] == "lrk")
@@ -26,11 +26,11 @@ struct AuthenticatorTests {
 
         let authenticator = try APIKeyAuthenticator(records: [record])
         let principal = try authenticator.authenticate(apiKey: Self.key(plaintext)).get()
-        #expect(principal == Principal(keyID: record.keyID, appIDs: ["com.example.app"], allowedMethods: [.ping, .startActivity]))
+        #expect(principal == Principal(keyID: record.keyID, apps: .only(["com.example.app"]), allowedMethods: [.ping, .startActivity]))
     }
 
     @Test func storedHashIsSHA256OfTheSecret() throws {
-        let (plaintext, record) = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let (plaintext, record) = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping])
         let secret = String(plaintext.split(separator: "_")[2])
         // Checked against coreutils, not against the code under test.
         let process = Process()
@@ -49,7 +49,7 @@ struct AuthenticatorTests {
     }
 
     @Test func unknownKeyIDAndWrongSecretFailAlikeThroughTheSameSteps() throws {
-        let (plaintext, record) = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let (plaintext, record) = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping])
         let authenticator = try APIKeyAuthenticator(records: [record])
         let secret = plaintext.split(separator: "_")[2]
         var wrongSecret = Array(secret)
@@ -83,8 +83,8 @@ struct AuthenticatorTests {
     }
 
     @Test func keyFileHoldsOnlyHashesAndRoundTrips() throws {
-        let first = APIKeyAuthenticator.generateKey(appIDs: ["a.b"], allowedMethods: Set(LiveRelayMethod.allCases), label: "ops")
-        let second = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: [.ping])
+        let first = APIKeyAuthenticator.generateKey(apps: .only(["a.b"]), allowedMethods: Set(LiveRelayMethod.allCases), label: "ops")
+        let second = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping])
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-keys-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -118,6 +118,38 @@ struct AuthenticatorTests {
         record.secretSHA256 = "abc"
         #expect(throws: APIKeyError.self) { try APIKeyAuthenticator(records: [record]) }
         #expect(throws: APIKeyError.self) { try APIKeyAuthenticator(records: [TestKeys.all.record, TestKeys.all.record]) }
+    }
+
+    @Test func anOperatorKeyMustSayAllAppsAndAnEmptyListIsRefused() throws {
+        func record(_ json: String) throws -> APIKeyRecord {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode(APIKeyRecord.self, from: Data(json.utf8))
+        }
+        let head = #"{"key_id": "abcdefghijkl", "secret_sha256": "\#(String(repeating: "ab", count: 32))", "#
+        let tail = #""allowed_methods": ["Ping"], "created_at": "2026-01-01T00:00:00Z"}"#
+        // An empty list no longer means every app: the key is refused at load, saying what to write.
+        for apps in [#""app_ids": [], "#, ""] {
+            #expect {
+                try APIKeyAuthenticator(records: [try record(head + apps + tail)])
+            } throws: { error in
+                "\(error)".contains("\"app_ids\" is empty") && "\(error)".contains("\"all_apps\": true")
+            }
+        }
+        #expect(throws: APIKeyError.self) {
+            try APIKeyAuthenticator(records: [try record(head + #""all_apps": true, "app_ids": ["a.b"], "# + tail)])
+        }
+        let operatorKey = try record(head + #""all_apps": true, "# + tail)
+        #expect(try operatorKey.principal().apps == .all)
+        #expect(try record(head + #""app_ids": ["a.b"], "# + tail).principal().apps == .only(["a.b"]))
+        let tenant = Principal(keyID: "k", apps: .only(["a.b"]), allowedMethods: [.ping])
+        #expect(tenant.mayActFor(appID: "a.b"))
+        #expect(!tenant.mayActFor(appID: "c.d"))
+        #expect(!Principal(keyID: "k", apps: .only([]), allowedMethods: [.ping]).mayActFor(appID: "a.b"))
+        // Written back the way it was said: "all_apps", and no empty list beside it.
+        let encoded = String(decoding: try JSONEncoder().encode(operatorKey), as: UTF8.self)
+        #expect(encoded.contains(#""all_apps":true"#))
+        #expect(!encoded.contains("app_ids"))
     }
 
     @Test func base32MatchesRFC4648() {

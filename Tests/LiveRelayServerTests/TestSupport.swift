@@ -36,8 +36,8 @@ enum TestTLS {
 
 /// API keys for the tests: one allowed everything, one allowed only Ping.
 enum TestKeys {
-    static let all = APIKeyAuthenticator.generateKey(appIDs: [], allowedMethods: Set(LiveRelayMethod.allCases))
-    static let pingOnly = APIKeyAuthenticator.generateKey(appIDs: ["com.example.app"], allowedMethods: [.ping])
+    static let all = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: Set(LiveRelayMethod.allCases))
+    static let pingOnly = APIKeyAuthenticator.generateKey(apps: .only(["com.example.app"]), allowedMethods: [.ping])
     static let authenticator = try! APIKeyAuthenticator(records: [all.record, pingOnly.record])
 }
 

@@ -155,6 +155,27 @@ struct PostgresRaceTests {
         #expect(c.statementTimeout == .seconds(10))
     }
 
+    @Test func tlsIsRequiredUnlessTheHostIsLoopback() throws {
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@db.internal/d").tls == .require)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@10.0.0.7:5432/d").tls == .require)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@127.0.0.1:5432/d").tls == .prefer)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@[::1]:5432/d").tls == .prefer)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@localhost/d").tls == .prefer)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@db.internal/d?sslmode=verify-full").tls == .require)
+        // Said by name, plaintext is the operator's choice; a silent fallback to it is not.
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@db.internal/d?sslmode=disable").tls == .disable)
+        #expect(try PostgresStoreConfiguration(url: "postgres://u@127.0.0.1/d?sslmode=prefer").tls == .prefer)
+        for mode in ["prefer", "allow"] {
+            #expect {
+                try PostgresStoreConfiguration(url: "postgres://u:pw@db.internal/d?sslmode=\(mode)")
+            } throws: { error in
+                "\(error)".contains("sslmode=\(mode)") && "\(error)".contains("sslmode=require") && !"\(error)".contains("pw")
+            }
+        }
+        #expect(!PostgresStoreConfiguration.isLoopback("127.0.0.1.example.com"))
+        #expect(!PostgresStoreConfiguration.isLoopback("128.0.0.1"))
+    }
+
     @Test(arguments: [("2500", Duration.milliseconds(2500)), ("250ms", .milliseconds(250)), ("3s", .seconds(3)), ("2min", .seconds(120))])
     func theStatementTimeoutTakesPostgreSQLsUnits(_ text: String, _ expected: Duration) throws {
         #expect(try PostgresStoreConfiguration(url: "postgres://u@h/d?lanes=2&statement_timeout=\(text)").statementTimeout == expected)

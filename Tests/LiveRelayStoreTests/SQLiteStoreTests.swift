@@ -34,6 +34,23 @@ func removeDirectory(_ path: String) {
         try await behaviour.run { try SQLiteActivityStore(path: directory + "/store.sqlite3") }
     }
 
+    @Test func theDatabaseAndItsWALAreOwnerOnlyFromCreation() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        // A permissive umask, as a service manager might leave: the files must not depend on it.
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let path = directory + "/store.sqlite3"
+        let store = try SQLiteActivityStore(path: path)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a")))
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            #expect(stat(file, &info) == 0, "\(file) exists while the store is open")
+            #expect(info.st_mode & 0o777 == 0o600, "\(file) is \(String(info.st_mode & 0o777, radix: 8))")
+        }
+        try await store.close()
+    }
+
     @Test func reopeningAFileKeepsEverything() async throws {
         let directory = try makeTemporaryDirectory()
         defer { removeDirectory(directory) }

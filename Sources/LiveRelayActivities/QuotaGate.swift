@@ -1,0 +1,180 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayService
+import LiveRelayStore
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+
+/// The ``QuotaLedger`` as the service uses it from every event loop: one
+/// lock around the value, the monotonic clock, the refusal counter
+/// `liverelay_quota_refused_total{app, quota}`, and the RPC errors.
+///
+/// Every check is a dictionary lookup and a little arithmetic under the lock,
+/// before the call reaches the store: a tenant over its quota costs the
+/// others nothing but that.
+public final class QuotaGate: Sendable {
+    private let ledger: NIOLockedValueBox<QuotaLedger>
+    /// Apps whose store counts are read: the configured ones, and any other seen with a count quota.
+    private let counted: NIOLockedValueBox<Set<String>>
+    private let counters = NIOLockedValueBox<[String: Counter]>([:])
+    private let uptime: @Sendable () -> NIODeadline
+    /// How often ``QuotaUsageRefresher`` reads the store's counts: the hint a count refusal carries.
+    public let refreshInterval: TimeAmount
+
+    /// - Parameters:
+    ///   - apps: the configured app ids, whose counts are read from the first refresh on.
+    ///   - uptime: the monotonic clock; tests pass one they move.
+    public init(
+        settings: QuotaSettings = QuotaSettings(), apps: [String] = [], refreshInterval: TimeAmount = .seconds(2),
+        uptime: @escaping @Sendable () -> NIODeadline = { .now() }
+    ) {
+        self.ledger = NIOLockedValueBox(QuotaLedger(settings: settings))
+        self.counted = NIOLockedValueBox(Set(apps))
+        self.refreshInterval = refreshInterval
+        self.uptime = uptime
+    }
+
+    public var settings: QuotaSettings {
+        get { ledger.withLockedValue { $0.settings } }
+        set { ledger.withLockedValue { $0.settings = newValue } }
+    }
+
+    /// The call's rate and, for calls that push, the app's pushes of the last
+    /// hour: nil when admitted (one call taken from the app's bucket).
+    public func admitCall(appID: String, pushes: Bool) -> RPCError? {
+        let now = uptime()
+        guard let refusal = ledger.withLockedValue({ $0.admitCall(appID: appID, pushes: pushes, now: now) }) else { return nil }
+        counter(appID: appID, kind: refusal.kind).increment()
+        return Self.rpcError(refusal, appID: appID)
+    }
+
+    /// The quota a call adding a token or live activity would break, for the
+    /// rule to refuse such an addition; nil while the app is below it.
+    public func countQuota(_ kind: CountQuota.Kind, appID: String) -> CountQuota? {
+        let (quota, known) = ledger.withLockedValue { ledger in
+            (ledger.countQuota(kind, appID: appID), !ledger.appsWithCountQuotas(among: [appID]).isEmpty)
+        }
+        if known { counted.withLockedValue { _ = $0.insert(appID) } }
+        return quota
+    }
+
+    /// The store accepted a call: what it added and what it will push.
+    public func accepted(appID: String, pushes: Int, added: CountQuota.Kind?) {
+        let now = uptime()
+        ledger.withLockedValue { ledger in
+            ledger.chargePushes(appID: appID, count: pushes, now: now)
+            if let added { ledger.noteAdded(added, appID: appID) }
+        }
+    }
+
+    /// A rule refused an addition over a count quota: counted like the other refusals.
+    public func refusedByRule(appID: String, _ quota: CountQuota) {
+        counter(appID: appID, kind: quota.kind == .tokens ? .tokens : .liveActivities).increment()
+    }
+
+    /// Reads the counts of every app with a count quota from the store.
+    public func refresh(from store: any ActivityStore, now: UnixTime, on eventLoop: any EventLoop) async throws {
+        let apps = counted.withLockedValue { Array($0) }
+        let due = ledger.withLockedValue { ledger in
+            let due = ledger.appsWithCountQuotas(among: apps)
+            ledger.readStarting(due)
+            return due
+        }
+        guard !due.isEmpty else { return }
+        let usage = try await store.usage(of: due, now: now, on: eventLoop).get()
+        ledger.withLockedValue { $0.noteStored(usage) }
+    }
+
+    /// What `appID` uses as this node sees it (tests, diagnostics, app stats).
+    public func usage(of appID: String) -> (pushesLastHour: Int, counts: AppUsage) {
+        let now = uptime()
+        return ledger.withLockedValue { $0.usage(of: appID, now: now) }
+    }
+
+    static func rpcError(_ refusal: QuotaRefusal, appID: String) -> RPCError {
+        let details = ErrorDetails(retryAfterMS: UInt32(clamping: refusal.retryAfterMS), reason: refusal.kind.rawValue)
+        let message: String
+        switch refusal.kind {
+        case .callRate:
+            message =
+                "app \"\(appID)\" is over its call rate (\(Self.format(refusal.limit)) calls per second on this node); "
+                + "retry after \(refusal.retryAfterMS) ms"
+        case .pushesPerHour:
+            message =
+                "app \"\(appID)\" has used its push quota (\(Int(refusal.limit)) pushes in the last hour on this node); "
+                + "retry after \(refusal.retryAfterMS) ms"
+        case .tokens, .liveActivities:
+            message = "app \"\(appID)\" is over its \(refusal.kind.rawValue) quota"
+        }
+        return RPCError(.resourceExhausted, message, details: details)
+    }
+
+    private static func format(_ rate: Double) -> String {
+        rate == rate.rounded() ? String(Int(rate)) : String((rate * 100).rounded() / 100)
+    }
+
+    /// Counters are made once per (app, quota) and kept: the metrics factory is too slow for every refusal of a flood.
+    private func counter(appID: String, kind: QuotaKind) -> Counter {
+        let key = kind.rawValue + "|" + appID
+        return counters.withLockedValue { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: "liverelay_quota_refused_total", dimensions: [("app", appID), ("quota", kind.label)])
+            counters[key] = counter
+            return counter
+        }
+    }
+}
+
+extension QuotaKind {
+    /// The metric's label value.
+    var label: String {
+        switch self {
+        case .callRate: "calls_per_second"
+        case .pushesPerHour: "pushes_per_hour"
+        case .tokens: "max_tokens"
+        case .liveActivities: "max_live_activities"
+        }
+    }
+}
+
+/// Reads the store's counts for the count quotas every
+/// ``QuotaGate/refreshInterval`` (and once at start), until graceful
+/// shutdown. Between reads each node adds what it stored itself, so a node
+/// is exact about its own additions and late by at most one interval about
+/// the other nodes'.
+public struct QuotaUsageRefresher: Service {
+    private let gate: QuotaGate
+    private let store: any ActivityStore
+    private let clock: any WallClock
+    private let logger: Logger
+    private let eventLoop: any EventLoop
+
+    public init(gate: QuotaGate, store: any ActivityStore, clock: any WallClock, logger: Logger, on eventLoop: any EventLoop) {
+        self.gate = gate
+        self.store = store
+        self.clock = clock
+        self.logger = logger
+        self.eventLoop = eventLoop
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    do {
+                        try await gate.refresh(from: store, now: clock.now(), on: eventLoop)
+                    } catch {
+                        logger.warning("cannot read the apps' counts for their quotas", metadata: ["error": "\(error)"])
+                    }
+                    try await Task.sleep(nanoseconds: UInt64(gate.refreshInterval.nanoseconds))
+                }
+            }
+        } catch is CancellationError {
+            // Graceful shutdown.
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import LiveRelayActivities
+
+/// The config file's `"quotas"` section (the defaults of every app) and an
+/// app's own `"quotas"` (its overrides):
+///
+/// ```json
+/// "quotas": { "calls_per_second": 500, "burst": 1000, "pushes_per_hour": 250000,
+///             "max_tokens": 1000000, "max_live_activities": 50000, "nodes": 2 }
+/// ```
+///
+/// Each limit is a number or `"unlimited"`; one left out is the default's
+/// (for an app: the section's). With a config file `pushes_per_hour`
+/// defaults to 250,000 and the others to unlimited. `nodes` (top level only,
+/// default 1) is how many nodes serve the apps: each enforces its share of the
+/// rates, so the deployment as a whole holds them.
+struct QuotaConfiguration: Decodable {
+    /// A limit, or no limit said by name (to lift a default).
+    enum Limit: Decodable {
+        case unlimited
+        case value(Double)
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let text = try? container.decode(String.self) {
+                guard text == "unlimited" else {
+                    throw DecodingError.dataCorruptedError(
+                        in: container, debugDescription: "a number or \"unlimited\", not \"\(text)\"")
+                }
+                self = .unlimited
+            } else {
+                self = .value(try container.decode(Double.self))
+            }
+        }
+    }
+
+    var callsPerSecond: Limit?
+    var burst: Limit?
+    var pushesPerHour: Limit?
+    var maxTokens: Limit?
+    var maxLiveActivities: Limit?
+    var nodes: Int?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case callsPerSecond = "calls_per_second", burst, pushesPerHour = "pushes_per_hour", maxTokens = "max_tokens"
+        case maxLiveActivities = "max_live_activities", nodes
+    }
+
+    /// `base` with this section's limits on top: a limit left out keeps `base`'s, "unlimited" lifts it.
+    func quota(over base: AppQuota, where place: String) throws -> AppQuota {
+        func whole(_ limit: Limit?, _ key: CodingKeys, _ current: Int?) throws -> Int? {
+            switch limit {
+            case nil: return current
+            case .unlimited: return nil
+            case let .value(number):
+                guard number >= 0, number <= Double(Int32.max), number == number.rounded() else {
+                    throw CLIError("\(place).\(key.rawValue) must be a whole number from 0 to \(Int32.max), or \"unlimited\"")
+                }
+                return Int(number)
+            }
+        }
+        var quota = base
+        switch callsPerSecond {
+        case nil: break
+        case .unlimited: quota.callsPerSecond = nil
+        case let .value(rate):
+            guard rate > 0, rate <= 10_000_000 else {
+                throw CLIError("\(place).calls_per_second must be above 0 and at most 10000000, or \"unlimited\"")
+            }
+            quota.callsPerSecond = rate
+        }
+        quota.burst = try whole(burst, .burst, quota.burst)
+        if let burst = quota.burst, burst < 1 { throw CLIError("\(place).burst must be at least 1") }
+        quota.pushesPerHour = try whole(pushesPerHour, .pushesPerHour, quota.pushesPerHour)
+        quota.maxTokens = try whole(maxTokens, .maxTokens, quota.maxTokens)
+        quota.maxLiveActivities = try whole(maxLiveActivities, .maxLiveActivities, quota.maxLiveActivities)
+        return quota
+    }
+
+    /// Every app's quota from the file: its "quotas" section over the production defaults, each app's over that.
+    static func settings(section: QuotaConfiguration?, apps: [AppConfiguration]) throws -> QuotaSettings {
+        let production = AppQuota(pushesPerHour: AppQuota.defaultPushesPerHour)
+        let defaults = try section?.quota(over: production, where: "quotas") ?? production
+        if let nodes = section?.nodes, nodes < 1 { throw CLIError("quotas.nodes must be at least 1") }
+        var perApp: [String: AppQuota] = [:]
+        for app in apps {
+            guard let own = app.quotas else { continue }
+            if own.nodes != nil { throw CLIError("apps[\(app.id)].quotas.nodes: \"nodes\" belongs in the top-level \"quotas\"") }
+            perApp[app.id] = try own.quota(over: defaults, where: "apps[\(app.id)].quotas")
+        }
+        return QuotaSettings(defaults: defaults, perApp: perApp, nodes: section?.nodes ?? 1)
+    }
+}
