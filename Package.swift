@@ -158,6 +158,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // The service the server dispatches to: domain rules + store, pushes to the outlet.
@@ -166,6 +167,7 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "LiveRelayService",
+                "LiveRelayWire",
                 "LiveRelayDomain",
                 "LiveRelayAPNs",
                 "LiveRelayPushOutlet",
@@ -189,6 +191,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         // APNs as values and crypto, no I/O: requests, responses and the reason table,

@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import Logging
+import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -79,7 +80,7 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
             if routes[route]?.identity == identity { return [] }
             precondition(!isShutDown, "APNsClient.register after shutdown")
             let sourceKey = "\(route.teamID)/\(route.keyID)/\(publicKey)"
-            let source = sources[sourceKey] ?? ProviderTokenSource(key: credentials.key, clock: clock)
+            let source = sources[sourceKey] ?? Self.tokenSource(for: credentials.key, clock: clock)
             sources[sourceKey] = source
             func pool(_ endpoint: APNsEndpoint) throws -> APNsConnectionPool {
                 try APNsConnectionPool(
@@ -121,5 +122,21 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
             return routes.values.flatMap(\.pools) + retired.values
         }
         return EventLoopFuture.andAllComplete(pools.map { $0.shutdown() }, on: group.any())
+    }
+}
+
+extension APNsClient {
+    /// The key's provider-token source, counting each token it signs in
+    /// `liverelay_apns_provider_tokens_signed_total{team_id, key_id}`: APNs
+    /// refuses a key refreshed more often than every 20 minutes, so a rising
+    /// count is the first sign of a refresh loop.
+    static func tokenSource(for key: APNsSigningKey, clock: any WallClock) -> ProviderTokenSource {
+        let signed = Counter(
+            label: "liverelay_apns_provider_tokens_signed_total", dimensions: [("team_id", key.teamID), ("key_id", key.keyID)])
+        return ProviderTokenSource(keyID: key.keyID, clock: clock) { issuedAt in
+            let token = try key.makeProviderToken(issuedAt: issuedAt)
+            signed.increment()
+            return token
+        }
     }
 }

@@ -4,6 +4,7 @@ import LiveRelayMessages
 import LiveRelayPushOutlet
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayWire
 import Logging
 import NIOCore
 
@@ -41,6 +42,7 @@ public struct ActivityService: LiveRelayService {
     private let pushToStartRetention: UnixTime.Duration?
     private let admission: AdmissionGate
     private let quotas: QuotaGate
+    private let metrics = AppCallMetrics()
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
@@ -80,6 +82,10 @@ public struct ActivityService: LiveRelayService {
     // MARK: LiveRelayService
 
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
+        measured("RegisterToken", appID: request.appID) { register(request, context: context) }
+    }
+
+    private func register(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         if case let .failure(error) = admit(appID: request.appID, context: context) { return context.fail(error) }
         if let refusal = quotas.admitCall(appID: request.appID, pushes: false) { return context.fail(refusal) }
         let ticket: AdmissionTicket
@@ -146,6 +152,15 @@ public struct ActivityService: LiveRelayService {
         _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind? = nil, context: CallContext,
         mutation: (App, CountQuota?) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
+        measured(call, appID: appID ?? "") {
+            activityCallUnmeasured(call, appID: appID, wait: wait, adds: adds, context: context, mutation: mutation)
+        }
+    }
+
+    private func activityCallUnmeasured<M: StoreMutation>(
+        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind?, context: CallContext,
+        mutation: (App, CountQuota?) -> M
+    ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         switch admit(appID: appID ?? "", context: context) {
         case let .failure(error):
             return context.fail(error)
@@ -177,6 +192,23 @@ public struct ActivityService: LiveRelayService {
             }
             .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
         }
+    }
+
+    /// Counts the call in `liverelay_app_calls_total` and times it, whatever its outcome.
+    private func measured<Reply>(
+        _ method: String, appID: String, _ call: () -> EventLoopFuture<Reply>
+    ) -> EventLoopFuture<Reply> {
+        let start = NIODeadline.now()
+        let future = call()
+        future.whenComplete { [metrics] result in
+            let status: StatusCode
+            switch result {
+            case .success: status = .ok
+            case let .failure(error): status = (error as? RPCError)?.status ?? .internal
+            }
+            metrics.record(appID: appID, method: method, status: status, nanoseconds: (NIODeadline.now() - start).nanoseconds)
+        }
+        return future
     }
 
     public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {

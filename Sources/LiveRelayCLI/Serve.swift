@@ -18,6 +18,7 @@ import Prometheus
 import ServiceLifecycle
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -157,6 +158,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(
+        help:
+            "text (swift-log's lines), logfmt or json (one object per line): the structured two give every field (request_id, app, apns_id, ...) its own key for a log shipper."
+    )
+    var logFormat: LogFormat = .text
+
     func validate() throws {
         if let opsPort, !(-1...65_535).contains(opsPort) {
             throw ValidationError("--ops-port must be -1 (none), 0 (any free port) or a port number, got \(opsPort)")
@@ -173,8 +180,14 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let level = self.logLevel
+        let format = self.logFormat
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            if format == .text {
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            var handler = StructuredLogHandler(label: label, format: format)
             handler.logLevel = level
             return handler
         }
@@ -199,7 +212,9 @@ struct Serve: AsyncParsableCommand {
         let registry: PrometheusCollectorRegistry?
         if setup.ops != nil {
             let prometheus = PrometheusCollectorRegistry()
-            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: prometheus))
+            var factory = PrometheusMetricsFactory(registry: prometheus)
+            factory.valueHistogramBuckets[StoreMetrics.batchSizeLabel] = StoreMetrics.batchSizeBuckets
+            MetricsSystem.bootstrap(factory)
             registry = prometheus
         } else {
             registry = nil
@@ -236,10 +251,11 @@ struct Serve: AsyncParsableCommand {
             _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
         })
         let ops: OpsServer?
+        let queueGauges = QueueGauges()
         if let address = setup.ops, let registry {
             ops = OpsServer(
                 configuration: OpsServer.Configuration(host: address.host, port: address.port), registry: registry,
-                readiness: readiness, logger: logger)
+                readiness: readiness, beforeScrape: { queueGauges.update() }, logger: logger)
         } else {
             ops = nil
         }
@@ -262,6 +278,7 @@ struct Serve: AsyncParsableCommand {
             let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, ledger: intents, logger: logger)
             let quotas = QuotaGate(settings: setup.quotas, apps: setup.apps.map(\.app.id))
             intents?.attach(apns.dispatcher)
+            queueGauges.attach(apns.dispatcher)
             let activities = ActivityService(
                 store: store, clock: clock, logger: logger, sink: apns.dispatcher,
                 apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,

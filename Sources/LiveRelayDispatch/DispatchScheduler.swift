@@ -218,6 +218,11 @@ public struct DispatchScheduler {
     /// Pushes not final yet, over every app.
     public var unfinishedCount: Int { unfinished }
 
+    /// Every configured app's unfinished pushes and queue capacity, in configuration order.
+    public var queueLevels: [QueueLevel] {
+        apps.map { QueueLevel(appID: $0.id, unfinished: $0.counters.unfinished, capacity: $0.capacity) }
+    }
+
     public var inFlightCount: Int { inFlight }
 
     /// Tokens the scheduler remembers for the app (their lanes), idle ones included.
@@ -489,4 +494,12 @@ public struct DispatchScheduler {
                     appID: apps[a].id, activityID: call.activityID, timestamp: call.timestamp, account: call.account.result))
         }
     }
+}
+
+/// How full one app's queue is: what `/metrics` reports as `liverelay_queue_depth` and `liverelay_queue_capacity`.
+public struct QueueLevel: Hashable, Sendable {
+    public var appID: String
+    /// Pushes not final: queued, waiting to retry, or in flight.
+    public var unfinished: Int
+    public var capacity: Int
 }

@@ -144,6 +144,9 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     /// Pushes not final yet, over every app.
     public var unfinishedCount: Int { lock.withLock { scheduler.unfinishedCount } }
 
+    /// Every app's queue depth and capacity (``DispatchScheduler/queueLevels``).
+    public var queueLevels: [QueueLevel] { lock.withLock { scheduler.queueLevels } }
+
     /// Stops admitting (new calls get UNAVAILABLE), sends what is queued for
     /// up to `gracePeriod`, fails the rest with `ShuttingDown` and waits for
     /// the answers in flight. Every waiting call is answered with its full

@@ -31,13 +31,20 @@ public struct OpsServer: Service {
     private let configuration: Configuration
     private let registry: PrometheusCollectorRegistry
     private let readiness: any ReadinessSource
+    private let beforeScrape: @Sendable () -> Void
     private let logger: Logger
     private let address = BoundAddress()
 
-    public init(configuration: Configuration, registry: PrometheusCollectorRegistry, readiness: any ReadinessSource, logger: Logger) {
+    /// - Parameter beforeScrape: sets the gauges that are read rather than
+    ///   counted (queue depths), once per scrape instead of on every change.
+    public init(
+        configuration: Configuration, registry: PrometheusCollectorRegistry, readiness: any ReadinessSource,
+        beforeScrape: @escaping @Sendable () -> Void = {}, logger: Logger
+    ) {
         self.configuration = configuration
         self.registry = registry
         self.readiness = readiness
+        self.beforeScrape = beforeScrape
         self.logger = logger
     }
 
@@ -54,7 +61,7 @@ public struct OpsServer: Service {
         var hummingbirdLogger = logger
         hummingbirdLogger.logLevel = max(logger.logLevel, .notice)
         let application = Application(
-            router: Self.router(registry: registry, readiness: readiness),
+            router: Self.router(registry: registry, readiness: readiness, beforeScrape: beforeScrape),
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
             onServerRunning: { channel in
                 if let local = channel.localAddress { address.resolve(.success(local)) }
@@ -72,9 +79,12 @@ public struct OpsServer: Service {
     }
 
     /// The routes, apart from the listener so they can be checked without a socket.
-    static func router(registry: PrometheusCollectorRegistry, readiness: any ReadinessSource) -> Router<BasicRequestContext> {
+    static func router(
+        registry: PrometheusCollectorRegistry, readiness: any ReadinessSource, beforeScrape: @escaping @Sendable () -> Void = {}
+    ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.get("metrics") { _, _ -> Response in
+            beforeScrape()
             var headers = HTTPFields()
             // The content type Prometheus expects for its text exposition format 0.0.4.
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"

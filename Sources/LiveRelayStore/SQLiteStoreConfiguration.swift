@@ -91,9 +91,11 @@ extension SQLiteActivityStore {
 final class SQLiteCounters: @unchecked Sendable {
     private let lock = NIOLock()
     private var value = SQLiteActivityStore.Statistics(commits: 0, batches: 0, mutations: 0, largestBatch: 0)
+    private let metrics = StoreMetrics(store: "sqlite")
 
     /// One batch: its size, whether it committed writes, and the writer's time split in nanoseconds.
     func count(batch: Int, committedWrites: Bool, execute: UInt64, wait: UInt64, commit: UInt64, restartWait: UInt64, walFrames: Int) {
+        if committedWrites { metrics.committed(calls: batch, nanoseconds: Int64(execute + wait + commit)) }
         lock.withLock {
             value.batches += 1
             value.mutations += batch

@@ -84,6 +84,7 @@ struct PostgresBatchRunner: Sendable {
     let configuration: PostgresStoreConfiguration
     let logger: Logger
     let counters: NIOLockedValueBox<PostgresActivityStore.Statistics>
+    let metrics = StoreMetrics(store: "postgres")
 
     enum Failure: Equatable {
         /// Lost a race with another transaction: planning again is safe and will see the winner.
@@ -148,6 +149,7 @@ struct PostgresBatchRunner: Sendable {
         while true {
             attempt += 1
             let progress = Progress()
+            let started = ContinuousClock.now
             do {
                 let planned = try await client.withConnection { [configuration, logger] connection in
                     let session = PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger)
@@ -157,6 +159,8 @@ struct PostgresBatchRunner: Sendable {
                     $0.commits += 1
                     $0.mutations += batch.count
                 }
+                let took = (ContinuousClock.now - started).components
+                metrics.committed(calls: batch.count, nanoseconds: took.seconds * 1_000_000_000 + took.attoseconds / 1_000_000_000)
                 for job in planned { job.complete(.success(())) }
                 return
             } catch {

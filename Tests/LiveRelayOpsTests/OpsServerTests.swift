@@ -28,8 +28,17 @@ struct OpsServerTests {
         let counter = Counter(label: "liverelay_test_calls_total", dimensions: [("app", "dev.app"), ("status", "OK")], factory: factory)
         counter.increment(by: 3)
         let readiness = FakeReadiness()
+        // A gauge that is read, not counted, set by the hook each scrape runs first.
+        let scrapes = NIOLockedValueBox(0)
+        let depth = Gauge(label: "liverelay_test_depth", dimensions: [("app", "dev.app")], factory: factory)
         let server = OpsServer(
             configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0), registry: registry, readiness: readiness,
+            beforeScrape: {
+                depth.record(
+                    scrapes.withLockedValue {
+                        $0 += 1; return $0 * 10
+                    })
+            },
             logger: Logger(label: "ops-test"))
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await server.run() }
@@ -55,6 +64,9 @@ struct OpsServerTests {
             #expect(metrics.headers.contains("text/plain; version=0.0.4"))
             #expect(metrics.body.contains("# TYPE liverelay_test_calls_total counter"))
             #expect(metrics.body.contains(#"liverelay_test_calls_total{app="dev.app",status="OK"} 3"#))
+            #expect(metrics.body.contains(#"liverelay_test_depth{app="dev.app"} 10"#), "set by the hook before this scrape")
+            #expect(try await httpGet(port: port, path: "/metrics").body.contains(#"liverelay_test_depth{app="dev.app"} 20"#))
+            #expect(scrapes.withLockedValue { $0 } == 2, "probes do not run the hook")
 
             #expect(try await httpGet(port: port, path: "/nothing").status == 404)
             tasks.cancelAll()

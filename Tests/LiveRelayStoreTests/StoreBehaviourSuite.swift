@@ -35,6 +35,7 @@ enum StoreBehaviourSuite {
             StoreBehaviour(description: "pruning removes a dead token", run: prune),
             StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
             StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
+            StoreBehaviour(description: "usage counts each app's tokens and live activities", run: usageCounts),
         ] + intentBehaviours
 
     static let group = MultiThreadedEventLoopGroup.singleton
@@ -169,6 +170,31 @@ enum StoreBehaviourSuite {
         }
         #expect(stamps.sorted() == Array(t0.seconds + 1...t0.seconds + 100))
         #expect(try await store.activity(order1, on: group.any()).get()?.lastTimestamp == t0.seconds + 100)
+        try await store.close()
+    }
+
+    /// What the count quotas read: every token of the app (both kinds), and its
+    /// activities that are starting or active and within their 8 hours.
+    static func usageCounts(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = group.any()
+        #expect(try await store.usage(of: [appID], now: t0, on: loop).get()[appID] == AppUsage())
+        for n in 1...3 { try await apply(store, RegisterToken(pushToStart(hex(n), device: "d\(n)"))) }
+        try await apply(store, StartActivity(start("order-1"), app: app))
+        try await apply(store, StartActivity(start("order-2"), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(10), activity: "order-1")))
+        try await apply(store, ChangeActivity(endRequest("order-2"), app: app), now: t0 + .seconds(1))
+        var other = pushToStart(hex(20))
+        other.appID = "other.app"
+        try await apply(store, RegisterToken(other))
+        let now = t0 + .seconds(2)
+        let usage = try await store.usage(of: [appID, "other.app", "unknown.app"], now: now, on: loop).get()
+        #expect(usage[appID] == AppUsage(tokens: 4, liveActivities: 1), "order-2 ended: not live")
+        #expect(usage["other.app"] == AppUsage(tokens: 1, liveActivities: 0))
+        #expect(usage["unknown.app"] == AppUsage())
+        // Past its 8 hours an activity is not live, swept or not.
+        let later = try await store.usage(of: [appID], now: t0 + .hours(9), on: loop).get()
+        #expect(later[appID]?.liveActivities == 0)
         try await store.close()
     }
 
