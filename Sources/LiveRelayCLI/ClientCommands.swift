@@ -32,6 +32,19 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Speak plain TCP, for a server started without TLS (tests, benchmarks).")
     var plaintext = false
 
+    @Option(help: "PEM certificate chain to present, for a server that requires client certificates (mTLS); needs --client-key.")
+    var clientCert: String?
+
+    @Option(help: "PEM private key of --client-cert.")
+    var clientKey: String?
+
+    func validate() throws {
+        guard (clientCert == nil) == (clientKey == nil) else {
+            throw ValidationError("--client-cert and --client-key go together")
+        }
+        if plaintext, clientCert != nil { throw ValidationError("--client-cert needs TLS (not --plaintext)") }
+    }
+
     /// Runs one call and prints its reply, or the failure and the exit code that names its status.
     func run<Reply: JSONRepresentable & Sendable>(
         _ body: @Sendable (LiveRelayClient, TimeAmount) async throws(LiveRelayClientError) -> Reply
@@ -70,12 +83,20 @@ struct ConnectionOptions: ParsableArguments {
 
     private func tlsConfiguration() -> TLSConfiguration? {
         if self.plaintext { return nil }
-        if let caFile = self.caFile { return LiveRelayClient.Configuration.tls(trustingCAFile: caFile) }
+        var configuration: TLSConfiguration
         let devCertificate = DevSetup.defaultDataDirectory + "/cert.pem"
-        if FileManager.default.fileExists(atPath: devCertificate) {
-            return LiveRelayClient.Configuration.tls(trustingCAFile: devCertificate)
+        if let caFile = self.caFile {
+            configuration = LiveRelayClient.Configuration.tls(trustingCAFile: caFile)
+        } else if FileManager.default.fileExists(atPath: devCertificate) {
+            configuration = LiveRelayClient.Configuration.tls(trustingCAFile: devCertificate)
+        } else {
+            configuration = LiveRelayClient.Configuration.tlsWithSystemTrust
         }
-        return LiveRelayClient.Configuration.tlsWithSystemTrust
+        if let clientCert, let clientKey {
+            configuration.certificateChain = .file(clientCert)
+            configuration.privateKey = .file(clientKey)
+        }
+        return configuration
     }
 }
 

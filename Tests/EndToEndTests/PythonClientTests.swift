@@ -321,9 +321,19 @@ final class ServerProcess {
     /// - Parameter extraArguments: appended to `serve`'s arguments (for example `--store memory`).
     static func start(binary: URL, dataDir: URL, extraArguments: [String] = []) throws -> ServerProcess {
         let port = try E2E.freePort()
+        return try launch(
+            binary: binary,
+            arguments: ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path] + extraArguments,
+            requestedPort: port)
+    }
+
+    /// `liverelay` with any arguments (`serve --config FILE`, `mock-apns ...`); `requestedPort` is what
+    /// ``waitUntilListening(timeout:)`` reports when the line names no port.
+    static func launch(binary: URL, arguments: [String], requestedPort: Int = 0) throws -> ServerProcess {
+        let port = requestedPort
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path] + extraArguments
+        process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         let server = ServerProcess(process: process, requestedPort: port)
         let out = Pipe()
@@ -341,6 +351,8 @@ final class ServerProcess {
     func transcript() -> String {
         "stdout:\n\(stdout.text())\nstderr:\n\(stderr.text())"
     }
+
+    func stderrText() -> String { stderr.text() }
 
     /// Waits for a line containing "listening on" (stdout or stderr); returns the port it names
     /// (or the requested one), nil after `timeout` seconds or when the server exits first.
