@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# How long a `/metrics` scrape takes with many apps: `liverelay serve --config`
+# with APPS apps (default 1,000; memory store; one shared APNs key pushing to a
+# `liverelay mock-apns` of its own), after `liverelay bench` has sent every app
+# tokens, starts and updates (so every per-app series exists: calls by method
+# and status, pushes by outcome, queue depth and capacity, quota refusals none).
+# Then SCRAPES scrapes, one after another; prints the series count, the body
+# size and the scrape time (median, p90, max, client-side wall time on loopback)
+# and the server's CPU per scrape. Touches no docs.
+#
+#   LR=.build-release/release/liverelay scripts/bench-scrape.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LR=${LR:-$ROOT/.build-release/release/liverelay}
+APPS=${APPS:-1000}
+SCRAPES=${SCRAPES:-50}
+WORK=$(mktemp -d /tmp/liverelay-bench-scrape.XXXXXX)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+log() { echo "bench-scrape: $*" >&2; }
+wait_for() {
+    for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    log "timed out waiting for '$2' in $1"; cat "$1" >&2; return 1
+}
+
+# The development certificate and dev.app's .p8, from one short development start.
+mkdir -p "$WORK/data"
+timeout 60 "$LR" serve --data-dir "$WORK/data" --port 0 --store memory --no-ops >"$WORK/dev.out" 2>&1 &
+dev=$!
+wait_for "$WORK/dev.out" "^listening on "
+kill "$dev"; wait "$dev" 2>/dev/null || true
+
+# An operator key for every app, and the mock and serve configs for APPS apps sharing one key.
+export LIVERELAY_API_KEY
+LIVERELAY_API_KEY=$(python3 - "$WORK" "$APPS" <<'PY'
+import hashlib, json, secrets, sys
+work, apps = sys.argv[1], int(sys.argv[2])
+key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
+secret = secrets.token_hex(32)
+json.dump({"keys": [{"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "all_apps": True,
+                     "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
+                     "created_at": "2026-01-01T00:00:00Z", "label": "bench-scrape"}]}, open(f"{work}/keys.json", "w"))
+ids = [f"app-{i}" for i in range(1, apps + 1)]
+json.dump({"port": 0, "cert_out": f"{work}/mock.pem",
+           "apps": [{"bundle_id": i, "team_id": "LRDEVTEAM1", "key_id": "LRDEVKEY01", "key_file": f"{work}/data/apns-dev-key.p8"} for i in ids]},
+          open(f"{work}/mock.json", "w"))
+print(f"lrk_{key_id}_{secret}")
+PY
+)
+timeout 1800 "$LR" mock-apns --config "$WORK/mock.json" --log-level warning >"$WORK/mock.out" 2>&1 &
+PIDS+=($!)
+wait_for "$WORK/mock.out" "listening on "
+MOCK_PORT=$(sed -n 's/.*listening on .*:\([0-9]*\)$/\1/p' "$WORK/mock.out" | head -1)
+python3 - "$WORK" "$APPS" "$MOCK_PORT" <<'PY'
+import json, sys
+work, apps, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+json.dump({"listen": {"host": "127.0.0.1", "port": 0}, "ops": {"host": "127.0.0.1", "port": 0},
+           "tls": {"certificate": f"{work}/data/cert.pem", "private_key": f"{work}/data/key.pem"},
+           "api_key_file": f"{work}/keys.json", "store": {"kind": "memory"},
+           "admission": {"max_in_flight_per_app": 100000, "max_in_flight": 100000},
+           "apps": [{"id": f"app-{i}", "bundle_id": f"app-{i}", "queue_capacity": 1000,
+                     "apns": {"team_id": "LRDEVTEAM1", "key_id": "LRDEVKEY01", "key_file": f"{work}/data/apns-dev-key.p8",
+                              "endpoint": f"127.0.0.1:{port}", "trust_certificate": f"{work}/mock.pem"}}
+                    for i in range(1, apps + 1)]},
+          open(f"{work}/serve.json", "w"))
+PY
+timeout 1800 "$LR" serve --config "$WORK/serve.json" --log-level warning >"$WORK/serve.out" 2>&1 &
+SERVE=$!
+PIDS+=($SERVE)
+wait_for "$WORK/serve.out" "^ops listening on "
+PORT=$(sed -n 's/^listening on .*:\([0-9]*\).*/\1/p' "$WORK/serve.out" | head -1)
+OPS=$(sed -n 's/^ops listening on .*:\([0-9]*\).*/\1/p' "$WORK/serve.out" | head -1)
+SERVER=$(pgrep -P "$SERVE" | head -1)
+log "serve: $APPS apps, port $PORT, ops $OPS; sending every app tokens, starts and updates"
+"$LR" bench --port "$PORT" --ca-file "$WORK/data/cert.pem" --apps "$APPS" --app-id app --activities 2 \
+    --mix register=1,start=1,update=2 --requests $((APPS * 8)) --warmup 0 --wait-for-delivery >"$WORK/bench.out" 2>&1 ||
+    { tail -20 "$WORK/bench.out" >&2; exit 1; }
+python3 - "$OPS" "$SCRAPES" "$SERVER" <<'PY'
+import os, statistics, sys, time, urllib.request
+port, scrapes, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def cpu_seconds():
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+url = f"http://127.0.0.1:{port}/metrics"
+body = urllib.request.urlopen(url).read()
+times = []
+before = cpu_seconds()
+for _ in range(scrapes):
+    start = time.perf_counter()
+    body = urllib.request.urlopen(url).read()
+    times.append((time.perf_counter() - start) * 1000)
+cpu = (cpu_seconds() - before) / scrapes * 1000
+series = sum(1 for line in body.decode().splitlines() if line and not line.startswith("#"))
+apps = len({line.split('app="')[1].split('"')[0] for line in body.decode().splitlines() if 'app="' in line})
+times.sort()
+print(f"{apps} apps in the labels, {series:,} series, {len(body):,} bytes; scrape median {statistics.median(times):.1f} ms, "
+      f"p90 {times[int(len(times) * 0.9) - 1]:.1f} ms, max {times[-1]:.1f} ms; server CPU {cpu:.1f} ms per scrape ({scrapes} scrapes)")
+PY
