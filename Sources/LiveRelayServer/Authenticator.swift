@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayMessages
 import LiveRelayService
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// Turns the API key from a HELLO into the principal the connection acts as.
@@ -132,5 +133,25 @@ enum APIKeyFormat {
         let keyID = String(decoding: bytes[idStart..<idEnd], as: UTF8.self)
         guard Base32.isValid(keyID.utf8[...]) else { return nil }
         return (keyID, bytes[(idEnd + 1)...])
+    }
+}
+
+/// An authenticator whose keys can be replaced while the server runs (a key
+/// created, changed or revoked in the tenant registry): the next HELLO is
+/// checked against the new set. Connections already open keep their
+/// principal; revoking a key also needs ``RPCServer/revoke(keyIDs:)`` to close them.
+public final class ReloadableAuthenticator: Authenticator {
+    private let current: NIOLockedValueBox<APIKeyAuthenticator>
+
+    public init(_ initial: APIKeyAuthenticator) {
+        self.current = NIOLockedValueBox(initial)
+    }
+
+    public func replace(with authenticator: APIKeyAuthenticator) {
+        current.withLockedValue { $0 = authenticator }
+    }
+
+    public func authenticate(apiKey: ByteBuffer) -> Result<Principal, AuthenticationFailure> {
+        current.withLockedValue { $0 }.authenticate(apiKey: apiKey)
     }
 }

@@ -121,6 +121,13 @@ final class ConnectionTracker: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
+    /// Hands `event` to every open connection's pipeline (``RPCConnectionHandler/KeysRevoked``).
+    func broadcast(_ event: some Sendable) {
+        eventLoop.execute {
+            for child in self.channels.values { child.pipeline.fireUserInboundEventTriggered(event) }
+        }
+    }
+
     /// Closes every connection now (task cancellation during shutdown).
     func forceCloseAll() {
         eventLoop.execute {

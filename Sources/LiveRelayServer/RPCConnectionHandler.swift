@@ -32,6 +32,14 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         public init() {}
     }
 
+    /// Fire this user event into every connection when API keys are revoked:
+    /// a connection authenticated with one of them gets GOAWAY UNAUTHENTICATED,
+    /// its calls in flight are answered, and it closes; the others ignore it.
+    public struct KeysRevoked: Sendable, Hashable {
+        public var keyIDs: Set<String>
+        public init(keyIDs: Set<String>) { self.keyIDs = keyIDs }
+    }
+
     struct Call {
         var cancellation: CancellationFlag
         var method: Int
@@ -195,6 +203,13 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         if event is GracefulShutdown {
             apply(stateMachine.beginGracefulShutdown(now: clock()))
             flushSoon()
+            return
+        }
+        if let revoked = event as? KeysRevoked {
+            if let principal, revoked.keyIDs.contains(principal.keyID) {
+                apply(stateMachine.credentialsRevoked(reason: "API key \(principal.keyID) was revoked", now: clock()))
+                flushSoon()
+            }
             return
         }
         context.fireUserInboundEventTriggered(event)

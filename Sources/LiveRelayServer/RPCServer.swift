@@ -3,6 +3,7 @@ import LiveRelayService
 import LiveRelayTLS
 import LiveRelayWire
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -92,6 +93,8 @@ public final class RPCServer: Service, Sendable {
     /// (internal so tests can wait for a closed connection's slot to come back).
     let limiter: ConnectionLimiter
     private let bound = OnceValue<SocketAddress>()
+    /// The running server's connections; nil before `run()` and after it returns.
+    private let tracker = NIOLockedValueBox<ConnectionTracker?>(nil)
 
     public init(
         configuration: Configuration,
@@ -115,6 +118,15 @@ public final class RPCServer: Service, Sendable {
         get async throws { try await bound.value }
     }
 
+    /// Keys revoked while the server runs: every open connection authenticated
+    /// with one of them gets GOAWAY UNAUTHENTICATED (its calls in flight are
+    /// answered). The authenticator must refuse them already, so that no new
+    /// connection gets in between.
+    public func revoke(keyIDs: Set<String>) {
+        guard !keyIDs.isEmpty, let tracker = tracker.withLockedValue({ $0 }) else { return }
+        tracker.broadcast(RPCConnectionHandler.KeysRevoked(keyIDs: keyIDs))
+    }
+
     public func run() async throws {
         let group: any EventLoopGroup
         let ownedGroup: MultiThreadedEventLoopGroup?
@@ -129,6 +141,8 @@ public final class RPCServer: Service, Sendable {
 
         let serverLoop = group.next()
         let tracker = ConnectionTracker(eventLoop: serverLoop, logger: logger, limiter: limiter, metrics: metrics)
+        self.tracker.withLockedValue { $0 = tracker }
+        defer { self.tracker.withLockedValue { $0 = nil } }
         let channel: any Channel
         do {
             channel = try await makeBootstrap(group: group, serverLoop: serverLoop, tracker: tracker)

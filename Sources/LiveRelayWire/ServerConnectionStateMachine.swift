@@ -247,6 +247,24 @@ public struct ServerConnectionStateMachine: Sendable {
         }
     }
 
+    /// The connection's API key was revoked while it was open: GOAWAY
+    /// UNAUTHENTICATED with the highest id seen. Requests accepted before it
+    /// were authorized and are answered; later ones are refused; the connection
+    /// closes once nothing is in flight. Before WELCOME (no key yet) it closes at once.
+    public mutating func credentialsRevoked(reason: String, now: NIODeadline) -> [Action] {
+        switch self.state {
+        case .awaitingHello, .authenticating:
+            return self.closeBeforeOpen(.unauthenticated, reason)
+        case .open(var open):
+            self.state = .modifying
+            let actions = open.connectionError(.unauthenticated, reason)
+            return self.finish(open: open, actions: actions)
+        case .modifying: preconditionFailure(Self.reentered)
+        case .closed:
+            return []
+        }
+    }
+
     /// The peer closed the connection (EOF or reset): nothing can be answered any
     /// more, so all work in flight is stopped.
     public mutating func peerClosed() -> [Action] {

@@ -248,6 +248,20 @@ import Testing
         #expect(server.respond(2, payload: ByteBuffer(), now: t(5)) == [.write(.response(2, ByteBuffer())), .close])
     }
 
+    /// A key revoked while its connection is open: GOAWAY UNAUTHENTICATED, the
+    /// calls accepted before it answered, nothing new taken, then close.
+    @Test func revokedCredentialsAnswerWhatWasAcceptedAndClose() {
+        var server = openServer()
+        _ = server.receive(request(1), now: t(1))
+        let goAway = server.credentialsRevoked(reason: "API key k was revoked", now: t(2))
+        #expect(goAway == [.write(goAwayFrame(1, .unauthenticated, "API key k was revoked"))])
+        #expect(server.credentialsRevoked(reason: "again", now: t(2)) == [], "one GOAWAY")
+        #expect(server.receive(request(2), now: t(3)).isEmpty, "a call after the GOAWAY is not taken")
+        #expect(server.respond(1, payload: ByteBuffer(), now: t(4)) == [.write(.response(1, ByteBuffer())), .close])
+        var idle = openServer()
+        #expect(idle.credentialsRevoked(reason: "gone", now: t(1)) == [.write(goAwayFrame(0, .unauthenticated, "gone")), .close])
+    }
+
     @Test func gracefulShutdownWhenIdleClosesAtOnce() {
         var server = openServer()
         #expect(server.beginGracefulShutdown(now: t(1)) == [.write(goAwayFrame(0, .noError, "server is shutting down")), .close])
