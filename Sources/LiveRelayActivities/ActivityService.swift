@@ -6,6 +6,7 @@ import LiveRelayService
 import LiveRelayStore
 import LiveRelayWire
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The service behind the four activity RPCs and Ping: the domain's rules,
@@ -36,7 +37,8 @@ public struct ActivityService: LiveRelayService {
     private let clock: any WallClock
     private let logger: Logger
     private let sink: any PushSink
-    private let apps: AppDirectory
+    /// Replaced whole when the tenant registry changes (``reconfigure(apps:)``): a call reads it once.
+    private let apps: NIOLockedValueBox<AppDirectory>
     private let serverVersion: String
     private let intents: IntentLease?
     private let pushToStartRetention: UnixTime.Duration?
@@ -75,7 +77,7 @@ public struct ActivityService: LiveRelayService {
         self.clock = clock
         self.logger = logger
         self.sink = sink
-        self.apps = apps
+        self.apps = NIOLockedValueBox(apps)
         self.serverVersion = serverVersion
     }
 
@@ -216,6 +218,12 @@ public struct ActivityService: LiveRelayService {
             PingReply(payload: request.payload, serverTimeMS: clock.now().milliseconds, serverVersion: serverVersion))
     }
 
+    /// The apps that exist from now on (an app created, changed or removed
+    /// while serving); calls already past their app check are not affected.
+    public func reconfigure(apps: AppDirectory) {
+        self.apps.withLockedValue { $0 = apps }
+    }
+
     // MARK: Housekeeping
 
     /// One expiry sweep (at most `limit` activities and tokens).
@@ -253,7 +261,7 @@ public struct ActivityService: LiveRelayService {
         if let deadline = context.deadline, deadline <= .now() {
             return .failure(RPCError(.deadlineExceeded, "deadline passed before the call started"))
         }
-        guard let app = apps.app(appID) else {
+        guard let app = apps.withLockedValue({ $0 }).app(appID) else {
             return .failure(
                 RPCError(
                     .notFound, DomainError.unknownApp(appID: appID).message,

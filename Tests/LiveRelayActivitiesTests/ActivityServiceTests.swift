@@ -64,6 +64,17 @@ import Testing
         _ = try await h.service.startActivity(startRequest(app: "shop"), context: shop).get()
         #expect(h.recorder.batches.first?.headers.topic == "com.shop.ios.push-type.liveactivity")
     }
+
+    @Test func appsReconfiguredWhileServingTakeEffectOnTheNextCall() async throws {
+        let h = Harness(apps: AppDirectory(apps: [App(id: "shop", bundleID: "com.shop.ios")]))
+        let all = h.context(apps: .all)
+        #expect(await rpcError(h.service.registerToken(pushToStart(hex(1), app: "cafe"), context: all))?.status == .notFound)
+        h.service.reconfigure(apps: AppDirectory(apps: [App(id: "cafe", bundleID: "com.cafe.ios")]))
+        _ = try await h.service.registerToken(pushToStart(hex(1), app: "cafe"), context: all).get()
+        _ = try await h.service.startActivity(startRequest(app: "cafe"), context: all).get()
+        #expect(h.recorder.batches.last?.headers.topic == "com.cafe.ios.push-type.liveactivity")
+        #expect(await rpcError(h.service.registerToken(pushToStart(hex(2), app: "shop"), context: all))?.status == .notFound)
+    }
 }
 
 @Suite struct StartActivityServiceTests {
