@@ -13,7 +13,7 @@ import NIOCore
 /// the store or the sink, so an app over its limit is answered at once.
 public final class AdmissionGate: Sendable {
     private let controller: NIOLockedValueBox<AdmissionController>
-    private let counters = NIOLockedValueBox<[String: Counter]>([:])
+    private let metrics = MetricHandlers()
     private let uptime: @Sendable () -> NIODeadline
 
     /// - Parameters:
@@ -75,14 +75,7 @@ public final class AdmissionGate: Sendable {
         }
     }
 
-    /// Counters are made once per (app, reason) and kept: the metrics factory is too slow for every refusal of a flood.
     private func counter(appID: String, reason: AdmissionRefusal.Reason) -> Counter {
-        let key = reason.rawValue + "|" + appID
-        return counters.withLockedValue { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: "liverelay_admission_refused_total", dimensions: [("app", appID), ("reason", reason.rawValue)])
-            counters[key] = counter
-            return counter
-        }
+        metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", reason.rawValue)])
     }
 }

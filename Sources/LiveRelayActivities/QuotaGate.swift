@@ -20,7 +20,7 @@ public final class QuotaGate: Sendable {
     private let ledger: NIOLockedValueBox<QuotaLedger>
     /// Apps whose store counts are read: the configured ones, and any other seen with a count quota.
     private let counted: NIOLockedValueBox<Set<String>>
-    private let counters = NIOLockedValueBox<[String: Counter]>([:])
+    private let metrics = MetricHandlers()
     private let uptime: @Sendable () -> NIODeadline
     /// How often ``QuotaUsageRefresher`` reads the store's counts: the hint a count refusal carries.
     public let refreshInterval: TimeAmount
@@ -117,15 +117,8 @@ public final class QuotaGate: Sendable {
         rate == rate.rounded() ? String(Int(rate)) : String((rate * 100).rounded() / 100)
     }
 
-    /// Counters are made once per (app, quota) and kept: the metrics factory is too slow for every refusal of a flood.
     private func counter(appID: String, kind: QuotaKind) -> Counter {
-        let key = kind.rawValue + "|" + appID
-        return counters.withLockedValue { counters in
-            if let counter = counters[key] { return counter }
-            let counter = Counter(label: "liverelay_quota_refused_total", dimensions: [("app", appID), ("quota", kind.label)])
-            counters[key] = counter
-            return counter
-        }
+        metrics.counter("liverelay_quota_refused_total", app: appID, [("quota", kind.label)])
     }
 }
 
