@@ -253,6 +253,10 @@ final class SQLiteStatement {
         if let value { sqlite3_bind_int64(stmt, index, value) } else { sqlite3_bind_null(stmt, index) }
     }
 
+    func bind(_ index: Int32, _ value: Double?) {
+        if let value { sqlite3_bind_double(stmt, index, value) } else { sqlite3_bind_null(stmt, index) }
+    }
+
     func bind(_ index: Int32, _ value: [UInt8]) {
         value.withUnsafeBytes { raw in
             _ = lr_sqlite3_bind_blob_transient(stmt, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, Int32(raw.count))
@@ -264,6 +268,8 @@ final class SQLiteStatement {
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
 
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+
+    func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : sqlite3_column_double(stmt, column) }
 
     func string(_ column: Int32) -> String {
         guard let text = sqlite3_column_text(stmt, column) else { return "" }

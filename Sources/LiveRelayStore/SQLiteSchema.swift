@@ -120,10 +120,19 @@ enum SQLiteSchema {
 
     /// Brings the file up to ``current``; returns the version it found.
     static func migrate(_ db: SQLiteConnection, now: Int64) throws(SQLiteError) -> Int {
-        try db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
+        try migrate(db, versionTable: "schema_version", migrations: migrations, now: now)
+    }
+
+    /// Runs the `migrations` above the version recorded in `versionTable`, in one
+    /// `BEGIN IMMEDIATE` transaction; returns the version it found. The
+    /// activity store's schema and the registry's (``SQLiteRegistrySchema``,
+    /// in a file of its own) each keep their own version table.
+    static func migrate(_ db: SQLiteConnection, versionTable: String, migrations: [String], now: Int64) throws(SQLiteError) -> Int {
+        let current = migrations.count
+        try db.execute("CREATE TABLE IF NOT EXISTS \(versionTable) (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
         try db.execute("BEGIN IMMEDIATE")
         do throws(SQLiteError) {
-            let found = try version(db)
+            let found = try version(db, versionTable: versionTable)
             guard found <= current else {
                 throw SQLiteError(
                     code: 1, message: "the file has schema version \(found), newer than this build's \(current)",
@@ -131,7 +140,7 @@ enum SQLiteSchema {
             }
             for version in found..<current {
                 try db.execute(migrations[version])
-                try db.run("INSERT INTO schema_version (version, applied_at) VALUES (?, ?)") {
+                try db.run("INSERT INTO \(versionTable) (version, applied_at) VALUES (?, ?)") {
                     $0.bind(1, Int64(version + 1))
                     $0.bind(2, now)
                 }
@@ -144,7 +153,7 @@ enum SQLiteSchema {
         }
     }
 
-    static func version(_ db: SQLiteConnection) throws(SQLiteError) -> Int {
-        Int(try db.queryFirst("SELECT coalesce(max(version), 0) FROM schema_version") { $0.int64(0) } ?? 0)
+    static func version(_ db: SQLiteConnection, versionTable: String = "schema_version") throws(SQLiteError) -> Int {
+        Int(try db.queryFirst("SELECT coalesce(max(version), 0) FROM \(versionTable)") { $0.int64(0) } ?? 0)
     }
 }

@@ -123,7 +123,20 @@ enum PostgresSchema {
 
     /// Creates `schema` if needed and brings it up to ``current``; returns the version it found.
     static func migrate(_ connection: PostgresConnection, schema: String, now: Int64, logger: Logger) async throws -> Int {
+        try await migrate(connection, schema: schema, versionTable: "schema_version", migrations: migrations, now: now, logger: logger)
+    }
+
+    /// Creates `schema` if needed and runs the `migrations` above the version
+    /// recorded in `versionTable`, under the schema's advisory lock; returns
+    /// the version it found. The activity store's schema and the registry's
+    /// (``PostgresRegistrySchema``) each keep their own version table and
+    /// share the lock, so that nodes starting at once never run DDL in one
+    /// schema side by side.
+    static func migrate(
+        _ connection: PostgresConnection, schema: String, versionTable: String, migrations: [[String]], now: Int64, logger: Logger
+    ) async throws -> Int {
         try PostgresStoreConfiguration.checkSchema(schema)
+        let current = migrations.count
         func run(_ sql: String, _ binds: PostgresBindings = PostgresBindings()) async throws {
             try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         }
@@ -135,10 +148,10 @@ enum PostgresSchema {
             // `schema` is checked to be [a-z0-9_]+, so quoting it is enough.
             try await run("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
             try await run("SET LOCAL search_path TO \"\(schema)\"")
-            try await run("CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY, applied_at bigint NOT NULL)")
+            try await run("CREATE TABLE IF NOT EXISTS \(versionTable) (version integer PRIMARY KEY, applied_at bigint NOT NULL)")
             var found = 0
             for try await (version) in try await connection.query(
-                "SELECT coalesce(max(version), 0)::int8 FROM schema_version", logger: logger
+                PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0)::int8 FROM \(versionTable)"), logger: logger
             )
             .decode(Int64.self) {
                 found = Int(version)
@@ -148,7 +161,7 @@ enum PostgresSchema {
                 for statement in migrations[version] { try await run(statement) }
                 var binds = PostgresBindings()
                 binds.append(Int32(version + 1)); binds.append(now)
-                try await run("INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)", binds)
+                try await run("INSERT INTO \(versionTable) (version, applied_at) VALUES ($1, $2)", binds)
             }
             try await run("COMMIT")
             return found

@@ -1,0 +1,159 @@
+import CSQLite
+import LiveRelayAPNs
+import LiveRelayDomain
+
+/// The registry of a single node: its own SQLite file, `<data dir>/registry.sqlite3`.
+///
+/// ## Why a file of its own
+/// Registry writes are rare and small; the activity store's writer batches
+/// thousands of calls per fsync. Sharing that pipeline would put an admin
+/// change's transaction (which reads the whole registry) between hot
+/// batches, and tie the registry's schema and lifecycle to the store's. A
+/// separate file keeps both simple, and a copy of the registry is one file.
+///
+/// ## Threads and durability
+/// One thread owns the one connection and runs every statement in order
+/// (a ``SQLiteJobQueue`` of one taker): an apply is `BEGIN IMMEDIATE`, the
+/// whole snapshot read, ``RegistryRules/plan(_:on:now:)``, the writes, the
+/// audit row and the version, `COMMIT`. `journal_mode=WAL` with
+/// `synchronous=FULL`: the commit is on stable storage before `apply`
+/// returns; at a few writes a day the fsync costs nothing worth pipelining.
+/// `BEGIN IMMEDIATE` and a busy timeout also make a second process on the
+/// same file (a tool) wait its turn rather than fail or interleave.
+///
+/// ## Files
+/// The file is created 0600 before SQLite opens it (``SQLiteConnection``),
+/// and SQLite gives its `-wal` and `-shm` the same mode: it holds API key
+/// hashes and may hold APNs private keys.
+public final class SQLiteTenantRegistry: TenantRegistry, @unchecked Sendable {
+    /// The file's name in the data directory.
+    public static let fileName = "registry.sqlite3"
+    /// The registry schema version this build writes.
+    public static var schemaVersion: Int { SQLiteRegistrySchema.migrations.count }
+
+    public let path: String
+    /// The schema version the file had when opened (0 for a new file).
+    public let openedSchemaVersion: Int
+
+    private typealias Job = @Sendable (SQLiteRegistryTables) -> Void
+    private let jobs = SQLiteJobQueue<Job>()
+    private let latch = SQLiteExitLatch(count: 1)
+    private let feed = RegistryVersionFeed()
+
+    /// Opens (creating if needed) `<dataDirectory>/registry.sqlite3`.
+    public convenience init(dataDirectory: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+        try self.init(path: dataDirectory + "/" + Self.fileName, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    }
+
+    /// Opens (creating if needed) the registry at `path` and migrates it.
+    ///
+    /// Throws ``SQLiteError`` when the file cannot be opened, is not a SQLite
+    /// database, cannot switch to WAL, or has a newer registry schema.
+    public init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+        self.path = path
+        let db = try SQLiteConnection(path: path, create: true)
+        do {
+            sqlite3_busy_timeout(db.handle, busyTimeoutMilliseconds)
+            let mode = try db.pragma("PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw SQLiteError(code: 1, message: "cannot switch to WAL (journal_mode is \(mode ?? "unknown"))", context: path)
+            }
+            try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;")
+            openedSchemaVersion = try SQLiteSchema.migrate(
+                db, versionTable: SQLiteRegistrySchema.versionTable, migrations: SQLiteRegistrySchema.migrations,
+                now: SystemClock().now().milliseconds)
+            let connection = Unchecked(db)
+            try startSQLiteThread(name: "sqlite-registry") { [jobs, latch] in
+                let tables = SQLiteRegistryTables(db: connection.value)
+                while let taken = jobs.take(max: 1) {
+                    for job in taken { job(tables) }
+                }
+                connection.value.close()
+                latch.threadExited()
+            }
+        } catch {
+            db.close()
+            throw error
+        }
+    }
+
+    /// Runs `body` on the registry's thread.
+    private func run<T: Sendable>(_ body: @escaping @Sendable (SQLiteRegistryTables) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let queued = jobs.push { tables in
+                continuation.resume(with: Result { try body(tables) })
+            }
+            if !queued { continuation.resume(throwing: ActivityStoreError.closed) }
+        }
+    }
+
+    /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+    private static func transaction<T>(
+        _ tables: SQLiteRegistryTables, immediate: Bool, _ body: () throws -> T
+    ) throws -> T {
+        try tables.db.execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN")
+        do {
+            let value = try body()
+            try tables.db.execute("COMMIT")
+            return value
+        } catch {
+            try? tables.db.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public func snapshot() async throws -> RegistrySnapshot {
+        try await run { tables in try Self.transaction(tables, immediate: false) { try tables.snapshot() } }
+    }
+
+    public func version() async throws -> Int64 {
+        try await run { tables in try tables.version() }
+    }
+
+    @discardableResult
+    public func apply(_ change: RegistryChange, actor: String, now: UnixTime) async throws -> RegistryApplied {
+        let applied = try await run { tables in
+            try Self.transaction(tables, immediate: true) {
+                let snapshot = try tables.snapshot()
+                guard let plan = try RegistryRules.plan(change, on: snapshot, now: now) else {
+                    return RegistryApplied(version: snapshot.version, entry: nil)
+                }
+                let entry = plan.entry(version: snapshot.version + 1, actor: actor, at: now)
+                try tables.write(plan, entry: entry)
+                return RegistryApplied(version: entry.sequence, entry: entry)
+            }
+        }
+        if applied.entry != nil { feed.publish(applied.version) }
+        return applied
+    }
+
+    public func touch(_ lastUsed: [String: UnixTime]) async throws {
+        guard !lastUsed.isEmpty else { return }
+        try await run { tables in try Self.transaction(tables, immediate: true) { try tables.touch(lastUsed) } }
+    }
+
+    public func audit(after sequence: Int64, limit: Int) async throws -> [AuditEntry] {
+        try await run { tables in try tables.audit(after: sequence, limit: limit) }
+    }
+
+    public func changes(pollEvery: Duration) -> AsyncStream<Int64> {
+        feed.subscribe(pollEvery: pollEvery) { [weak self] in
+            guard let self else { throw ActivityStoreError.closed }
+            return try await self.version()
+        }
+    }
+
+    /// Ends the change streams, runs what is queued, closes the file (SQLite
+    /// checkpoints the WAL into it) and returns when the thread has exited.
+    public func close() async throws {
+        feed.finish()
+        jobs.close()
+        await latch.wait()
+    }
+
+    deinit {
+        // The thread holds the queue, not the registry; closing lets it exit.
+        feed.finish()
+        jobs.close()
+    }
+}
