@@ -261,7 +261,14 @@ public struct ActivityService: LiveRelayService {
         if let deadline = context.deadline, deadline <= .now() {
             return .failure(RPCError(.deadlineExceeded, "deadline passed before the call started"))
         }
-        guard let app = apps.withLockedValue({ $0 }).app(appID) else {
+        let directory = apps.withLockedValue { $0 }
+        if directory.isDisabled(appID) {
+            return .failure(
+                RPCError(
+                    .failedPrecondition, "app \"\(appID)\" is disabled; an operator may enable it again",
+                    details: ErrorDetails(reason: "AppDisabled")))
+        }
+        guard let app = directory.app(appID) else {
             return .failure(
                 RPCError(
                     .notFound, DomainError.unknownApp(appID: appID).message,

@@ -38,6 +38,11 @@ public final class QuotaGate: Sendable {
         self.uptime = uptime
     }
 
+    /// The apps whose store counts are read from the next refresh on (the registry's apps).
+    public func track(apps: [String]) {
+        counted.withLockedValue { $0.formUnion(apps) }
+    }
+
     public var settings: QuotaSettings {
         get { ledger.withLockedValue { $0.settings } }
         set { ledger.withLockedValue { $0.settings = newValue } }

@@ -131,6 +131,8 @@ struct APNsRuntime {
     let dispatcher: Dispatcher
     let directory: AppDirectory
     let mock: MockAPNsServer?
+    /// The apps it started with (the tenant registry may add and change apps later).
+    let apps: [PushingApp]
 
     /// Registers every app's credentials with the APNs client (apps that share
     /// a destination and a key share its pool and provider token) and gives
@@ -155,6 +157,16 @@ struct APNsRuntime {
         // accepted and its pushes fail as AppNotConfigured, visibly, in the summary.
         self.directory = apps.isEmpty ? .open : AppDirectory(apps: apps.map(\.app))
         self.mock = mock
+        self.apps = apps
+    }
+
+    /// Adds an app, or changes its key, endpoint, queue or weight, while serving:
+    /// its pushes go by the new route from now on.
+    func configure(_ pushing: PushingApp) throws {
+        dispatcher.configure(
+            DispatchApp(
+                appID: pushing.app.id, queueCapacity: pushing.queueCapacity, route: try client.register(pushing.credentials),
+                weight: pushing.weight, maxPushLifetime: pushing.maxPushLifetime))
     }
 
     /// In `ServiceGroup` order: the mock (stops last, so it answers to the
@@ -219,6 +231,17 @@ extension DevSetup {
             app: App(id: appID, bundleID: appID),
             credentials: APNsCredentials(key: key, destination: destination, trustPEM: trustPEM))
         return (app, "  dev.app pushes to APNs at \(endpoint) (key \(apnsKeyID) in \(keyPath))")
+    }
+
+    /// dev.app as the tenant registry's seed: its key file in the data
+    /// directory, and the endpoint and trust of this start's mock.
+    static func registered(_ pushing: PushingApp, dataDirectory: String) -> RegisteredApp {
+        RegisteredApp(
+            id: pushing.app.id, bundleID: pushing.app.bundleID,
+            credentials: RegisteredCredentials(
+                teamID: apnsTeamID, keyID: apnsKeyID, endpoint: pushing.credentials.destination.description,
+                keySource: .file(path: dataDirectory + "/apns-dev-key.p8"), trustPEM: pushing.credentials.trustPEM),
+            source: .seed)
     }
 
     /// dev.app's signing key, made once and kept in the data directory.

@@ -76,17 +76,12 @@ struct QuotaConfiguration: Decodable {
         return quota
     }
 
-    /// Every app's quota from the file: its "quotas" section over the production defaults, each app's over that.
-    static func settings(section: QuotaConfiguration?, apps: [AppConfiguration]) throws -> QuotaSettings {
+    /// The file's "quotas" section over the production defaults, and how many nodes share the rates.
+    /// (Each app's own section goes into the tenant registry with the app: ``registered(where:)``.)
+    static func defaults(section: QuotaConfiguration?) throws -> (quota: AppQuota, nodes: Int) {
         let production = AppQuota(pushesPerHour: AppQuota.defaultPushesPerHour)
         let defaults = try section?.quota(over: production, where: "quotas") ?? production
         if let nodes = section?.nodes, nodes < 1 { throw CLIError("quotas.nodes must be at least 1") }
-        var perApp: [String: AppQuota] = [:]
-        for app in apps {
-            guard let own = app.quotas else { continue }
-            if own.nodes != nil { throw CLIError("apps[\(app.id)].quotas.nodes: \"nodes\" belongs in the top-level \"quotas\"") }
-            perApp[app.id] = try own.quota(over: defaults, where: "apps[\(app.id)].quotas")
-        }
-        return QuotaSettings(defaults: defaults, perApp: perApp, nodes: section?.nodes ?? 1)
+        return (defaults, section?.nodes ?? 1)
     }
 }

@@ -225,17 +225,20 @@ struct Serve: AsyncParsableCommand {
         } catch let error as TLSContextError {
             throw CLIError(error.description)
         }
-        let authenticator: APIKeyAuthenticator
+        let authenticator: ReloadableAuthenticator
+        let seedKeys: [RegisteredAPIKey]
         do {
-            authenticator = try setup.keyFile.makeAuthenticator()
+            authenticator = ReloadableAuthenticator(try setup.keyFile.makeAuthenticator())
+            seedKeys = try setup.keyFile.keys.map(RegistrySeed.key)
         } catch {
             throw CLIError("\(setup.keyFilePath): \(error)")
         }
 
-        let (store, storeDescription) = try await StoreSelection(
+        let selection = StoreSelection(
             kind: self.store ?? setup.storeKind ?? .sqlite, postgresURL: self.postgresURL ?? setup.postgresURL,
-            nullService: setup.nullService, dataDirectory: setup.dataDirectory
-        ).open(logger: logger)
+            nullService: setup.nullService, dataDirectory: setup.dataDirectory)
+        let (store, storeDescription) = try await selection.open(logger: logger)
+        let tenantRegistry = try await selection.openRegistry(logger: logger)
         // The services in start order; graceful shutdown runs them down in reverse:
         // the RPC server drains first, then the sweeper stops, the dispatcher sends or
         // accounts for what is queued, the APNs client closes its connections, the
@@ -261,6 +264,11 @@ struct Serve: AsyncParsableCommand {
         }
         var services: [any Service] = ops.map { [$0] } ?? []
         services.append(ActivityStoreService(store, logger: logger))
+        let (defaultQuota, quotaNodes) = setup.quotaDefaults
+        let quotas = QuotaGate(settings: QuotaSettings(defaults: defaultQuota, nodes: quotaNodes))
+        var parts = TenantRuntime.Parts(
+            authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, defaultQuota: defaultQuota, nodes: quotaNodes)
+        var seedApps = setup.seedApps
         let service: any LiveRelayService
         if setup.nullService {
             service = NullLiveRelayService()
@@ -276,7 +284,9 @@ struct Serve: AsyncParsableCommand {
                     store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
             }
             let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, ledger: intents, logger: logger)
-            let quotas = QuotaGate(settings: setup.quotas, apps: setup.apps.map(\.app.id))
+            if setup.isDevelopment, let directory = setup.dataDirectory {
+                seedApps = apns.apps.map { DevSetup.registered($0, dataDirectory: directory) }
+            }
             intents?.attach(apns.dispatcher)
             queueGauges.attach(apns.dispatcher)
             let activities = ActivityService(
@@ -293,8 +303,22 @@ struct Serve: AsyncParsableCommand {
                 QuotaUsageRefresher(
                     gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))
             service = activities
+            parts.activities = activities
+            parts.apns = apns
         }
         logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, \(storeDescription)")"])
+
+        // The tenant registry: the config file's (or the development setup's) apps and keys
+        // seeded into it, then its whole content applied before the first connection.
+        let tenants = TenantRuntime(registry: tenantRegistry, parts: parts, logger: logger)
+        do {
+            try await tenantRegistry.apply(.seed(apps: seedApps, keys: seedKeys), actor: "config", now: SystemClock().now())
+            try await tenants.reload()
+        } catch {
+            throw CLIError("cannot load the tenant registry: \(error)")
+        }
+        // After the store, before everything that uses the registry: it closes the registry after their drain.
+        services.insert(tenants, at: services.firstIndex { $0 is ActivityStoreService }.map { $0 + 1 } ?? services.count)
 
         let server = RPCServer(
             configuration: RPCServer.Configuration(
@@ -304,6 +328,7 @@ struct Serve: AsyncParsableCommand {
             ),
             service: service, authenticator: authenticator, logger: logger
         )
+        tenants.attach(server)
         services.append(server)
         services.append(readiness.drainSignal)
         let group = ServiceGroup(
@@ -398,8 +423,10 @@ struct Serve: AsyncParsableCommand {
         var ops: (host: String, port: Int)? = nil
         /// The config file's admission section (defaults in the development setup).
         var admission = AdmissionLimits()
-        /// The config file's quotas; none in the development setup.
-        var quotas = QuotaSettings()
+        /// The config file's "quotas" section: every app's default and how many nodes share the rates; none in the development setup.
+        var quotaDefaults: (quota: AppQuota, nodes: Int) = (AppQuota(), 1)
+        /// The config file's apps as the tenant registry's seed.
+        var seedApps: [RegisteredApp] = []
     }
 
     /// The operations address from the flags over the config file's "ops"; nil when disabled.
@@ -476,7 +503,8 @@ struct Serve: AsyncParsableCommand {
             pushToStartRetention: try file.pushToStartRetention,
             ops: try opsAddress(file: file.ops, defaultPort: 9090),
             admission: try file.admissionLimits,
-            quotas: try QuotaConfiguration.settings(section: file.quotas, apps: file.apps ?? [])
+            quotaDefaults: try QuotaConfiguration.defaults(section: file.quotas),
+            seedApps: try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) }
         )
     }
 }

@@ -1,3 +1,4 @@
+import LiveRelayDomain
 import LiveRelayStore
 import LiveRelayStorePostgres
 import Logging
@@ -22,6 +23,44 @@ struct StoreSelection {
 
     static let postgresURLVariable = "LIVERELAY_POSTGRES_URL"
 
+    /// The PostgreSQL URL from the flag, the config file or `LIVERELAY_POSTGRES_URL`, parsed.
+    func postgresConfiguration() throws -> PostgresStoreConfiguration {
+        let environment = getenv(Self.postgresURLVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        guard let url = postgresURL ?? environment else {
+            throw CLIError(
+                "--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
+        }
+        do {
+            return try PostgresStoreConfiguration(url: url)
+        } catch {
+            throw CLIError("\(error)")
+        }
+    }
+
+    /// The tenant registry beside the store: `<data dir>/registry.sqlite3` with
+    /// SQLite, the same database (and schema) with PostgreSQL, memory otherwise.
+    func openRegistry(logger: Logger) async throws -> any TenantRegistry {
+        if nullService || kind == .memory { return InMemoryTenantRegistry() }
+        switch kind {
+        case .memory:
+            return InMemoryTenantRegistry()
+        case .sqlite:
+            guard let directory = dataDirectory else { throw CLIError("the tenant registry needs a data directory") }
+            do {
+                return try SQLiteTenantRegistry(dataDirectory: directory)
+            } catch {
+                throw CLIError("cannot open the tenant registry in \(directory): \(error)")
+            }
+        case .postgres:
+            let configuration = try postgresConfiguration()
+            do {
+                return try await PostgresTenantRegistry(configuration: configuration, logger: logger)
+            } catch {
+                throw CLIError("cannot open the tenant registry in PostgreSQL \(configuration): \(error)")
+            }
+        }
+    }
+
     func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
         if nullService || kind == .memory {
             return (InMemoryActivityStore(), "in-memory store")
@@ -45,17 +84,7 @@ struct StoreSelection {
                 throw CLIError("cannot open the store \(path): \(error)")
             }
         case .postgres:
-            let environment = getenv(Self.postgresURLVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-            guard let url = postgresURL ?? environment else {
-                throw CLIError(
-                    "--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
-            }
-            let configuration: PostgresStoreConfiguration
-            do {
-                configuration = try PostgresStoreConfiguration(url: url)
-            } catch {
-                throw CLIError("\(error)")
-            }
+            let configuration = try postgresConfiguration()
             do {
                 let store = try await PostgresActivityStore(configuration: configuration, logger: logger)
                 return (store, "PostgreSQL store \(configuration)")

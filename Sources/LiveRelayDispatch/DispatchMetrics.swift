@@ -30,7 +30,8 @@ final class DispatchMetrics: @unchecked Sendable {
 
     private let lock = NIOLock()
     private var counters: [String: Counter] = [:]
-    private let knownApps: Set<String>
+    // Guarded by `lock`: grows as apps are configured while serving.
+    private var knownApps: Set<String>
     // Guarded by `lock`.
     private var reasons: Set<String> = []
 
@@ -40,7 +41,12 @@ final class DispatchMetrics: @unchecked Sendable {
 
     /// The `app` label for `appID`: itself when configured, "other" otherwise.
     func appLabel(_ appID: String) -> String {
-        knownApps.contains(appID) ? appID : Self.otherApp
+        lock.withLock { knownApps.contains(appID) } ? appID : Self.otherApp
+    }
+
+    /// An app configured while serving (``Dispatcher/configure(_:)``) keeps its own label from now on.
+    func know(_ appID: String) {
+        lock.withLock { _ = knownApps.insert(appID) }
     }
 
     /// The `reason` label for `reason`: itself while fewer than ``maxReasons`` are known, "other" after.

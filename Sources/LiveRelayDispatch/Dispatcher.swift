@@ -125,6 +125,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     /// Adds an app or changes one while the server runs (``DispatchScheduler/configure(_:)``);
     /// pushes it already has queued go out by its new route at once.
     public func configure(_ app: DispatchApp) {
+        metrics.know(app.appID)
         let now = eventLoop.now
         lock.withLock {
             scheduler.configure(app)

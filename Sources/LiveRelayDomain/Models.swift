@@ -21,19 +21,28 @@ public struct App: Hashable, Sendable {
 /// with `AppNotConfigured`).
 public struct AppDirectory: Sendable {
     private let apps: [String: App]?
+    /// Apps that exist but are turned off (the tenant registry's DisableApp).
+    private let disabled: Set<String>
 
-    public static let open = AppDirectory(apps: nil)
+    public static let open = AppDirectory(apps: nil, disabled: [])
 
-    public init(apps: [App]) {
+    public init(apps: [App], disabled: Set<String> = []) {
         self.apps = Dictionary(apps.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
+        self.disabled = disabled
     }
 
-    private init(apps: [String: App]?) { self.apps = apps }
+    private init(apps: [String: App]?, disabled: Set<String>) {
+        self.apps = apps
+        self.disabled = disabled
+    }
 
     public func app(_ id: String) -> App? {
         guard let apps else { return App(id: id, bundleID: id) }
         return apps[id]
     }
+
+    /// Whether the app exists but is turned off: its calls are refused, its data kept.
+    public func isDisabled(_ id: String) -> Bool { disabled.contains(id) }
 }
 
 /// A token's identity within its app: the hex is what APNs knows it by.

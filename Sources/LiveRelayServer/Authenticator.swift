@@ -58,16 +58,24 @@ public struct APIKeyAuthenticator: Authenticator {
 
     /// - Throws: `APIKeyError` for a malformed record or a key id used twice.
     public init(records: [APIKeyRecord]) throws(APIKeyError) {
+        var keys: [(principal: Principal, secretSHA256: String)] = []
+        for record in records { keys.append((try record.principal(), record.secretSHA256)) }
+        try self.init(keys: keys)
+    }
+
+    /// Keys as principals with the SHA-256 of their secrets (the tenant registry's keys).
+    ///
+    /// - Throws: `APIKeyError` for a malformed hash or a key id used twice.
+    public init(keys: [(principal: Principal, secretSHA256: String)]) throws(APIKeyError) {
         var entries: [String: Entry] = [:]
-        for record in records {
-            let principal = try record.principal()
-            guard let hash = Hex.decode(record.secretSHA256), hash.count == 32 else {
-                throw APIKeyError("key \(record.keyID): secret_sha256 must be 64 hex digits")
+        for (principal, secretSHA256) in keys {
+            guard let hash = Hex.decode(secretSHA256), hash.count == 32 else {
+                throw APIKeyError("key \(principal.keyID): secret_sha256 must be 64 hex digits")
             }
-            guard entries[record.keyID] == nil else {
-                throw APIKeyError("key id \(record.keyID) appears twice")
+            guard entries[principal.keyID] == nil else {
+                throw APIKeyError("key id \(principal.keyID) appears twice")
             }
-            entries[record.keyID] = Entry(secretHash: hash, principal: principal)
+            entries[principal.keyID] = Entry(secretHash: hash, principal: principal)
         }
         self.entries = entries
         self.decoyHash = Crypto.randomBytes(32)

@@ -63,11 +63,15 @@ public struct Principal: Sendable, Hashable {
     public var apps: AppScope
     /// RPCs this key may call.
     public var allowedMethods: Set<LiveRelayMethod>
+    /// An admin key: it manages the tenant registry (liverelay.admin.v1) and
+    /// calls no activity RPC (its `apps` and `allowedMethods` are empty).
+    public var isAdmin: Bool
 
-    public init(keyID: String, apps: AppScope, allowedMethods: Set<LiveRelayMethod>) {
+    public init(keyID: String, apps: AppScope, allowedMethods: Set<LiveRelayMethod>, isAdmin: Bool = false) {
         self.keyID = keyID
         self.apps = apps
         self.allowedMethods = allowedMethods
+        self.isAdmin = isAdmin
     }
 
     /// Whether this key may act for `appID`.

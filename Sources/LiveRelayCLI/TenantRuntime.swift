@@ -1,0 +1,206 @@
+import Foundation
+import LiveRelayAPNs
+import LiveRelayAPNsClient
+import LiveRelayActivities
+import LiveRelayDispatch
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayServer
+import LiveRelayService
+import LiveRelayStore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+
+/// The tenant registry at work in a running `serve`: every snapshot of it
+/// becomes the node's keys (the authenticator, and GOAWAY UNAUTHENTICATED to
+/// the open connections of a key just revoked), its apps (the service's
+/// directory, the dispatcher's queues and routes, the APNs client's keys)
+/// and their quotas. As a `Service` it follows the registry's changes
+/// (LISTEN/NOTIFY on PostgreSQL, this process's own changes and a 1 s poll
+/// everywhere) until graceful shutdown, then closes the registry.
+///
+/// Listed in the `ServiceGroup` before the RPC server, so that it stops
+/// after the server's drain and no call finds the registry closed.
+final class TenantRuntime: Service, Sendable {
+    struct Parts: Sendable {
+        var authenticator: ReloadableAuthenticator
+        var activities: ActivityService?
+        var apns: APNsRuntime?
+        var quotas: QuotaGate
+        var defaultQuota: AppQuota
+        var nodes: Int
+    }
+
+    private struct Applied {
+        var snapshot = RegistrySnapshot()
+        /// The apps whose dispatch settings were last configured, to configure only what changed.
+        var configured: [String: RegisteredApp] = [:]
+    }
+
+    let registry: any TenantRegistry
+    private let parts: Parts
+    private let logger: Logger
+    private let pollEvery: Duration
+    private let applied = NIOLockedValueBox(Applied())
+    private let server = NIOLockedValueBox<RPCServer?>(nil)
+
+    init(registry: any TenantRegistry, parts: Parts, logger: Logger, pollEvery: Duration = .seconds(1)) {
+        self.registry = registry
+        self.parts = parts
+        self.logger = logger
+        self.pollEvery = pollEvery
+    }
+
+    /// The server whose open connections a revocation reaches (made after this).
+    func attach(_ server: RPCServer) {
+        self.server.withLockedValue { $0 = server }
+    }
+
+    /// Loads the registry's current snapshot and applies it.
+    func reload() async throws {
+        apply(try await registry.snapshot())
+    }
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                for await version in self.registry.changes(pollEvery: self.pollEvery) {
+                    guard version > self.applied.withLockedValue({ $0.snapshot.version }) else { continue }
+                    do {
+                        try await self.reload()
+                    } catch {
+                        self.logger.error("cannot reload the tenant registry", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+        } catch is CancellationError {
+            // Graceful shutdown.
+        }
+        try? await registry.close()
+    }
+
+    /// Makes `snapshot` the node's keys, apps and quotas; an older snapshot than the one applied is ignored.
+    func apply(_ snapshot: RegistrySnapshot) {
+        let previous: Applied? = applied.withLockedValue { applied in
+            guard snapshot.version >= applied.snapshot.version else { return nil }
+            defer { applied.snapshot = snapshot }
+            return applied
+        }
+        guard let previous else { return }
+        applyKeys(snapshot, previous: previous.snapshot)
+        applyApps(snapshot, configured: previous.configured)
+        logger.info(
+            "tenant registry applied",
+            metadata: ["version": "\(snapshot.version)", "apps": "\(snapshot.apps.count)", "keys": "\(snapshot.keys.count)"])
+    }
+
+    private func applyKeys(_ snapshot: RegistrySnapshot, previous: RegistrySnapshot) {
+        var keys: [(principal: Principal, secretSHA256: String)] = []
+        for key in snapshot.keys.values where !key.isRevoked {
+            keys.append((Self.principal(key), key.secretSHA256))
+        }
+        do {
+            parts.authenticator.replace(with: try APIKeyAuthenticator(keys: keys))
+        } catch {
+            logger.error("the registry's keys were not applied; the previous ones stay", metadata: ["error": "\(error)"])
+            return
+        }
+        // Keys valid before and revoked (or gone) now: their open connections go too.
+        let gone = Set(previous.keys.values.filter { !$0.isRevoked }.map(\.keyID))
+            .subtracting(snapshot.keys.values.filter { !$0.isRevoked }.map(\.keyID))
+        if !gone.isEmpty {
+            logger.notice("API keys revoked: closing their connections", metadata: ["key_ids": "\(gone.sorted())"])
+            server.withLockedValue { $0 }?.revoke(keyIDs: gone)
+        }
+    }
+
+    static func principal(_ key: RegisteredAPIKey) -> Principal {
+        switch key.role {
+        case .admin:
+            return Principal(keyID: key.keyID, apps: .only([]), allowedMethods: [], isAdmin: true)
+        case let .tenant(apps, methods):
+            let scope: AppScope
+            switch apps {
+            case .all: scope = .all
+            case let .only(ids): scope = .only(ids)
+            }
+            return Principal(keyID: key.keyID, apps: scope, allowedMethods: Set(methods.compactMap { LiveRelayMethod(methodName: $0) }))
+        }
+    }
+
+    private func applyApps(_ snapshot: RegistrySnapshot, configured: [String: RegisteredApp]) {
+        var quotas = parts.quotas.settings
+        quotas.defaults = parts.defaultQuota
+        quotas.nodes = parts.nodes
+        quotas.perApp = snapshot.apps.mapValues { AppQuota($0.quotas, over: parts.defaultQuota) }
+        parts.quotas.settings = quotas
+        parts.quotas.track(apps: Array(snapshot.apps.keys))
+
+        // Routes and queues before the directory: an app's first call finds its queue ready.
+        var nowConfigured = configured
+        if let apns = parts.apns {
+            for app in snapshot.apps.values.sorted(by: { $0.id < $1.id }) where configured[app.id] != app {
+                guard app.credentials != nil else { continue }
+                do {
+                    try apns.configure(try PushingApp(app))
+                    nowConfigured[app.id] = app
+                } catch {
+                    logger.error(
+                        "app \(app.id): its APNs credentials cannot be used; its pushes fail until they are fixed",
+                        metadata: ["app": "\(app.id)", "error": "\(error)"])
+                }
+            }
+        }
+        applied.withLockedValue { $0.configured = nowConfigured }
+        if snapshot.apps.isEmpty {
+            // No app registered: every app id is accepted and its pushes fail AppNotConfigured, visibly.
+            parts.activities?.reconfigure(apps: .open)
+        } else {
+            parts.activities?.reconfigure(
+                apps: AppDirectory(
+                    apps: snapshot.apps.values.map { App(id: $0.id, bundleID: $0.bundleID) },
+                    disabled: Set(snapshot.apps.values.filter { !$0.enabled }.map(\.id))))
+        }
+    }
+}
+
+extension PushingApp {
+    /// A registered app's signing key read from where the registry says (the
+    /// PEM it keeps, a file, an environment variable), its endpoint and trust.
+    init(_ app: RegisteredApp) throws {
+        guard let credentials = app.credentials else { throw CLIError("app \(app.id) has no APNs credentials") }
+        let key: APNsSigningKey
+        do {
+            switch credentials.keySource {
+            case let .stored(pem):
+                key = try APNsSigningKey(pkcs8PEM: pem, keyID: credentials.keyID, teamID: credentials.teamID)
+            case let .file(path):
+                key = try APNsSigningKey(contentsOfFile: path, keyID: credentials.keyID, teamID: credentials.teamID)
+            case let .environment(name):
+                guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+                    throw CLIError("app \(app.id): the environment variable \(name) holding its APNs key is not set")
+                }
+                key = try APNsSigningKey(pkcs8PEM: value, keyID: credentials.keyID, teamID: credentials.teamID)
+            }
+        } catch let error as CLIError {
+            throw error
+        } catch {
+            throw CLIError("app \(app.id): \(error)")
+        }
+        let destination: APNsDestination
+        do {
+            destination = try APNsDestination(parsing: credentials.endpoint)
+        } catch {
+            throw CLIError("app \(app.id): endpoint: \(error)")
+        }
+        self.init(
+            app: App(id: app.id, bundleID: app.bundleID),
+            credentials: APNsCredentials(
+                key: key, destination: destination, trustPEM: credentials.trustPEM))
+        queueCapacity = app.queueCapacity ?? Self.defaultQueueCapacity
+        weight = app.weight ?? 1
+        maxPushLifetime = app.maxPushLifetimeSeconds.flatMap { $0 > 0 ? .seconds(Int64($0)) : nil }
+    }
+}
