@@ -393,6 +393,11 @@ let package = Package(
             dependencies: [
                 .target(name: "liverelay"),
                 "LiveRelayTestSupport",
+                // The tenant registry opened beside a running server, as an operator's tool would.
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayAPNs",
+                "LiveRelayServer",
             ]
         ),
         .testTarget(
