@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "LiveRelayMockAPNs", targets: ["LiveRelayMockAPNs"]),
         .library(name: "LiveRelayBench", targets: ["LiveRelayBench"]),
         .library(name: "LiveRelayOps", targets: ["LiveRelayOps"]),
+        .library(name: "LiveRelayAdmin", targets: ["LiveRelayAdmin"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [
@@ -179,6 +180,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The admin API (liverelay.admin.v1) over the tenant registry.
+        .target(
+            name: "LiveRelayAdmin",
+            dependencies: [
+                "LiveRelayService",
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayMessages",
+                "LiveRelayAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // PostgreSQL store for deployments where several nodes share state (postgres-nio).
         .target(
             name: "LiveRelayStorePostgres",
@@ -283,6 +296,7 @@ let package = Package(
         .executableTarget(
             name: "liverelay",
             dependencies: [
+                "LiveRelayAdmin",
                 "LiveRelayServer",
                 "LiveRelayClient",
                 "LiveRelayActivities",

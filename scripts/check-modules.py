@@ -16,6 +16,7 @@ PATH = [
     "LiveRelayServer",          # listener, connection state machine at work, auth
     "LiveRelayService",         # seam: the service protocol the server calls
     "LiveRelayActivities",      # the service: domain rules + store + push outlet
+    "LiveRelayAdmin",           # the admin API: the tenant registry in the store
     "LiveRelayStorePostgres",   # the store for several nodes
     "LiveRelayStore",           # the store protocol, memory and SQLite
     "LiveRelayDomain",          # rules as values, the APNs payload builder
@@ -26,7 +27,7 @@ PATH = [
 # Values and codecs used all along the path; they import no path module.
 FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs", "LiveRelayBackoff"]
 # Seams are imported by the module that implements them, which sits below them.
-IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayDispatch": {"LiveRelayPushOutlet"}}
+IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayAdmin": {"LiveRelayService"}, "LiveRelayDispatch": {"LiveRelayPushOutlet"}}
 # Callers and test infrastructure: they use the path, nothing on the path uses them.
 CALLERS = {
     "LiveRelayClient": {"LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayBackoff"},

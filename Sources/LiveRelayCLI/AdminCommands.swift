@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import LiveRelayAPNs
+import LiveRelayClient
 import LiveRelayDomain
+import LiveRelayMessages
 import LiveRelayServer
 import Logging
 
@@ -9,8 +11,229 @@ import Logging
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the tenant registry (apps, their APNs keys and quotas, API keys).",
-        subcommands: [AdminBootstrap.self]
+        subcommands: [AdminBootstrap.self, AdminApps.self, AdminKeys.self, AdminCredentials.self, AdminStats.self]
     )
+}
+
+/// Options every admin call has: a quotas group for create and update.
+struct QuotaOptions: ParsableArguments {
+    @Option(help: "Calls per second over every node (0: no limit).") var callsPerSecond: Double?
+    @Option(help: "Calls at once after a quiet spell.") var burst: UInt32?
+    @Option(help: "Pushes per sliding hour over every node (0: no limit).") var pushesPerHour: UInt64?
+    @Option(help: "Registered tokens (0: no limit).") var maxTokens: UInt64?
+    @Option(help: "Live activities (0: no limit).") var maxLiveActivities: UInt64?
+
+    /// nil when no quota option was given (an update then leaves the app's quotas alone).
+    var quotas: Admin.Quotas? {
+        guard callsPerSecond != nil || burst != nil || pushesPerHour != nil || maxTokens != nil || maxLiveActivities != nil else {
+            return nil
+        }
+        return Admin.Quotas(
+            callsPerSecond: callsPerSecond, burst: burst, pushesPerHour: pushesPerHour, maxTokens: maxTokens,
+            maxLiveActivities: maxLiveActivities)
+    }
+}
+
+struct AdminApps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apps", abstract: "Apps: create, list, get, update, disable.",
+        subcommands: [Create.self, List.self, Get.self, Update.self, Disable.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an app (then put its APNs credentials).")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The app id.") var app: String
+        @Option(help: "The iOS bundle id.") var bundleID: String
+        @Option(help: "Unfinished pushes it may have queued (default 100,000).") var queueCapacity: UInt32?
+        @Option(help: "Share of send slots when apps compete (default 1).") var weight: UInt32?
+        @Option(help: "Seconds a push is tried at most.") var maxPushLifetime: UInt32?
+        @OptionGroup var quotas: QuotaOptions
+
+        func run() async throws {
+            let request = Admin.CreateAppRequest(
+                appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
+                quotas: quotas.quotas)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.createApp, request, as: Admin.AppReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List apps in id order, a page at a time.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "At most this many (default 100, at most 1,000).") var pageSize: UInt32?
+        @Option(help: "The previous page's next_page_token.") var pageToken: String?
+        @Flag(help: "Disabled apps too.") var includeDisabled = false
+
+        func run() async throws {
+            let request = Admin.ListAppsRequest(pageSize: pageSize, pageToken: pageToken, includeDisabled: includeDisabled)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.listApps, request, as: Admin.ListAppsReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one app.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The app id.") var app: String
+
+        func run() async throws {
+            let request = Admin.GetAppRequest(appID: app)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.getApp, request, as: Admin.AppReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Change an app's fields (those given); quota options replace its quotas as a whole.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The app id.") var app: String
+        @Option(help: "The iOS bundle id.") var bundleID: String?
+        @Option(help: "Unfinished pushes it may have queued.") var queueCapacity: UInt32?
+        @Option(help: "Share of send slots when apps compete.") var weight: UInt32?
+        @Option(help: "Seconds a push is tried at most.") var maxPushLifetime: UInt32?
+        @Option(help: "true enables a disabled app, false disables it.") var enabled: Bool?
+        @OptionGroup var quotas: QuotaOptions
+
+        func run() async throws {
+            let request = Admin.UpdateAppRequest(
+                appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
+                quotas: quotas.quotas, enabled: enabled)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.updateApp, request, as: Admin.AppReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn an app off: its calls are refused AppDisabled; its tokens and activities are kept.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The app id.") var app: String
+
+        func run() async throws {
+            let request = Admin.DisableAppRequest(appID: app)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.disableApp, request, as: Admin.AppReply.self, timeout: timeout)
+            }
+        }
+    }
+}
+
+struct AdminKeys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys", abstract: "API keys: create, list, revoke.", subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mint a key; its secret is printed once and stored nowhere.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(name: .customLong("app"), help: "An app the key may act for (repeatable).") var apps: [String] = []
+        @Flag(help: "A key for every app, present and future.") var allApps = false
+        @Option(name: .customLong("method"), help: "An RPC it may call, e.g. StartActivity (repeatable).") var methods: [String] = []
+        @Flag(help: "An admin key (the admin API only; no --app or --method).") var admin = false
+        @Option(help: "Free text naming the key's holder.") var label: String?
+
+        func run() async throws {
+            let request = Admin.CreateAPIKeyRequest(
+                appIDs: apps, allApps: allApps ? true : nil, allowedMethods: methods, admin: admin ? true : nil, label: label)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.createAPIKey, request, as: Admin.CreateAPIKeyReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys (never their secrets).")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "Only keys that may act for this app.") var app: String?
+        @Flag(help: "Revoked keys too.") var includeRevoked = false
+        @Option(help: "At most this many (default 100).") var pageSize: UInt32?
+        @Option(help: "The previous page's next_page_token.") var pageToken: String?
+
+        func run() async throws {
+            let request = Admin.ListAPIKeysRequest(
+                appID: app, includeRevoked: includeRevoked, pageSize: pageSize, pageToken: pageToken)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.listAPIKeys, request, as: Admin.ListAPIKeysReply.self, timeout: timeout)
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke a key on every node: refused from its next call; its open connections get GOAWAY UNAUTHENTICATED.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The key id (the 12 characters after lrk_).") var key: String
+
+        func run() async throws {
+            let request = Admin.RevokeAPIKeyRequest(keyID: key)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.revokeAPIKey, request, as: Admin.APIKeyReply.self, timeout: timeout)
+            }
+        }
+    }
+}
+
+struct AdminCredentials: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "credentials", abstract: "An app's APNs signing key and endpoint.", subcommands: [Put.self])
+
+    struct Put: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set an app's APNs key (checked now: a key that does not parse is refused) and endpoint.")
+        @OptionGroup var connection: ConnectionOptions
+        @Option(help: "The app id.") var app: String
+        @Option(help: "Apple's 10-character team id.") var teamID: String
+        @Option(help: "The 10-character key id.") var keyID: String
+        @Option(help: "A .p8 file here, sent to be kept in the registry.") var keyFile: String?
+        @Option(help: "A .p8 path every node can read (kept as a path).") var keyPath: String?
+        @Option(help: "An environment variable holding the .p8 on every node.") var keyEnv: String?
+        @Option(help: "apple (default) or host:port.") var endpoint: String?
+        @Option(help: "PEM file of the certificate a host:port endpoint presents.") var trustCertificate: String?
+
+        func run() async throws {
+            var pem: [UInt8]?
+            if let keyFile {
+                guard let data = FileManager.default.contents(atPath: keyFile) else {
+                    FileHandle.standardError.write(Data("error: cannot read \(keyFile)\n".utf8))
+                    throw ExitCode.failure
+                }
+                pem = Array(data)
+            }
+            var trust: [UInt8]?
+            if let trustCertificate {
+                guard let data = FileManager.default.contents(atPath: trustCertificate) else {
+                    FileHandle.standardError.write(Data("error: cannot read \(trustCertificate)\n".utf8))
+                    throw ExitCode.failure
+                }
+                trust = Array(data)
+            }
+            let request = Admin.PutAPNsCredentialsRequest(
+                appID: app, teamID: teamID, keyID: keyID, privateKeyPEM: pem, privateKeyFile: keyPath, privateKeyEnv: keyEnv,
+                endpoint: endpoint, trustCertificatePEM: trust)
+            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+                try await client.admin(.putAPNsCredentials, request, as: Admin.AppReply.self, timeout: timeout)
+            }
+        }
+    }
+}
+
+struct AdminStats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats", abstract: "What an app uses on the node that answers: queue, pushes by outcome, quota use.")
+    @OptionGroup var connection: ConnectionOptions
+    @Option(help: "The app id.") var app: String
+
+    func run() async throws {
+        let request = Admin.GetAppStatsRequest(appID: app)
+        try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+            try await client.admin(.getAppStats, request, as: Admin.AppStats.self, timeout: timeout)
+        }
+    }
 }
 
 /// Mints an admin key straight into the server's registry: the way in for

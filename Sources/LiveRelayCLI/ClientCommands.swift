@@ -46,12 +46,17 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// Runs one call and prints its reply, or the failure and the exit code that names its status.
+    /// - Parameter keyVariable: where the key comes from without --api-key: `LIVERELAY_API_KEY`,
+    ///   or `LIVERELAY_ADMIN_KEY` for the admin commands (so one shell can hold both).
     func run<Reply: JSONRepresentable & Sendable>(
+        keyVariable: String = "LIVERELAY_API_KEY",
         _ body: @Sendable (LiveRelayClient, TimeAmount) async throws(LiveRelayClientError) -> Reply
     ) async throws {
-        guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment["LIVERELAY_API_KEY"], !apiKey.isEmpty else {
-            FileHandle.standardError.write(
-                Data("error: no API key: pass --api-key or set LIVERELAY_API_KEY (liverelay serve prints one on its first start)\n".utf8))
+        guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment[keyVariable], !apiKey.isEmpty else {
+            let origin =
+                keyVariable == "LIVERELAY_API_KEY"
+                ? "liverelay serve prints one on its first start" : "`liverelay admin bootstrap` mints one"
+            FileHandle.standardError.write(Data("error: no API key: pass --api-key or set \(keyVariable) (\(origin))\n".utf8))
             throw ExitCode.failure
         }
         var logger = Logger(label: "liverelay.cli")

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayDomain
 import LiveRelayOps
 import LiveRelayPushOutlet
@@ -326,7 +327,13 @@ struct Serve: AsyncParsableCommand {
                 maxUnsentReplyBytes: setup.maxUnsentReplyBytes, maxConnections: setup.maxConnections,
                 maxConnectionsPerKey: setup.maxConnectionsPerKey
             ),
-            service: service, authenticator: authenticator, logger: logger
+            service: service, authenticator: authenticator,
+            admin: RegistryAdminService(
+                registry: tenantRegistry, mintKey: AdminWiring.mintKey,
+                usage: { [dispatcher = parts.apns?.dispatcher] appID in
+                    AdminWiring.usage(appID: appID, dispatcher: dispatcher, quotas: quotas)
+                }),
+            logger: logger
         )
         tenants.attach(server)
         services.append(server)

@@ -109,6 +109,25 @@ public final class LiveRelayClient: Sendable {
         idempotent: Bool,
         timeout: TimeAmount?
     ) async throws(LiveRelayClientError) -> Reply {
+        try await unary(path: method.rawValue, request, idempotent: idempotent, timeout: timeout)
+    }
+
+    /// One call of the admin API (liverelay.admin.v1.Admin), with an admin key.
+    /// Reads (Get, List, stats) are resent after an unknown outcome when the
+    /// retry policy allows it; changes are not (CreateAPIKey would mint twice).
+    public func admin<Request: LiveRelayMessage, Reply: LiveRelayMessage>(
+        _ method: AdminMethod, _ request: Request, as reply: Reply.Type = Reply.self, timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> Reply {
+        let reads: Set<AdminMethod> = [.getApp, .listApps, .listAPIKeys, .getAppStats]
+        return try await unary(path: method.rawValue, request, idempotent: reads.contains(method), timeout: timeout)
+    }
+
+    private func unary<Request: LiveRelayMessage, Reply: LiveRelayMessage>(
+        path: String,
+        _ request: Request,
+        idempotent: Bool,
+        timeout: TimeAmount?
+    ) async throws(LiveRelayClientError) -> Reply {
         if Task.isCancelled {
             throw LiveRelayClientError(status: .cancelled, message: "the task was cancelled", processing: .notProcessed)
         }
@@ -123,7 +142,7 @@ public final class LiveRelayClient: Sendable {
         var payload = ByteBuffer()
         request.serialize(into: &payload)
         let call = self.pool.startCall(
-            method: method.rawValue, payload: payload, timeout: timeout ?? self.configuration.defaultTimeout, idempotent: idempotent
+            method: path, payload: payload, timeout: timeout ?? self.configuration.defaultTimeout, idempotent: idempotent
         )
         let pool = self.pool
         let result: Result<ByteBuffer, LiveRelayClientError> = await withTaskCancellationHandler {

@@ -15,6 +15,10 @@ extension RPCConnectionHandler {
         }
         let id = dispatch.id
         guard let method = LiveRelayMethod(rawValue: dispatch.method) else {
+            if let adminMethod = AdminMethod(rawValue: dispatch.method) {
+                dispatchAdmin(adminMethod, dispatch, principal: principal, context: context)
+                return
+            }
             calls[id] = Call(cancellation: CancellationFlag(), method: ServerMetrics.unknownMethod, start: clock(), workDone: true)
             finish(id, RPCError(.unimplemented, "unknown method \(dispatch.method)"))
             return
@@ -44,6 +48,37 @@ extension RPCConnectionHandler {
             invoke(dispatch, callContext, service.endActivity)
         case .ping:
             invoke(dispatch, callContext, service.ping)
+        }
+    }
+
+    /// The admin API: admin keys only (a tenant key is PERMISSION_DENIED, whatever its methods).
+    private func dispatchAdmin(
+        _ method: AdminMethod, _ dispatch: ServerConnectionStateMachine.Dispatch, principal: Principal, context: ChannelHandlerContext
+    ) {
+        let id = dispatch.id
+        let flag = CancellationFlag()
+        calls[id] = Call(cancellation: flag, method: ServerMetrics.index(of: method), start: clock())
+        guard principal.isAdmin else {
+            finish(id, RPCError(.permissionDenied, "API key \(principal.keyID) is not an admin key; \(method.methodName) is an admin RPC"))
+            return
+        }
+        guard let admin else {
+            finish(id, RPCError(.unimplemented, "this server does not serve the admin API"))
+            return
+        }
+        let callContext = CallContext(
+            principal: principal, eventLoop: context.eventLoop, deadline: dispatch.deadline, requestID: id, cancellation: flag)
+        switch method {
+        case .createApp: invoke(dispatch, callContext, admin.createApp)
+        case .updateApp: invoke(dispatch, callContext, admin.updateApp)
+        case .getApp: invoke(dispatch, callContext, admin.getApp)
+        case .listApps: invoke(dispatch, callContext, admin.listApps)
+        case .disableApp: invoke(dispatch, callContext, admin.disableApp)
+        case .putAPNsCredentials: invoke(dispatch, callContext, admin.putAPNsCredentials)
+        case .createAPIKey: invoke(dispatch, callContext, admin.createAPIKey)
+        case .listAPIKeys: invoke(dispatch, callContext, admin.listAPIKeys)
+        case .revokeAPIKey: invoke(dispatch, callContext, admin.revokeAPIKey)
+        case .getAppStats: invoke(dispatch, callContext, admin.getAppStats)
         }
     }
 

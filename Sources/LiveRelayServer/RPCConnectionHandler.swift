@@ -49,6 +49,8 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     }
 
     let service: any LiveRelayService
+    /// The admin API, for admin keys; nil: its methods are UNIMPLEMENTED here.
+    let admin: (any AdminService)?
     let authenticator: any Authenticator
     let metrics: ServerMetrics
     private let shutdownFlag: ShutdownFlag?
@@ -120,9 +122,11 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         metrics: ServerMetrics,
         shutdownFlag: ShutdownFlag? = nil,
         limiter: ConnectionLimiter? = nil,
+        admin: (any AdminService)? = nil,
         clock: @escaping () -> NIODeadline = { .now() }
     ) {
         self.service = service
+        self.admin = admin
         self.authenticator = authenticator
         self.logger = logger
         self.metrics = metrics

@@ -86,6 +86,7 @@ public final class RPCServer: Service, Sendable {
 
     public let configuration: Configuration
     private let service: any LiveRelayService
+    private let admin: (any AdminService)?
     private let authenticator: any Authenticator
     private let logger: Logger
     private let metrics: ServerMetrics
@@ -100,10 +101,12 @@ public final class RPCServer: Service, Sendable {
         configuration: Configuration,
         service: any LiveRelayService,
         authenticator: any Authenticator,
+        admin: (any AdminService)? = nil,
         logger: Logger
     ) {
         self.configuration = configuration
         self.service = service
+        self.admin = admin
         self.authenticator = authenticator
         self.logger = logger
         self.metrics = ServerMetrics()
@@ -185,6 +188,7 @@ public final class RPCServer: Service, Sendable {
         let connection = configuration.connection
         let service = self.service
         let authenticator = self.authenticator
+        let admin = self.admin
         let logger = self.logger
         let metrics = self.metrics
         let shutdownFlag = tracker.shutdownFlag
@@ -220,7 +224,8 @@ public final class RPCServer: Service, Sendable {
                             logger: connectionLogger,
                             metrics: metrics,
                             shutdownFlag: shutdownFlag,
-                            limiter: limiter
+                            limiter: limiter,
+                            admin: admin
                         )
                     )
                 }

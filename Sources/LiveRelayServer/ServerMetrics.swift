@@ -12,7 +12,8 @@ import NIOCore
 final class ServerMetrics: Sendable {
     /// Labels of the `method` dimension; the last one covers unknown methods and
     /// requests refused before dispatch (too many in flight, server going away).
-    static let methodLabels: [String] = LiveRelayMethod.allCases.map(\.methodName) + ["unknown"]
+    static let methodLabels: [String] =
+        LiveRelayMethod.allCases.map(\.methodName) + AdminMethod.allCases.map(\.methodName) + ["unknown"]
     static let unknownMethod = methodLabels.count - 1
 
     let connectionsAccepted: Counter
@@ -55,6 +56,10 @@ final class ServerMetrics: Sendable {
 
     static func index(of method: LiveRelayMethod) -> Int {
         LiveRelayMethod.allCases.firstIndex(of: method)!
+    }
+
+    static func index(of method: AdminMethod) -> Int {
+        LiveRelayMethod.allCases.count + AdminMethod.allCases.firstIndex(of: method)!
     }
 
     /// One answered request; `latency` is nil for requests refused before dispatch.

@@ -1,0 +1,43 @@
+import LiveRelayActivities
+import LiveRelayAdmin
+import LiveRelayDispatch
+import LiveRelayServer
+
+/// What the admin API needs from the rest of `serve`: how keys are minted
+/// (the authenticator's format), and what an app uses on this node.
+enum AdminWiring {
+    static let mintKey: RegistryAdminService.KeyMinter = {
+        let minted = APIKeyAuthenticator.generateKey(apps: .only([]), allowedMethods: [])
+        return (minted.plaintext, minted.record.keyID, minted.record.secretSHA256)
+    }
+
+    /// GetAppStats' figures: the dispatcher's account and queue, the quota gate's view, the limits on this node.
+    static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
+        var figures = AppUsageFigures()
+        if let dispatcher {
+            if let level = dispatcher.queueLevels.first(where: { $0.appID == appID }) {
+                figures.queueDepth = level.unfinished
+                figures.queueCapacity = level.capacity
+            }
+            if let counters = dispatcher.counters(appID: appID) {
+                figures.pushes =
+                    [("delivered", nil, counters.delivered), ("pruned", nil, counters.pruned),
+                     ("superseded", nil, counters.superseded), ("expired", nil, counters.expired)]
+                    + counters.failures.sorted { $0.key < $1.key }.map { ("failed", $0.key, $0.value) }
+            }
+        }
+        let (pushesLastHour, counts) = quotas.usage(of: appID)
+        figures.pushesLastHour = pushesLastHour
+        figures.tokens = counts.tokens
+        figures.liveActivities = counts.liveActivities
+        let settings = quotas.settings
+        let quota = settings.quota(of: appID)
+        figures.nodes = settings.nodes
+        figures.callsPerSecond = quota.callsPerSecond.map { $0 / Double(settings.nodes) }
+        figures.burst = quota.burst
+        figures.pushesPerHour = quota.pushesPerHour.map { max(1, $0 / settings.nodes) }
+        figures.maxTokens = quota.maxTokens
+        figures.maxLiveActivities = quota.maxLiveActivities
+        return figures
+    }
+}
