@@ -29,6 +29,8 @@ let package = Package(
         .executableTarget(name: "FuzzUpdateActivityRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzEndActivityRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
         .executableTarget(name: "FuzzPingRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        // The ten liverelay.admin.v1 requests; byte 0 of an input picks the type.
+        .executableTarget(name: "FuzzAdminRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

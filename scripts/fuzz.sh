@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all_targets=(FuzzFrameDecoder FuzzRegisterTokenRequest FuzzStartActivityRequest
-  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest)
+  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest FuzzAdminRequest)
 seconds=20
 make_seeds=0
 targets=()
@@ -62,7 +62,8 @@ if ((make_seeds)); then
   done
   python_out="$work/python"
   rm -rf "$python_out" && mkdir -p "$python_out"
-  protoc --python_out="$python_out" -I Protos liverelay/v1/liverelay.proto liverelay/v1/activity.proto
+  protoc --python_out="$python_out" -I Protos liverelay/v1/liverelay.proto liverelay/v1/activity.proto \
+    liverelay/admin/v1/admin.proto
   python3 Tests/Interop/interop.py encode "$python_out" Tests/LiveRelayMessagesTests/Vectors > "$work/interop.json"
   python3 - "$generated" "$work/interop.json" Fuzz/Seeds <<'PY'
 import json, os, shutil, sys
@@ -71,6 +72,11 @@ limit = 16 * 1024  # small files only; the large interop cases stay in the Swift
 targets = {"liverelay.v1." + n: "Fuzz" + n for n in
            ("RegisterTokenRequest", "StartActivityRequest", "UpdateActivityRequest",
             "EndActivityRequest", "PingRequest")}
+# FuzzAdminRequest: byte 0 picks the request type, in the order of AdminMethod.allCases.
+admin_requests = ("CreateApp", "UpdateApp", "GetApp", "ListApps", "DisableApp", "PutAPNsCredentials",
+                  "CreateAPIKey", "ListAPIKeys", "RevokeAPIKey", "GetAppStats")
+selectors = {f"liverelay.admin.v1.{n}Request": bytes([i]) for i, n in enumerate(admin_requests)}
+targets.update({t: "FuzzAdminRequest" for t in selectors})
 for target in sorted(os.listdir(generated)):
     out = os.path.join(seeds, target)
     shutil.rmtree(out, ignore_errors=True)
@@ -82,7 +88,7 @@ for kind in ("valid", "invalid"):
         target = targets.get(case["type"])
         if target is None:
             continue
-        data = bytes.fromhex(case["hex"])
+        data = selectors.get(case["type"], b"") + bytes.fromhex(case["hex"])
         if len(data) > limit:
             skipped.append(case["name"])
             continue

@@ -44,6 +44,31 @@ static const lr_message_accessor lr_messages[] = {
   lr_end_activity_request_descriptor,
 };
 
+/* Every message of package liverelay.admin.v1, in .proto order (admin.proto). */
+static const lr_message_accessor lr_admin_messages[] = {
+  lr_admin_quotas_descriptor,
+  lr_admin_apns_credentials_info_descriptor,
+  lr_admin_app_descriptor,
+  lr_admin_create_app_request_descriptor,
+  lr_admin_update_app_request_descriptor,
+  lr_admin_get_app_request_descriptor,
+  lr_admin_disable_app_request_descriptor,
+  lr_admin_app_reply_descriptor,
+  lr_admin_list_apps_request_descriptor,
+  lr_admin_list_apps_reply_descriptor,
+  lr_admin_put_apns_credentials_request_descriptor,
+  lr_admin_api_key_descriptor,
+  lr_admin_create_api_key_request_descriptor,
+  lr_admin_create_api_key_reply_descriptor,
+  lr_admin_list_api_keys_request_descriptor,
+  lr_admin_list_api_keys_reply_descriptor,
+  lr_admin_revoke_api_key_request_descriptor,
+  lr_admin_api_key_reply_descriptor,
+  lr_admin_get_app_stats_request_descriptor,
+  lr_admin_outcome_count_descriptor,
+  lr_admin_app_stats_descriptor,
+};
+
 static const lr_enum_accessor lr_enums[] = {
   lr_token_kind_enum_descriptor,
   lr_environment_enum_descriptor,
@@ -57,6 +82,14 @@ size_t lr_message_descriptor_count(void) { return sizeof(lr_messages) / sizeof(l
 
 const ProtobufCMessageDescriptor *lr_message_descriptor_at(size_t i) {
   return i < lr_message_descriptor_count() ? lr_messages[i]() : NULL;
+}
+
+size_t lr_admin_message_descriptor_count(void) {
+  return sizeof(lr_admin_messages) / sizeof(lr_admin_messages[0]);
+}
+
+const ProtobufCMessageDescriptor *lr_admin_message_descriptor_at(size_t i) {
+  return i < lr_admin_message_descriptor_count() ? lr_admin_messages[i]() : NULL;
 }
 
 size_t lr_enum_descriptor_count(void) { return sizeof(lr_enums) / sizeof(lr_enums[0]); }

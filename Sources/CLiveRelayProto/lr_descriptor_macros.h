@@ -1,7 +1,7 @@
 /*
  * Private helpers for the hand-written descriptor tables. They only spell out
  * the ProtobufCFieldDescriptor initializers; every table, name order and range
- * is still written by hand in liverelay_v1.c and activity_v1.c.
+ * is still written by hand in liverelay_v1.c, activity_v1.c and admin_v1.c.
  */
 #ifndef LR_DESCRIPTOR_MACROS_H
 #define LR_DESCRIPTOR_MACROS_H
@@ -37,14 +37,17 @@
  * The message descriptor, its accessor and its init function. Every message
  * here numbers its fields 1..n without gaps, so one range plus the closing
  * {0, n_fields} entry covers them (LR_RANGES_CONTIGUOUS).
+ *
+ * LR_MESSAGE_IN takes the proto package as a string literal ("liverelay.admin.v1");
+ * LR_MESSAGE is the liverelay.v1 case and produces the same tables as before.
  */
-#define LR_MESSAGE(snake, S, Short)                                              \
+#define LR_MESSAGE_IN(pkg, snake, S, Short)                                      \
   static const ProtobufCIntRange snake##_ranges[2] = {                          \
     { 1, 0 }, { 0, LR_COUNT(snake##_fields) } };                                \
   static void snake##_init_any(ProtobufCMessage *m);                            \
   static const ProtobufCMessageDescriptor snake##_descriptor = {                \
     PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,                                       \
-    "liverelay.v1." #Short, #Short, #S, "liverelay.v1",                         \
+    pkg "." #Short, #Short, #S, pkg,                                            \
     sizeof(S), LR_COUNT(snake##_fields), snake##_fields, snake##_by_name,       \
     1, snake##_ranges, snake##_init_any, NULL, NULL, NULL };                    \
   _Static_assert(LR_COUNT(snake##_fields) == LR_COUNT(snake##_by_name),         \
@@ -55,6 +58,8 @@
     return &snake##_descriptor; }                                               \
   void lr_##snake##_init(S *message) {                                          \
     lr_message_init(&message->base, &snake##_descriptor); }
+
+#define LR_MESSAGE(snake, S, Short) LR_MESSAGE_IN("liverelay.v1", snake, S, Short)
 
 #define LR_ENUM(snake, CName, Short)                                             \
   static const ProtobufCEnumDescriptor snake##_enum_descriptor = {              \

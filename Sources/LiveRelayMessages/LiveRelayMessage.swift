@@ -1,8 +1,8 @@
 import CLiveRelayProto
 import NIOCore
 
-/// A liverelay.v1 message as a Swift value, encoded and decoded through the
-/// hand-written protobuf-c descriptors.
+/// A liverelay.v1 or liverelay.admin.v1 message as a Swift value, encoded and
+/// decoded through the hand-written protobuf-c descriptors.
 ///
 /// Why values and not the C structs: callers get ordinary `String`s and arrays
 /// with no manual memory management; the C structs live only for the duration
@@ -15,7 +15,8 @@ import NIOCore
 /// Unknown fields are accepted and dropped: a newer client's additions must not
 /// break an older server, and LiveRelay never forwards messages it did not build.
 public protocol LiveRelayMessage: Sendable, Hashable {
-    /// The fully-qualified proto name, e.g. "liverelay.v1.RegisterTokenRequest".
+    /// The fully-qualified proto name, e.g. "liverelay.v1.RegisterTokenRequest"
+    /// or "liverelay.admin.v1.CreateAppRequest".
     static var protoName: String { get }
     /// Decodes with the default limit, `MessageLimits.maxMessageBytes`.
     init(serializedBytes bytes: UnsafeRawBufferPointer) throws(MessageError)
@@ -97,6 +98,21 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
         case .ping: PingReply.self
         }
     }
+
+    /// The RPC's name without the service path ("StartActivity"): what key
+    /// files, the CLI and the admin API's `allowed_methods` use, since the full
+    /// path is noise to an operator.
+    public var methodName: String { methodNameOfPath(rawValue) }
+
+    public init?(methodName: String) {
+        guard let method = LiveRelayMethod.allCases.first(where: { $0.methodName == methodName }) else { return nil }
+        self = method
+    }
+}
+
+/// "/liverelay.v1.LiveRelay/Ping" → "Ping".
+func methodNameOfPath(_ path: String) -> String {
+    String(path[path.index(after: path.lastIndex(of: "/")!)...])
 }
 
 /// What every message type provides to the shared codec: its descriptor and

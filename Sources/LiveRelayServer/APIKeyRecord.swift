@@ -179,15 +179,6 @@ public struct APIKeyFile: Codable, Hashable, Sendable {
     }
 }
 
-extension LiveRelayMethod {
-    /// The RPC's name without the service path ("StartActivity"): what key
-    /// files and the CLI use, since the full path is noise to an operator.
-    public var methodName: String {
-        String(rawValue[rawValue.index(after: rawValue.lastIndex(of: "/")!)...])
-    }
-
-    public init?(methodName: String) {
-        guard let method = LiveRelayMethod.allCases.first(where: { $0.methodName == methodName }) else { return nil }
-        self = method
-    }
-}
+// `LiveRelayMethod.methodName` and `LiveRelayMethod(methodName:)` ("StartActivity")
+// live in LiveRelayMessages, beside the enum: the admin API's CreateAPIKey names
+// methods the same way and is validated there.

@@ -9,7 +9,8 @@ direction, after generating the Python classes with `protoc --python_out=GEN -I 
                                      prints JSON {name: [differences]} (empty list: equal)
 
 VECTORS is the Vectors directory: cases.json (valid messages in protobuf JSON form, with
-optional extra fields of unknown numbers) and invalid.json (requests Swift must reject).
+optional extra fields of unknown numbers) and invalid.json (requests Swift must reject), and
+admin.json with both kinds for the admin API (liverelay.admin.v1).
 The large cases are generated here (generated_cases) and, by the same rules, in Swift.
 """
 import base64
@@ -58,6 +59,33 @@ def generated_cases():
          "json": {"reason": large_text(4000),
                   "fieldViolations": [{"field": f"targets.push_to_start_tokens[{i}]",
                                        "description": "not lowercase hex"} for i in range(1000)]}},
+    ]
+
+
+def every_byte_value(repeat):
+    """bytes 0..255, `repeat` times."""
+    return bytes(range(256)) * repeat
+
+
+PEM_HEADER = b"-----BEGIN PRIVATE KEY-----\n"
+PEM_FOOTER = b"\n-----END PRIVATE KEY-----\n"
+
+
+def generated_admin_cases():
+    """The admin API's bytes fields holding every byte value, and a large reply."""
+    t = "liverelay.admin.v1."
+    credentials = {"appId": "com.example.scores", "teamId": "ABCDE12345", "keyId": "KEY4567890"}
+    return [
+        {"name": "admin_put_credentials_pem_every_byte_value", "type": t + "PutAPNsCredentialsRequest",
+         "json": dict(credentials, privateKeyPem=base64.b64encode(
+             PEM_HEADER + every_byte_value(60) + PEM_FOOTER).decode())},
+        {"name": "admin_put_credentials_trust_every_byte_value", "type": t + "PutAPNsCredentialsRequest",
+         "json": dict(credentials, privateKeyFile="/run/secrets/AuthKey.p8", endpoint="mock-apns:2197",
+                      trustCertificatePem=base64.b64encode(every_byte_value(255)).decode())},
+        {"name": "admin_list_apps_reply_300_apps", "type": t + "ListAppsReply",
+         "json": {"apps": [{"appId": f"app-{i}", "bundleId": f"com.example.app{i}", "enabled": i % 2 == 0,
+                            "queueCapacity": i, "createdAtMs": str(-i)} for i in range(300)],
+                  "nextPageToken": large_text(50)}},
     ]
 
 
@@ -152,6 +180,10 @@ def load(vectors):
         cases = json.load(f)["cases"] + generated_cases()
     with open(f"{vectors}/invalid.json", encoding="utf-8") as f:
         invalid = json.load(f)["cases"] + generated_invalid()
+    with open(f"{vectors}/admin.json", encoding="utf-8") as f:
+        admin = json.load(f)
+    cases += admin["cases"] + generated_admin_cases()
+    invalid += admin["invalid"]
     names = [c["name"] for c in cases + invalid]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -210,6 +242,7 @@ def main():
     try:
         import liverelay.v1.liverelay_pb2  # noqa: F401  registers both files in the default pool
         import liverelay.v1.activity_pb2  # noqa: F401
+        import liverelay.admin.v1.admin_pb2  # noqa: F401  the admin API
     except ImportError as error:
         fail(f"cannot import the classes protoc generated in {generated}: {error}")
     cases, invalid = load(vectors)

@@ -3,8 +3,9 @@ import Foundation
 import LiveRelayMessages
 import Testing
 
-/// The contract check: the hand-written protobuf-c descriptors, LiveRelayMethod and the
-/// Swift message types against the descriptor set protoc makes from Protos/ at test time.
+/// The contract check: the hand-written protobuf-c descriptors, LiveRelayMethod, AdminMethod and
+/// the Swift message types against the descriptor set protoc makes from Protos/ at test time
+/// (liverelay.v1 and liverelay.admin.v1).
 @Suite struct ContractTests {
     @Test func bindingsMatchTheProtoFiles() throws {
         let differences = ContractModel.differences(proto: try ProtocContract.load(), bindings: BindingContract.load())
@@ -33,6 +34,30 @@ import Testing
                 == ContractModel.Method(request: "liverelay.v1.PingRequest", reply: "liverelay.v1.PingReply"))
     }
 
+    @Test func theProtocSideSeesTheAdminContract() throws {
+        // admin.proto (liverelay.admin.v1): 21 messages, no enums, 10 methods.
+        let proto = try ProtocContract.load()
+        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.admin.v1.") }.count >= 21)
+        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.admin.v1.Admin/") }.count >= 10)
+        #expect(
+            proto.messages["liverelay.admin.v1.PutAPNsCredentialsRequest"]?["private_key_pem"]
+                == ContractModel.Field(number: 4, type: "bytes", label: "optional"))
+        #expect(
+            proto.messages["liverelay.admin.v1.App"]?["quotas"]
+                == ContractModel.Field(number: 7, type: "message liverelay.admin.v1.Quotas", label: "optional"))
+        #expect(
+            proto.messages["liverelay.admin.v1.APIKey"]?["allowed_methods"]
+                == ContractModel.Field(number: 4, type: "string", label: "repeated"))
+        #expect(
+            proto.methods["/liverelay.admin.v1.Admin/CreateApp"]
+                == ContractModel.Method(request: "liverelay.admin.v1.CreateAppRequest", reply: "liverelay.admin.v1.AppReply"))
+        // The bindings side reads both registries and both method enums.
+        let bindings = BindingContract.load()
+        #expect(bindings.messages.keys.filter { $0.hasPrefix("liverelay.admin.v1.") }.count == lr_admin_message_descriptor_count())
+        #expect(bindings.methods.keys.filter { $0.hasPrefix("/liverelay.admin.v1.Admin/") }.count == AdminMethod.allCases.count)
+        #expect(bindings.swiftTypes.filter { $0.hasPrefix("liverelay.admin.v1.") }.count == BindingContract.adminSwiftTypes.count)
+    }
+
     /// Each edit of a copy of Protos/ must produce exactly the listed differences.
     @Test(arguments: ProtoMutation.all)
     func aChangedProtoIsReported(_ mutation: ProtoMutation) throws {
@@ -54,8 +79,16 @@ import Testing
         bindings.enums["liverelay.v1.TokenKind"]?["TOKEN_KIND_UPDATE"] = nil
         bindings.methods["/liverelay.v1.LiveRelay/Ping"]?.reply = "liverelay.v1.PingRequest"
         bindings.swiftTypes.remove("liverelay.v1.Alert")
+        bindings.messages["liverelay.admin.v1.APIKey"]?["app_ids"]?.label = "optional"
+        bindings.messages["liverelay.admin.v1.Quotas"]?["calls_per_second"]?.type = "float"
+        bindings.methods["/liverelay.admin.v1.Admin/RevokeAPIKey"] = nil
+        bindings.swiftTypes.remove("liverelay.admin.v1.AppStats")
         let differences = ContractModel.differences(proto: proto, bindings: bindings)
         for expected in [
+            "field liverelay.admin.v1.APIKey.app_ids: label repeated in the .proto, optional in the bindings",
+            "field liverelay.admin.v1.Quotas.calls_per_second: type double in the .proto, float in the bindings",
+            "method /liverelay.admin.v1.Admin/RevokeAPIKey: in the .proto, missing from the bindings",
+            "Swift type for message liverelay.admin.v1.AppStats: in the .proto, missing from the bindings",
             "field liverelay.v1.Alert.title: number 1 in the .proto, 9 in the bindings",
             "field liverelay.v1.Targets.all_devices: label optional in the .proto, none in the bindings",
             "field liverelay.v1.PingReply.payload: type bytes in the .proto, string in the bindings",

@@ -1,6 +1,7 @@
 /*
- * Hand-written protobuf-c bindings for Protos/liverelay/v1/liverelay.proto (proto3)
- * and Protos/liverelay/v1/activity.proto (proto2).
+ * Hand-written protobuf-c bindings for Protos/liverelay/v1/liverelay.proto (proto3),
+ * Protos/liverelay/v1/activity.proto (proto2) and Protos/liverelay/admin/v1/admin.proto
+ * (proto2; structs LrAdminM, functions lr_admin_m_*).
  *
  * Why by hand: the build must not depend on protoc-c. The contract test compares
  * these descriptors with `protoc --descriptor_set_out`, so they cannot drift.
@@ -257,6 +258,225 @@ typedef struct LrEndActivityRequest {
   LrPriority priority;
 } LrEndActivityRequest;
 
+/* ---- messages: admin/v1/admin.proto (proto2, package liverelay.admin.v1) ---- */
+
+typedef struct LrAdminQuotas {
+  ProtobufCMessage base;
+  protobuf_c_boolean has_calls_per_second;
+  double calls_per_second;
+  protobuf_c_boolean has_burst;
+  uint32_t burst;
+  protobuf_c_boolean has_pushes_per_hour;
+  uint64_t pushes_per_hour;
+  protobuf_c_boolean has_max_tokens;
+  uint64_t max_tokens;
+  protobuf_c_boolean has_max_live_activities;
+  uint64_t max_live_activities;
+} LrAdminQuotas;
+
+typedef struct LrAdminAPNsCredentialsInfo {
+  ProtobufCMessage base;
+  char *team_id;
+  char *key_id;
+  char *endpoint;
+  char *key_source;
+  char *public_key_sha256;
+  protobuf_c_boolean has_updated_at_ms;
+  int64_t updated_at_ms;
+} LrAdminAPNsCredentialsInfo;
+
+typedef struct LrAdminApp {
+  ProtobufCMessage base;
+  char *app_id;
+  char *bundle_id;
+  protobuf_c_boolean has_enabled;
+  protobuf_c_boolean enabled;
+  protobuf_c_boolean has_queue_capacity;
+  uint32_t queue_capacity;
+  protobuf_c_boolean has_weight;
+  uint32_t weight;
+  protobuf_c_boolean has_max_push_lifetime_s;
+  uint32_t max_push_lifetime_s;
+  LrAdminQuotas *quotas;
+  LrAdminAPNsCredentialsInfo *credentials;
+  protobuf_c_boolean has_created_at_ms;
+  int64_t created_at_ms;
+  protobuf_c_boolean has_updated_at_ms;
+  int64_t updated_at_ms;
+} LrAdminApp;
+
+typedef struct LrAdminCreateAppRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  char *bundle_id;
+  protobuf_c_boolean has_queue_capacity;
+  uint32_t queue_capacity;
+  protobuf_c_boolean has_weight;
+  uint32_t weight;
+  protobuf_c_boolean has_max_push_lifetime_s;
+  uint32_t max_push_lifetime_s;
+  LrAdminQuotas *quotas;
+} LrAdminCreateAppRequest;
+
+typedef struct LrAdminUpdateAppRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  char *bundle_id;
+  protobuf_c_boolean has_queue_capacity;
+  uint32_t queue_capacity;
+  protobuf_c_boolean has_weight;
+  uint32_t weight;
+  protobuf_c_boolean has_max_push_lifetime_s;
+  uint32_t max_push_lifetime_s;
+  LrAdminQuotas *quotas;
+  protobuf_c_boolean has_enabled;
+  protobuf_c_boolean enabled;
+} LrAdminUpdateAppRequest;
+
+typedef struct LrAdminGetAppRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminGetAppRequest;
+
+typedef struct LrAdminDisableAppRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminDisableAppRequest;
+
+typedef struct LrAdminAppReply {
+  ProtobufCMessage base;
+  LrAdminApp *app;
+} LrAdminAppReply;
+
+typedef struct LrAdminListAppsRequest {
+  ProtobufCMessage base;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  char *page_token;
+  protobuf_c_boolean has_include_disabled;
+  protobuf_c_boolean include_disabled;
+} LrAdminListAppsRequest;
+
+typedef struct LrAdminListAppsReply {
+  ProtobufCMessage base;
+  size_t n_apps;
+  LrAdminApp **apps;
+  char *next_page_token;
+} LrAdminListAppsReply;
+
+typedef struct LrAdminPutAPNsCredentialsRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  char *team_id;
+  char *key_id;
+  protobuf_c_boolean has_private_key_pem;
+  ProtobufCBinaryData private_key_pem;
+  char *private_key_file;
+  char *private_key_env;
+  char *endpoint;
+  protobuf_c_boolean has_trust_certificate_pem;
+  ProtobufCBinaryData trust_certificate_pem;
+} LrAdminPutAPNsCredentialsRequest;
+
+typedef struct LrAdminAPIKey {
+  ProtobufCMessage base;
+  char *key_id;
+  size_t n_app_ids;
+  char **app_ids;
+  protobuf_c_boolean has_all_apps;
+  protobuf_c_boolean all_apps;
+  size_t n_allowed_methods;
+  char **allowed_methods;
+  protobuf_c_boolean has_admin;
+  protobuf_c_boolean admin;
+  char *label;
+  protobuf_c_boolean has_created_at_ms;
+  int64_t created_at_ms;
+  protobuf_c_boolean has_last_used_at_ms;
+  int64_t last_used_at_ms;
+  protobuf_c_boolean has_revoked_at_ms;
+  int64_t revoked_at_ms;
+} LrAdminAPIKey;
+
+typedef struct LrAdminCreateAPIKeyRequest {
+  ProtobufCMessage base;
+  size_t n_app_ids;
+  char **app_ids;
+  protobuf_c_boolean has_all_apps;
+  protobuf_c_boolean all_apps;
+  size_t n_allowed_methods;
+  char **allowed_methods;
+  protobuf_c_boolean has_admin;
+  protobuf_c_boolean admin;
+  char *label;
+} LrAdminCreateAPIKeyRequest;
+
+typedef struct LrAdminCreateAPIKeyReply {
+  ProtobufCMessage base;
+  LrAdminAPIKey *key;
+  char *secret;
+} LrAdminCreateAPIKeyReply;
+
+typedef struct LrAdminListAPIKeysRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  protobuf_c_boolean has_include_revoked;
+  protobuf_c_boolean include_revoked;
+  protobuf_c_boolean has_page_size;
+  uint32_t page_size;
+  char *page_token;
+} LrAdminListAPIKeysRequest;
+
+typedef struct LrAdminListAPIKeysReply {
+  ProtobufCMessage base;
+  size_t n_keys;
+  LrAdminAPIKey **keys;
+  char *next_page_token;
+} LrAdminListAPIKeysReply;
+
+typedef struct LrAdminRevokeAPIKeyRequest {
+  ProtobufCMessage base;
+  char *key_id;
+} LrAdminRevokeAPIKeyRequest;
+
+typedef struct LrAdminAPIKeyReply {
+  ProtobufCMessage base;
+  LrAdminAPIKey *key;
+} LrAdminAPIKeyReply;
+
+typedef struct LrAdminGetAppStatsRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminGetAppStatsRequest;
+
+typedef struct LrAdminOutcomeCount {
+  ProtobufCMessage base;
+  char *outcome;
+  char *reason;
+  protobuf_c_boolean has_count;
+  uint64_t count;
+} LrAdminOutcomeCount;
+
+typedef struct LrAdminAppStats {
+  ProtobufCMessage base;
+  char *app_id;
+  protobuf_c_boolean has_queue_depth;
+  uint64_t queue_depth;
+  protobuf_c_boolean has_queue_capacity;
+  uint64_t queue_capacity;
+  size_t n_pushes;
+  LrAdminOutcomeCount **pushes;
+  protobuf_c_boolean has_pushes_last_hour;
+  uint64_t pushes_last_hour;
+  protobuf_c_boolean has_tokens;
+  uint64_t tokens;
+  protobuf_c_boolean has_live_activities;
+  uint64_t live_activities;
+  LrAdminQuotas *quotas;
+  protobuf_c_boolean has_nodes;
+  uint32_t nodes;
+} LrAdminAppStats;
+
 /* ---- descriptors and init functions ---- */
 
 #define LR_DECLARE_MESSAGE(snake, Type)                                  \
@@ -281,6 +501,28 @@ LR_DECLARE_MESSAGE(start_activity_request, LrStartActivityRequest)
 LR_DECLARE_MESSAGE(update_activity_request, LrUpdateActivityRequest)
 LR_DECLARE_MESSAGE(end_activity_request, LrEndActivityRequest)
 
+LR_DECLARE_MESSAGE(admin_quotas, LrAdminQuotas)
+LR_DECLARE_MESSAGE(admin_apns_credentials_info, LrAdminAPNsCredentialsInfo)
+LR_DECLARE_MESSAGE(admin_app, LrAdminApp)
+LR_DECLARE_MESSAGE(admin_create_app_request, LrAdminCreateAppRequest)
+LR_DECLARE_MESSAGE(admin_update_app_request, LrAdminUpdateAppRequest)
+LR_DECLARE_MESSAGE(admin_get_app_request, LrAdminGetAppRequest)
+LR_DECLARE_MESSAGE(admin_disable_app_request, LrAdminDisableAppRequest)
+LR_DECLARE_MESSAGE(admin_app_reply, LrAdminAppReply)
+LR_DECLARE_MESSAGE(admin_list_apps_request, LrAdminListAppsRequest)
+LR_DECLARE_MESSAGE(admin_list_apps_reply, LrAdminListAppsReply)
+LR_DECLARE_MESSAGE(admin_put_apns_credentials_request, LrAdminPutAPNsCredentialsRequest)
+LR_DECLARE_MESSAGE(admin_api_key, LrAdminAPIKey)
+LR_DECLARE_MESSAGE(admin_create_api_key_request, LrAdminCreateAPIKeyRequest)
+LR_DECLARE_MESSAGE(admin_create_api_key_reply, LrAdminCreateAPIKeyReply)
+LR_DECLARE_MESSAGE(admin_list_api_keys_request, LrAdminListAPIKeysRequest)
+LR_DECLARE_MESSAGE(admin_list_api_keys_reply, LrAdminListAPIKeysReply)
+LR_DECLARE_MESSAGE(admin_revoke_api_key_request, LrAdminRevokeAPIKeyRequest)
+LR_DECLARE_MESSAGE(admin_api_key_reply, LrAdminAPIKeyReply)
+LR_DECLARE_MESSAGE(admin_get_app_stats_request, LrAdminGetAppStatsRequest)
+LR_DECLARE_MESSAGE(admin_outcome_count, LrAdminOutcomeCount)
+LR_DECLARE_MESSAGE(admin_app_stats, LrAdminAppStats)
+
 #undef LR_DECLARE_MESSAGE
 
 const ProtobufCEnumDescriptor *lr_token_kind_enum_descriptor(void);
@@ -290,11 +532,15 @@ const ProtobufCEnumDescriptor *lr_target_kind_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_activity_state_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_priority_enum_descriptor(void);
 
-/* Registries, for the contract check against protoc's descriptor set. */
+/* Registries, for the contract check against protoc's descriptor set: the
+ * messages and enums of package liverelay.v1, and apart from them those of
+ * liverelay.admin.v1 (which has no enums). */
 size_t lr_message_descriptor_count(void);
 const ProtobufCMessageDescriptor *lr_message_descriptor_at(size_t i);
 size_t lr_enum_descriptor_count(void);
 const ProtobufCEnumDescriptor *lr_enum_descriptor_at(size_t i);
+size_t lr_admin_message_descriptor_count(void);
+const ProtobufCMessageDescriptor *lr_admin_message_descriptor_at(size_t i);
 
 /* The address of protobuf_c_empty_string (an extern array Swift cannot address). */
 static inline char *lr_empty_string(void) { return (char *)protobuf_c_empty_string; }

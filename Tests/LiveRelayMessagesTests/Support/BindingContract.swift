@@ -2,10 +2,13 @@ import CLiveRelayProto
 import LiveRelayMessages
 
 /// Reads what the hand-written bindings say: the protobuf-c descriptors of
-/// CLiveRelayProto, the methods of LiveRelayMethod and the Swift message types.
+/// CLiveRelayProto, the methods of LiveRelayMethod and AdminMethod and the Swift message types.
 enum BindingContract {
     /// Every Swift message type. A message added to the .proto without a type here fails the contract.
-    static let swiftTypes: [any LiveRelayMessage.Type] = [
+    static let swiftTypes: [any LiveRelayMessage.Type] = v1SwiftTypes + adminSwiftTypes
+
+    /// liverelay.v1 (liverelay.proto, activity.proto).
+    static let v1SwiftTypes: [any LiveRelayMessage.Type] = [
         RegisterTokenRequest.self, RegisterTokenReply.self,
         StartActivityRequest.self, StartActivityReply.self,
         UpdateActivityRequest.self, UpdateActivityReply.self,
@@ -15,8 +18,21 @@ enum BindingContract {
         Alert.self, Targets.self, ErrorDetails.self, FieldViolation.self,
     ]
 
+    /// liverelay.admin.v1 (admin.proto).
+    static let adminSwiftTypes: [any LiveRelayMessage.Type] = [
+        Admin.Quotas.self, Admin.APNsCredentialsInfo.self, Admin.App.self,
+        Admin.CreateAppRequest.self, Admin.UpdateAppRequest.self, Admin.GetAppRequest.self,
+        Admin.DisableAppRequest.self, Admin.AppReply.self, Admin.ListAppsRequest.self, Admin.ListAppsReply.self,
+        Admin.PutAPNsCredentialsRequest.self, Admin.APIKey.self, Admin.CreateAPIKeyRequest.self,
+        Admin.CreateAPIKeyReply.self, Admin.ListAPIKeysRequest.self, Admin.ListAPIKeysReply.self,
+        Admin.RevokeAPIKeyRequest.self, Admin.APIKeyReply.self, Admin.GetAppStatsRequest.self,
+        Admin.OutcomeCount.self, Admin.AppStats.self,
+    ]
+
+    /// Both registries: liverelay.v1's, then liverelay.admin.v1's.
     static func messageDescriptors() -> [UnsafePointer<ProtobufCMessageDescriptor>] {
         (0..<lr_message_descriptor_count()).compactMap { lr_message_descriptor_at($0) }
+            + (0..<lr_admin_message_descriptor_count()).compactMap { lr_admin_message_descriptor_at($0) }
     }
 
     static func enumDescriptors() -> [UnsafePointer<ProtobufCEnumDescriptor>] {
@@ -42,6 +58,10 @@ enum BindingContract {
             model.enums[String(cString: e.name)] = values
         }
         for method in LiveRelayMethod.allCases {
+            model.methods[method.rawValue] = ContractModel.Method(
+                request: method.requestProtoName, reply: method.replyProtoName)
+        }
+        for method in AdminMethod.allCases {
             model.methods[method.rawValue] = ContractModel.Method(
                 request: method.requestProtoName, reply: method.replyProtoName)
         }

@@ -71,7 +71,15 @@ enum ExternalTools {
         return url
     }
 
-    /// `protoc --descriptor_set_out --include_imports` over liverelay.proto in `protos`.
+    /// The packages the bindings cover, as directories under Protos/: the tenant
+    /// API (liverelay.v1) and the admin API (liverelay.admin.v1).
+    static let protoPackages = ["liverelay/v1", "liverelay/admin/v1"]
+
+    /// The entry points of the descriptor set: liverelay.proto (which imports
+    /// activity.proto) and admin.proto.
+    static let contractRoots = ["liverelay/v1/liverelay.proto", "liverelay/admin/v1/admin.proto"]
+
+    /// `protoc --descriptor_set_out --include_imports` over the contract roots in `protos`.
     static func descriptorSet(protos: URL = protosDir) throws -> [UInt8] {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -80,15 +88,21 @@ enum ExternalTools {
             "protoc",
             [
                 "--descriptor_set_out=\(out.path)", "--include_imports",
-                "-I", protos.path, "liverelay/v1/liverelay.proto",
-            ])
+                "-I", protos.path,
+            ] + contractRoots)
         return [UInt8](try Data(contentsOf: out))
     }
 
-    /// `protoc --python_out` for every .proto under Protos/liverelay/v1, into `directory`.
+    /// Every .proto of the contract's packages in `protos`, as paths relative to it.
+    static func protoFiles(protos: URL = protosDir) throws -> [String] {
+        try protoPackages.flatMap { package in
+            try FileManager.default.contentsOfDirectory(atPath: protos.appendingPathComponent(package).path)
+                .filter { $0.hasSuffix(".proto") }.sorted().map { "\(package)/\($0)" }
+        }
+    }
+
+    /// `protoc --python_out` for every .proto of the contract's packages, into `directory`.
     static func generatePython(into directory: URL, protos: URL = protosDir) throws {
-        let files = try FileManager.default.contentsOfDirectory(atPath: protos.appendingPathComponent("liverelay/v1").path)
-            .filter { $0.hasSuffix(".proto") }.sorted().map { "liverelay/v1/\($0)" }
-        try run("protoc", ["--python_out=\(directory.path)", "-I", protos.path] + files)
+        try run("protoc", ["--python_out=\(directory.path)", "-I", protos.path] + protoFiles(protos: protos))
     }
 }

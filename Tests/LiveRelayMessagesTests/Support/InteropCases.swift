@@ -2,7 +2,8 @@ import LiveRelayMessages
 
 /// The Swift value every interop case must decode to, written out field by field so that
 /// a wrong field mapping (a swapped number, a lost presence bit) fails. The names and the
-/// values match Vectors/cases.json and the generated cases in Tests/Interop/interop.py.
+/// values match Vectors/cases.json and the generated cases in Tests/Interop/interop.py; the
+/// admin API's are in AdminInteropCases.swift (Vectors/admin.json).
 enum InteropCases {
     static let app = "com.example.scores"
     static let token16 = "0123456789abcdef"
@@ -25,6 +26,9 @@ enum InteropCases {
         .merging(replies) { a, _ in a }
         .merging(parts) { a, _ in a }
         .merging(generated) { a, _ in a }
+        .merging(adminApps) { a, _ in a }
+        .merging(adminCredentialsAndKeys) { a, _ in a }
+        .merging(adminGenerated) { a, _ in a }
 
     static let registerToken: [String: any LiveRelayMessage] = [
         "register_push_to_start_every_field": RegisterTokenRequest(

@@ -11,20 +11,24 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    /// Copies Protos/liverelay/v1/*.proto to a temporary Protos/ and applies the edit there (the
-    /// caller removes its parent directory); the edit's text must
-    /// occur exactly once, so a test whose anchor has gone fails instead of testing nothing.
+    /// Copies the .proto files of Protos/liverelay/v1 and Protos/liverelay/admin/v1 to a temporary
+    /// Protos/ and applies the edit there (the caller removes its parent directory). `file` is a
+    /// name in liverelay/v1 ("activity.proto") or a path under Protos/ ("liverelay/admin/v1/admin.proto").
+    /// The edit's text must occur exactly once, so a test whose anchor has gone fails instead of
+    /// testing nothing.
     func apply() throws -> URL {
         let protos = try ExternalTools.temporaryDirectory().appendingPathComponent("Protos")
         // Copy the contents file by file (never the files or links themselves), so that an
         // edit can only ever reach the copy.
-        let source = ExternalTools.protosDir.appendingPathComponent("liverelay/v1").resolvingSymlinksInPath()
-        let target = protos.appendingPathComponent("liverelay/v1")
-        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-        for name in try FileManager.default.contentsOfDirectory(atPath: source.path) where name.hasSuffix(".proto") {
-            try Data(contentsOf: source.appendingPathComponent(name)).write(to: target.appendingPathComponent(name))
+        for package in ExternalTools.protoPackages {
+            let source = ExternalTools.protosDir.appendingPathComponent(package).resolvingSymlinksInPath()
+            let target = protos.appendingPathComponent(package)
+            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+            for name in try FileManager.default.contentsOfDirectory(atPath: source.path) where name.hasSuffix(".proto") {
+                try Data(contentsOf: source.appendingPathComponent(name)).write(to: target.appendingPathComponent(name))
+            }
         }
-        let url = target.appendingPathComponent(file)
+        let url = protos.appendingPathComponent(file.contains("/") ? file : "liverelay/v1/\(file)")
         let text = try String(contentsOf: url, encoding: .utf8)
         let occurrences = text.components(separatedBy: old).count - 1
         guard occurrences == 1 else {
@@ -49,6 +53,8 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
     }
 
     private static let ping = "  rpc Ping(PingRequest) returns (PingReply);"
+    private static let admin = "liverelay/admin/v1/admin.proto"
+    private static let appStats = "  rpc GetAppStats(GetAppStatsRequest) returns (AppStats);"
 
     static let all: [ProtoMutation] = [
         ProtoMutation(
@@ -158,5 +164,54 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
             name: "make a method streaming", file: "liverelay.proto",
             old: ping, new: "  rpc Ping(PingRequest) returns (stream PingReply);",
             expected: ["method /liverelay.v1.LiveRelay/Ping: streaming true in the .proto, false in the bindings"]),
+        // The admin API (liverelay.admin.v1, admin.proto).
+        ProtoMutation(
+            name: "admin: renumber a field", file: admin,
+            old: "  optional uint64 max_live_activities = 5;", new: "  optional uint64 max_live_activities = 15;",
+            expected: ["field liverelay.admin.v1.Quotas.max_live_activities: number 15 in the .proto, 5 in the bindings"]),
+        ProtoMutation(
+            name: "admin: rename a field", file: admin,
+            old: "  optional bool include_revoked = 2;", new: "  optional bool include_deleted = 2;",
+            expected: [
+                "field liverelay.admin.v1.ListAPIKeysRequest.include_deleted: in the .proto, missing from the bindings",
+                "field liverelay.admin.v1.ListAPIKeysRequest.include_revoked: in the bindings, not in the .proto",
+            ]),
+        ProtoMutation(
+            name: "admin: bytes to string", file: admin,
+            old: "  optional bytes trust_certificate_pem = 8;", new: "  optional string trust_certificate_pem = 8;",
+            expected: [
+                "field liverelay.admin.v1.PutAPNsCredentialsRequest.trust_certificate_pem: type string in the .proto, bytes in the bindings"
+            ]),
+        ProtoMutation(
+            name: "admin: change a message type", file: admin,
+            old: "  optional APNsCredentialsInfo credentials = 8;", new: "  optional Quotas credentials = 8;",
+            expected: [
+                "field liverelay.admin.v1.App.credentials: type message liverelay.admin.v1.Quotas in the .proto, message liverelay.admin.v1.APNsCredentialsInfo in the bindings"
+            ]),
+        ProtoMutation(
+            name: "admin: repeated to optional", file: admin,
+            old: "  repeated OutcomeCount pushes = 4;", new: "  optional OutcomeCount pushes = 4;",
+            expected: ["field liverelay.admin.v1.AppStats.pushes: label optional in the .proto, repeated in the bindings"]),
+        ProtoMutation(
+            name: "admin: add a message", file: admin,
+            old: "message GetAppRequest {", new: "message Extra {\n  optional string note = 1;\n}\n\nmessage GetAppRequest {",
+            expected: [
+                "message liverelay.admin.v1.Extra: in the .proto, missing from the bindings",
+                "Swift type for message liverelay.admin.v1.Extra: in the .proto, missing from the bindings",
+            ]),
+        ProtoMutation(
+            name: "admin: change a method's reply", file: admin,
+            old: appStats, new: "  rpc GetAppStats(GetAppStatsRequest) returns (AppReply);",
+            expected: [
+                "method /liverelay.admin.v1.Admin/GetAppStats: reply liverelay.admin.v1.AppReply in the .proto, liverelay.admin.v1.AppStats in the bindings"
+            ]),
+        ProtoMutation(
+            name: "admin: add a method", file: admin,
+            old: appStats, new: "\(appStats)\n  rpc DeleteApp(DisableAppRequest) returns (AppReply);",
+            expected: ["method /liverelay.admin.v1.Admin/DeleteApp: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "admin: remove a method", file: admin,
+            old: "\(appStats)\n", new: "",
+            expected: ["method /liverelay.admin.v1.Admin/GetAppStats: in the bindings, not in the .proto"]),
     ]
 }
