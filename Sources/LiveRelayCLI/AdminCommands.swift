@@ -8,8 +8,9 @@ import LiveRelayServer
 import Logging
 
 /// `liverelay admin`: managing the tenant registry.
-struct Admin: AsyncParsableCommand {
+struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "admin",
         abstract: "Manage the tenant registry (apps, their APNs keys and quotas, API keys).",
         subcommands: [AdminBootstrap.self, AdminApps.self, AdminKeys.self, AdminCredentials.self, AdminStats.self]
     )

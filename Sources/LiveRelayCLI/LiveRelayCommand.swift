@@ -21,7 +21,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
             MockAPNsCommand.self,
             Bench.self,
             Soak.self,
-            Admin.self,
+            AdminCommand.self,
         ]
     )
 }
