@@ -30,7 +30,8 @@ extension Admin.App {
     init(_ app: RegisteredApp) {
         self.init(
             appID: app.id, bundleID: app.bundleID, enabled: app.enabled, queueCapacity: app.queueCapacity.map { UInt32(clamping: $0) },
-            weight: app.weight.map { UInt32(clamping: $0) }, maxPushLifetimeSeconds: app.maxPushLifetimeSeconds.map { UInt32(clamping: $0) },
+            weight: app.weight.map { UInt32(clamping: $0) },
+            maxPushLifetimeSeconds: app.maxPushLifetimeSeconds.map { UInt32(clamping: $0) },
             quotas: Admin.Quotas(app.quotas),
             credentials: app.credentials.map {
                 Admin.APNsCredentialsInfo(
@@ -119,7 +120,8 @@ enum CredentialsCheck {
                 guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
                     throw RPCError(
                         .invalidArgument, "private_key_env: \(name) is not set on this node",
-                        details: ErrorDetails(fieldViolations: [FieldViolation(field: "private_key_env", description: "\(name) is not set")]))
+                        details: ErrorDetails(fieldViolations: [FieldViolation(field: "private_key_env", description: "\(name) is not set")]
+                        ))
                 }
                 _ = try APNsSigningKey(pkcs8PEM: value, keyID: keyID, teamID: teamID)
                 source = .environment(name: name)
@@ -130,7 +132,8 @@ enum CredentialsCheck {
             throw error
         } catch {
             // The key's own error names what failed (never the key); the PEM is not echoed.
-            let which = request.privateKeyPEM != nil ? "private_key_pem" : request.privateKeyFile != nil ? "private_key_file" : "private_key_env"
+            let which =
+                request.privateKeyPEM != nil ? "private_key_pem" : request.privateKeyFile != nil ? "private_key_file" : "private_key_env"
             throw RPCError(
                 .invalidArgument, "\(which): not a usable APNs signing key (a P-256 private key in PKCS#8 PEM, as Apple's .p8): \(error)",
                 details: ErrorDetails(fieldViolations: [FieldViolation(field: which, description: "not a P-256 PKCS#8 private key")]))

@@ -21,8 +21,10 @@ enum AdminWiring {
             }
             if let counters = dispatcher.counters(appID: appID) {
                 figures.pushes =
-                    [("delivered", nil, counters.delivered), ("pruned", nil, counters.pruned),
-                     ("superseded", nil, counters.superseded), ("expired", nil, counters.expired)]
+                    [
+                        ("delivered", nil, counters.delivered), ("pruned", nil, counters.pruned),
+                        ("superseded", nil, counters.superseded), ("expired", nil, counters.expired),
+                    ]
                     + counters.failures.sorted { $0.key < $1.key }.map { ("failed", $0.key, $0.value) }
             }
         }
