@@ -226,10 +226,11 @@ struct Serve: AsyncParsableCommand {
         } catch let error as TLSContextError {
             throw CLIError(error.description)
         }
+        let keyUsage = KeyUsage()
         let authenticator: ReloadableAuthenticator
         let seedKeys: [RegisteredAPIKey]
         do {
-            authenticator = ReloadableAuthenticator(try setup.keyFile.makeAuthenticator())
+            authenticator = ReloadableAuthenticator(try setup.keyFile.makeAuthenticator(), onUse: { keyUsage.note($0) })
             seedKeys = try setup.keyFile.keys.map(RegistrySeed.key)
         } catch {
             throw CLIError("\(setup.keyFilePath): \(error)")
@@ -311,7 +312,7 @@ struct Serve: AsyncParsableCommand {
 
         // The tenant registry: the config file's (or the development setup's) apps and keys
         // seeded into it, then its whole content applied before the first connection.
-        let tenants = TenantRuntime(registry: tenantRegistry, parts: parts, logger: logger)
+        let tenants = TenantRuntime(registry: tenantRegistry, parts: parts, keyUsage: keyUsage, logger: logger)
         do {
             try await tenantRegistry.apply(.seed(apps: seedApps, keys: seedKeys), actor: "config", now: SystemClock().now())
             try await tenants.reload()

@@ -40,14 +40,17 @@ final class TenantRuntime: Service, Sendable {
     }
 
     let registry: any TenantRegistry
+    /// Noted at each successful HELLO (``ReloadableAuthenticator``'s `onUse`), written once a minute.
+    let keyUsage: KeyUsage
     private let parts: Parts
     private let logger: Logger
     private let pollEvery: Duration
     private let applied = NIOLockedValueBox(Applied())
     private let server = NIOLockedValueBox<RPCServer?>(nil)
 
-    init(registry: any TenantRegistry, parts: Parts, logger: Logger, pollEvery: Duration = .seconds(1)) {
+    init(registry: any TenantRegistry, parts: Parts, keyUsage: KeyUsage, logger: Logger, pollEvery: Duration = .seconds(1)) {
         self.registry = registry
+        self.keyUsage = keyUsage
         self.parts = parts
         self.logger = logger
         self.pollEvery = pollEvery
@@ -66,19 +69,40 @@ final class TenantRuntime: Service, Sendable {
     func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                for await version in self.registry.changes(pollEvery: self.pollEvery) {
-                    guard version > self.applied.withLockedValue({ $0.snapshot.version }) else { continue }
-                    do {
-                        try await self.reload()
-                    } catch {
-                        self.logger.error("cannot reload the tenant registry", metadata: ["error": "\(error)"])
-                    }
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    tasks.addTask { try await self.followChanges() }
+                    tasks.addTask { try await self.recordKeyUse() }
+                    try await tasks.waitForAll()
                 }
             }
         } catch is CancellationError {
             // Graceful shutdown.
         }
+        try? await keyUsage.flush(to: registry)
         try? await registry.close()
+    }
+
+    private func followChanges() async throws {
+        for await version in registry.changes(pollEvery: pollEvery) {
+            guard version > applied.withLockedValue({ $0.snapshot.version }) else { continue }
+            do {
+                try await reload()
+            } catch {
+                logger.error("cannot reload the tenant registry", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Writes the keys' last use once a minute.
+    private func recordKeyUse() async throws {
+        while true {
+            try await Task.sleep(for: .seconds(60))
+            do {
+                try await keyUsage.flush(to: registry)
+            } catch {
+                logger.warning("cannot record the API keys' last use", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Makes `snapshot` the node's keys, apps and quotas; an older snapshot than the one applied is ignored.

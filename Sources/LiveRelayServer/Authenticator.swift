@@ -150,9 +150,12 @@ enum APIKeyFormat {
 /// principal; revoking a key also needs ``RPCServer/revoke(keyIDs:)`` to close them.
 public final class ReloadableAuthenticator: Authenticator {
     private let current: NIOLockedValueBox<APIKeyAuthenticator>
+    private let onUse: @Sendable (String) -> Void
 
-    public init(_ initial: APIKeyAuthenticator) {
+    /// - Parameter onUse: told the key id of every successful HELLO (the registry's last-used time); must be cheap.
+    public init(_ initial: APIKeyAuthenticator, onUse: @escaping @Sendable (String) -> Void = { _ in }) {
         self.current = NIOLockedValueBox(initial)
+        self.onUse = onUse
     }
 
     public func replace(with authenticator: APIKeyAuthenticator) {
@@ -160,6 +163,8 @@ public final class ReloadableAuthenticator: Authenticator {
     }
 
     public func authenticate(apiKey: ByteBuffer) -> Result<Principal, AuthenticationFailure> {
-        current.withLockedValue { $0 }.authenticate(apiKey: apiKey)
+        let result = current.withLockedValue { $0 }.authenticate(apiKey: apiKey)
+        if case let .success(principal) = result { onUse(principal.keyID) }
+        return result
     }
 }

@@ -134,10 +134,14 @@ struct AdminAPITests {
         let listed = json(try run(["admin", "keys", "list", "--app", "cafe", "--include-revoked"], key: adminKey))
         #expect((listed["keys"] as? [[String: Any]])?.map { $0["key_id"] as? String } == [tenantKeyID], "\(listed)")
 
-        // Every change is audited under the admin key's id, and no secret is in the audit.
+        // Every change is audited under the admin key's id, and no secret is in the audit. The
+        // keys' last use is written once a minute, and at shutdown.
+        server.stop()
         let registry = try SQLiteTenantRegistry(dataDirectory: dataDir.path)
         let audit = try await registry.audit(after: 0, limit: 100)
+        let lastUsed = try await registry.snapshot().keys[tenantKeyID]?.lastUsedAt
         try await registry.close()
+        #expect(lastUsed != nil && lastUsed!.milliseconds % 60_000 == 0, "last use \(String(describing: lastUsed)), rounded to the minute")
         let adminKeyID = String(adminKey.dropFirst(4).prefix(12))
         let byAdmin = audit.filter { $0.actor == adminKeyID }.map(\.action)
         #expect(byAdmin == [.createApp, .putCredentials, .createKey, .disableApp, .revokeKey], "\(audit)")
@@ -148,5 +152,6 @@ struct AdminAPITests {
             #expect(!entry.details.contains(secretOf(tenantKey)) && !entry.details.contains(secretOf(adminKey)))
         }
         #expect(!server.transcript().contains(secretOf(tenantKey)), "a secret reached the log")
+        #expect(server.transcript().contains("RPC server stopped"), "a graceful stop: \(server.transcript())")
     }
 }
