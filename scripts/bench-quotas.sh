@@ -19,28 +19,10 @@ BEFORE=${BEFORE:-}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
-WORK=$(mktemp -d /tmp/liverelay-bench-quotas.XXXXXX)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-log() { echo "bench-quotas: $*" >&2; }
-wait_for() { # file pattern
-    for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    log "timed out waiting for '$2' in $1"; cat "$1" >&2; return 1
-}
-
-# The development files (certificate, dev.app's .p8 and API key) from one short development start.
-mkdir -p "$WORK/data"
-timeout 60 "$LR" serve --data-dir "$WORK/data" --port 0 --store memory --no-ops >"$WORK/dev.out" 2>&1 &
-dev=$!
-wait_for "$WORK/dev.out" "^listening on "
-kill "$dev"; wait "$dev" 2>/dev/null || true
-export LIVERELAY_API_KEY
-LIVERELAY_API_KEY=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$WORK/dev.out")
+NAME=bench-quotas
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh"
+export LIVERELAY_API_KEY=$DEV_API_KEY
 
 timeout 1800 "$LR" mock-apns --port 0 --cert-out "$WORK/mock.pem" --log-level warning \
     --app "dev.app,LRDEVTEAM1,LRDEVKEY01,$WORK/data/apns-dev-key.p8" >"$WORK/mock.out" 2>&1 &

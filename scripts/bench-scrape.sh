@@ -14,26 +14,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LR=${LR:-$ROOT/.build-release/release/liverelay}
 APPS=${APPS:-1000}
 SCRAPES=${SCRAPES:-50}
-WORK=$(mktemp -d /tmp/liverelay-bench-scrape.XXXXXX)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-log() { echo "bench-scrape: $*" >&2; }
-wait_for() {
-    for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    log "timed out waiting for '$2' in $1"; cat "$1" >&2; return 1
-}
-
-# The development certificate and dev.app's .p8, from one short development start.
-mkdir -p "$WORK/data"
-timeout 60 "$LR" serve --data-dir "$WORK/data" --port 0 --store memory --no-ops >"$WORK/dev.out" 2>&1 &
-dev=$!
-wait_for "$WORK/dev.out" "^listening on "
-kill "$dev"; wait "$dev" 2>/dev/null || true
+NAME=bench-scrape
+# shellcheck source=scripts/bench-common.sh
+source "$ROOT/scripts/bench-common.sh"
 
 # An operator key for every app, and the mock and serve configs for APPS apps sharing one key.
 export LIVERELAY_API_KEY

@@ -21,14 +21,10 @@ struct AdminAPITests {
         defer { server.stop() }
         let port = try #require(server.waitUntilListening(timeout: 60)?.port, "\(server.transcript())")
         let devKey = try #require(server.apiKey())
-        let mock = try ServerProcess.launch(
-            binary: binary,
-            arguments: [
-                "mock-apns", "--port", "0", "--cert-out", "\(dataDir.path)/cafe-mock.pem", "--record", "\(dataDir.path)/cafe.jsonl",
-                "--app", "com.example.cafe,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8",
-            ])
+        let (mock, mockPort) = try ServerProcess.mockAPNs(
+            binary: binary, apps: ["com.example.cafe,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8"],
+            certificate: "\(dataDir.path)/cafe-mock.pem", record: "\(dataDir.path)/cafe.jsonl")
         defer { mock.stop() }
-        let mockPort = try #require(mock.waitUntilListening(timeout: 60)?.port, "\(mock.transcript())")
 
         let bootstrap = try E2E.run(binary.path, ["admin", "bootstrap", "--data-dir", dataDir.path], environment: [:], timeout: 60)
         #expect(bootstrap.status == 0, "\(bootstrap.output)")

@@ -74,15 +74,14 @@ struct ProductionConfigTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let op = try Operator.make(in: directory)
 
-        let mock = try ServerProcess.launch(
+        let (mock, mockPort) = try ServerProcess.mockAPNs(
             binary: binary,
-            arguments: [
-                "mock-apns", "--port", "0", "--cert-out", "\(op.path)/mock.pem", "--record", "\(op.path)/mock.jsonl",
-                "--app", "com.example.orders,ORDERSTEAM,ORDERSKEY1,\(op.path)/orders.p8",
-                "--app", "com.example.rides,RIDESTEAM1,RIDESKEY01,\(op.path)/rides.p8",
-            ])
+            apps: [
+                "com.example.orders,ORDERSTEAM,ORDERSKEY1,\(op.path)/orders.p8",
+                "com.example.rides,RIDESTEAM1,RIDESKEY01,\(op.path)/rides.p8",
+            ],
+            certificate: "\(op.path)/mock.pem", record: "\(op.path)/mock.jsonl")
         defer { mock.stop() }
-        let mockPort = try #require(mock.waitUntilListening(timeout: 60)?.port, "mock: \(mock.transcript())")
 
         let rpcPort = try E2E.freePort()
         let config: [String: Any] = [

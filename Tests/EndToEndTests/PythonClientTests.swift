@@ -327,6 +327,21 @@ final class ServerProcess {
             requestedPort: port)
     }
 
+    /// A `liverelay mock-apns` of its own process on a free port that knows the
+    /// apps given as `bundle,TEAM,KEYID,KEYFILE` (dev.app's key file in the
+    /// tests), writing its certificate to `certificate` and every push to
+    /// `record`; returns it with its port once it listens.
+    static func mockAPNs(binary: URL, apps: [String], certificate: String, record: String) throws -> (ServerProcess, Int) {
+        let mock = try launch(
+            binary: binary,
+            arguments: ["mock-apns", "--port", "0", "--cert-out", certificate, "--record", record] + apps.flatMap { ["--app", $0] })
+        guard let port = mock.waitUntilListening(timeout: 60)?.port else {
+            mock.stop()
+            throw E2E.Failure(description: "the mock APNs did not start:\n\(mock.transcript())")
+        }
+        return (mock, port)
+    }
+
     /// `liverelay` with any arguments (`serve --config FILE`, `mock-apns ...`); `requestedPort` is what
     /// ``waitUntilListening(timeout:)`` reports when the line names no port.
     static func launch(binary: URL, arguments: [String], requestedPort: Int = 0) throws -> ServerProcess {

@@ -25,14 +25,10 @@ struct RegistryReloadTests {
         let server = try ServerProcess.start(binary: binary, dataDir: dataDir)
         defer { server.stop() }
         let port = try #require(server.waitUntilListening(timeout: 60)?.port, "\(server.transcript())")
-        let mock = try ServerProcess.launch(
-            binary: binary,
-            arguments: [
-                "mock-apns", "--port", "0", "--cert-out", "\(dataDir.path)/cafe-mock.pem", "--record", "\(dataDir.path)/cafe.jsonl",
-                "--app", "com.example.cafe,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8",
-            ])
+        let (mock, mockPort) = try ServerProcess.mockAPNs(
+            binary: binary, apps: ["com.example.cafe,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8"],
+            certificate: "\(dataDir.path)/cafe-mock.pem", record: "\(dataDir.path)/cafe.jsonl")
         defer { mock.stop() }
-        let mockPort = try #require(mock.waitUntilListening(timeout: 60)?.port, "\(mock.transcript())")
 
         let registry = try SQLiteTenantRegistry(dataDirectory: dataDir.path)
         let key = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping, .registerToken, .startActivity])

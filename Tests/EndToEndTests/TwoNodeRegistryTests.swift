@@ -31,14 +31,10 @@ struct TwoNodeRegistryTests {
             binary: binary, dataDir: dataDir, extraArguments: ["--store", "postgres", "--postgres-url", url])
         defer { nodeB.stop() }
         let portB = try #require(nodeB.waitUntilListening(timeout: 60)?.port, "\(nodeB.transcript())")
-        let mock = try ServerProcess.launch(
-            binary: binary,
-            arguments: [
-                "mock-apns", "--port", "0", "--cert-out", "\(dataDir.path)/mock.pem", "--record", "\(dataDir.path)/mock.jsonl",
-                "--app", "com.example.rides,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8",
-            ])
+        let (mock, mockPort) = try ServerProcess.mockAPNs(
+            binary: binary, apps: ["com.example.rides,LRDEVTEAM1,LRDEVKEY01,\(dataDir.path)/apns-dev-key.p8"],
+            certificate: "\(dataDir.path)/mock.pem", record: "\(dataDir.path)/mock.jsonl")
         defer { mock.stop() }
-        let mockPort = try #require(mock.waitUntilListening(timeout: 60)?.port, "\(mock.transcript())")
 
         let bootstrap = try E2E.run(
             binary.path, ["admin", "bootstrap", "--store", "postgres", "--postgres-url", url], environment: [:], timeout: 60)
