@@ -39,10 +39,12 @@ public struct RegistryPlan: Hashable, Sendable {
 ///   nothing else. Missing apps and keys are inserted (`.seed`); `.seed`
 ///   apps get the file's fields back (an app the file disables is disabled,
 ///   but a disabled app is never enabled again by a seed); `.seed` keys get
-///   the file's hash, role, label and creation time; a `.seed` key the file
-///   no longer lists is revoked, as removing a key from the file always
-///   revoked it. `.admin` entries are never touched, and a revoked key stays
-///   revoked whatever the file says. A seed that changes nothing is nil.
+///   the file's hash, role, label and creation time. A seed never revokes:
+///   several nodes may seed from different files (a rolling update, each
+///   development node's own key file), and a revocation is final, so a key
+///   the file no longer lists stays valid until the admin API revokes it.
+///   `.admin` entries are never touched, and a revoked key stays revoked
+///   whatever the file says. A seed that changes nothing is nil.
 ///
 /// Every value is checked first (`.invalid`): ids, hashes, capacities and
 /// endpoints every node must be able to serve. What only a request has (a
@@ -206,20 +208,11 @@ enum RegistrySeed {
             writes.append(.putKey(updated))
             keysUpdated.append(key.keyID)
         }
-        var keysRevoked: [String] = []
-        for (id, key) in snapshot.keys.sorted(by: { $0.key < $1.key })
-        where key.source == .seed && key.revokedAt == nil && !listed.contains(id) {
-            var revoked = key
-            revoked.revokedAt = now
-            writes.append(.putKey(revoked))
-            keysRevoked.append(id)
-        }
-
         guard !writes.isEmpty else { return nil }
         let details = AuditDetails.object { object in
             for (name, ids) in [
                 ("apps_created", appsCreated), ("apps_updated", appsUpdated), ("keys_created", keysCreated),
-                ("keys_updated", keysUpdated), ("keys_revoked", keysRevoked),
+                ("keys_updated", keysUpdated),
             ] where !ids.isEmpty {
                 object.field(name, strings: ids)
             }
