@@ -47,17 +47,19 @@ struct RegistryReloadTests {
         let keyTook = try Self.within(Self.bound) { try cli(["ping"]).status == 0 }
         #expect(keyTook != nil, "the new key was not accepted within \(Self.bound) s:\n\(server.transcript())")
 
-        // A new app with its APNs key, endpoint and trust: its token and a start that waits for APNs.
+        // A new app with its APNs key, endpoint and trust, in one change (two changes may reach the
+        // node apart: an app without credentials is accepted, and its pushes fail AppNotConfigured
+        // until the credentials arrive; AdminAPITests goes that way, with the key made after both):
+        // its token and a start that waits for APNs.
         let trust = try String(contentsOfFile: dataDir.path + "/cafe-mock.pem", encoding: .utf8)
         let added = Date()
         try await registry.apply(
-            .createApp(RegisteredApp(id: "cafe", bundleID: "com.example.cafe")), actor: "test", now: now)
-        try await registry.apply(
-            .putCredentials(
-                appID: "cafe",
-                RegisteredCredentials(
-                    teamID: "LRDEVTEAM1", keyID: "LRDEVKEY01", endpoint: "127.0.0.1:\(mockPort)",
-                    keySource: .file(path: dataDir.path + "/apns-dev-key.p8"), trustPEM: trust)),
+            .createApp(
+                RegisteredApp(
+                    id: "cafe", bundleID: "com.example.cafe",
+                    credentials: RegisteredCredentials(
+                        teamID: "LRDEVTEAM1", keyID: "LRDEVKEY01", endpoint: "127.0.0.1:\(mockPort)",
+                        keySource: .file(path: dataDir.path + "/apns-dev-key.p8"), trustPEM: trust))),
             actor: "test", now: now)
         let token = String(repeating: "c0", count: 32)
         let appTook = try Self.within(Self.bound) {
