@@ -18,8 +18,6 @@ import ServiceLifecycle
 /// others nothing but that.
 public final class QuotaGate: Sendable {
     private let ledger: NIOLockedValueBox<QuotaLedger>
-    /// Apps whose store counts are read: the configured ones, and any other seen with a count quota.
-    private let counted: NIOLockedValueBox<Set<String>>
     private let metrics = MetricHandlers()
     private let uptime: @Sendable () -> NIODeadline
     /// How often ``QuotaUsageRefresher`` reads the store's counts: the hint a count refusal carries.
@@ -32,15 +30,16 @@ public final class QuotaGate: Sendable {
         settings: QuotaSettings = QuotaSettings(), apps: [String] = [], refreshInterval: TimeAmount = .seconds(2),
         uptime: @escaping @Sendable () -> NIODeadline = { .now() }
     ) {
-        self.ledger = NIOLockedValueBox(QuotaLedger(settings: settings))
-        self.counted = NIOLockedValueBox(Set(apps))
+        var ledger = QuotaLedger(settings: settings)
+        ledger.track(apps)
+        self.ledger = NIOLockedValueBox(ledger)
         self.refreshInterval = refreshInterval
         self.uptime = uptime
     }
 
     /// The apps whose store counts are read from the next refresh on (the registry's apps).
     public func track(apps: [String]) {
-        counted.withLockedValue { $0.formUnion(apps) }
+        ledger.withLockedValue { $0.track(apps) }
     }
 
     public var settings: QuotaSettings {
@@ -60,11 +59,11 @@ public final class QuotaGate: Sendable {
     /// The quota a call adding a token or live activity would break, for the
     /// rule to refuse such an addition; nil while the app is below it.
     public func countQuota(_ kind: CountQuota.Kind, appID: String) -> CountQuota? {
-        let (quota, known) = ledger.withLockedValue { ledger in
-            (ledger.countQuota(kind, appID: appID), !ledger.appsWithCountQuotas(among: [appID]).isEmpty)
+        ledger.withLockedValue { ledger in
+            // An app seen with a count quota (on a server whose apps are not all known) is read from then on.
+            if ledger.settings.quota(of: appID).countsInStore { ledger.track(CollectionOfOne(appID)) }
+            return ledger.countQuota(kind, appID: appID)
         }
-        if known { counted.withLockedValue { _ = $0.insert(appID) } }
-        return quota
     }
 
     /// The store accepted a call: what it added and what it will push.
@@ -83,12 +82,7 @@ public final class QuotaGate: Sendable {
 
     /// Reads the counts of every app with a count quota from the store.
     public func refresh(from store: any ActivityStore, now: UnixTime, on eventLoop: any EventLoop) async throws {
-        let apps = counted.withLockedValue { Array($0) }
-        let due = ledger.withLockedValue { ledger in
-            let due = ledger.appsWithCountQuotas(among: apps)
-            ledger.readStarting(due)
-            return due
-        }
+        let due = ledger.withLockedValue { $0.readStarting() }
         guard !due.isEmpty else { return }
         let usage = try await store.usage(of: due, now: now, on: eventLoop).get()
         ledger.withLockedValue { $0.noteStored(usage) }

@@ -148,6 +148,7 @@ public struct QuotaLedger: Sendable {
     private var buckets: [String: Bucket] = [:]
     private var hours: [String: Hour] = [:]
     private var counts: [String: Counts] = [:]
+    private var tracked: Set<String> = []
 
     public init(settings: QuotaSettings) {
         self.settings = settings
@@ -213,12 +214,21 @@ public struct QuotaLedger: Sendable {
         }
     }
 
-    /// A read of the store's counts begins: additions noted until now are committed, so it will see them.
-    public mutating func readStarting(_ appIDs: [String]) {
-        for appID in appIDs { counts[appID, default: Counts()].addedAtReadStart = counts[appID]?.added ?? AppUsage() }
+    /// Apps whose store counts are read from the next read on (the registry's
+    /// apps, and any other app seen with a count quota).
+    public mutating func track(_ appIDs: some Sequence<String>) {
+        tracked.formUnion(appIDs)
     }
 
-    /// The store's counts, from a read begun at the last ``readStarting(_:)``.
+    /// A read of the store's counts begins: the tracked apps that have a count
+    /// quota, sorted; additions noted until now are committed, so it will see them.
+    public mutating func readStarting() -> [String] {
+        let due = tracked.filter { settings.quota(of: $0).countsInStore }.sorted()
+        for appID in due { counts[appID, default: Counts()].addedAtReadStart = counts[appID]?.added ?? AppUsage() }
+        return due
+    }
+
+    /// The store's counts, from a read begun at the last ``readStarting()``.
     /// Additions noted since that began are kept on top: the read may not
     /// have seen them, and counting one twice for a few seconds errs on the
     /// side of the quota.
@@ -231,11 +241,6 @@ public struct QuotaLedger: Sendable {
                     tokens: previous.added.tokens - previous.addedAtReadStart.tokens,
                     liveActivities: previous.added.liveActivities - previous.addedAtReadStart.liveActivities))
         }
-    }
-
-    /// The apps whose counts must be read from the store.
-    public func appsWithCountQuotas(among appIDs: [String]) -> [String] {
-        appIDs.filter { settings.quota(of: $0).countsInStore }
     }
 
     /// The app's use as this node sees it: pushes in the last hour (this node's), stored counts.

@@ -16,7 +16,18 @@ struct AdminCommand: AsyncParsableCommand {
     )
 }
 
-/// Options every admin call has: a quotas group for create and update.
+extension ConnectionOptions {
+    /// One admin call with the admin key (`--api-key` or `LIVERELAY_ADMIN_KEY`), its reply printed as JSON.
+    func admin<Request: LiveRelayMessage, Reply: LiveRelayMessage & JSONRepresentable>(
+        _ method: AdminMethod, _ request: Request, as reply: Reply.Type
+    ) async throws {
+        try await run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
+            try await client.admin(method, request, as: reply, timeout: timeout)
+        }
+    }
+}
+
+/// The quota options of app create and update.
 struct QuotaOptions: ParsableArguments {
     @Option(help: "Calls per second over every node (0: no limit).") var callsPerSecond: Double?
     @Option(help: "Calls at once after a quiet spell.") var burst: UInt32?
@@ -54,9 +65,7 @@ struct AdminApps: AsyncParsableCommand {
             let request = Admin.CreateAppRequest(
                 appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
                 quotas: quotas.quotas)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.createApp, request, as: Admin.AppReply.self, timeout: timeout)
-            }
+            try await connection.admin(.createApp, request, as: Admin.AppReply.self)
         }
     }
 
@@ -69,9 +78,7 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.ListAppsRequest(pageSize: pageSize, pageToken: pageToken, includeDisabled: includeDisabled)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.listApps, request, as: Admin.ListAppsReply.self, timeout: timeout)
-            }
+            try await connection.admin(.listApps, request, as: Admin.ListAppsReply.self)
         }
     }
 
@@ -82,9 +89,7 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.GetAppRequest(appID: app)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.getApp, request, as: Admin.AppReply.self, timeout: timeout)
-            }
+            try await connection.admin(.getApp, request, as: Admin.AppReply.self)
         }
     }
 
@@ -104,9 +109,7 @@ struct AdminApps: AsyncParsableCommand {
             let request = Admin.UpdateAppRequest(
                 appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
                 quotas: quotas.quotas, enabled: enabled)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.updateApp, request, as: Admin.AppReply.self, timeout: timeout)
-            }
+            try await connection.admin(.updateApp, request, as: Admin.AppReply.self)
         }
     }
 
@@ -118,9 +121,7 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.DisableAppRequest(appID: app)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.disableApp, request, as: Admin.AppReply.self, timeout: timeout)
-            }
+            try await connection.admin(.disableApp, request, as: Admin.AppReply.self)
         }
     }
 }
@@ -141,9 +142,7 @@ struct AdminKeys: AsyncParsableCommand {
         func run() async throws {
             let request = Admin.CreateAPIKeyRequest(
                 appIDs: apps, allApps: allApps ? true : nil, allowedMethods: methods, admin: admin ? true : nil, label: label)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.createAPIKey, request, as: Admin.CreateAPIKeyReply.self, timeout: timeout)
-            }
+            try await connection.admin(.createAPIKey, request, as: Admin.CreateAPIKeyReply.self)
         }
     }
 
@@ -158,9 +157,7 @@ struct AdminKeys: AsyncParsableCommand {
         func run() async throws {
             let request = Admin.ListAPIKeysRequest(
                 appID: app, includeRevoked: includeRevoked, pageSize: pageSize, pageToken: pageToken)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.listAPIKeys, request, as: Admin.ListAPIKeysReply.self, timeout: timeout)
-            }
+            try await connection.admin(.listAPIKeys, request, as: Admin.ListAPIKeysReply.self)
         }
     }
 
@@ -172,9 +169,7 @@ struct AdminKeys: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.RevokeAPIKeyRequest(keyID: key)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.revokeAPIKey, request, as: Admin.APIKeyReply.self, timeout: timeout)
-            }
+            try await connection.admin(.revokeAPIKey, request, as: Admin.APIKeyReply.self)
         }
     }
 }
@@ -216,9 +211,7 @@ struct AdminCredentials: AsyncParsableCommand {
             let request = Admin.PutAPNsCredentialsRequest(
                 appID: app, teamID: teamID, keyID: keyID, privateKeyPEM: pem, privateKeyFile: keyPath, privateKeyEnv: keyEnv,
                 endpoint: endpoint, trustCertificatePEM: trust)
-            try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-                try await client.admin(.putAPNsCredentials, request, as: Admin.AppReply.self, timeout: timeout)
-            }
+            try await connection.admin(.putAPNsCredentials, request, as: Admin.AppReply.self)
         }
     }
 }
@@ -231,9 +224,7 @@ struct AdminStats: AsyncParsableCommand {
 
     func run() async throws {
         let request = Admin.GetAppStatsRequest(appID: app)
-        try await connection.run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-            try await client.admin(.getAppStats, request, as: Admin.AppStats.self, timeout: timeout)
-        }
+        try await connection.admin(.getAppStats, request, as: Admin.AppStats.self)
     }
 }
 

@@ -1,4 +1,5 @@
 import LiveRelayActivities
+import LiveRelayDomain
 
 /// The config file's `"quotas"` section (the defaults of every app) and an
 /// app's own `"quotas"` (its overrides):
@@ -47,33 +48,38 @@ struct QuotaConfiguration: Decodable {
 
     /// `base` with this section's limits on top: a limit left out keeps `base`'s, "unlimited" lifts it.
     func quota(over base: AppQuota, where place: String) throws -> AppQuota {
-        func whole(_ limit: Limit?, _ key: CodingKeys, _ current: Int?) throws -> Int? {
+        AppQuota(try registered(where: place, topLevel: true), over: base)
+    }
+
+    /// This section as the registry keeps an app's quotas: left out is nil (the
+    /// default), "unlimited" is 0. A limit of 0 is refused: the registry reads 0
+    /// as "no limit", and an app that may do nothing is a disabled app.
+    func registered(where place: String, topLevel: Bool = false) throws -> RegisteredQuotas {
+        func value(_ limit: Limit?, _ key: CodingKeys) throws -> Int? {
             switch limit {
-            case nil: return current
-            case .unlimited: return nil
+            case nil: return nil
+            case .unlimited: return 0
             case let .value(number):
-                guard number >= 0, number <= Double(Int32.max), number == number.rounded() else {
-                    throw CLIError("\(place).\(key.rawValue) must be a whole number from 0 to \(Int32.max), or \"unlimited\"")
+                guard number >= 1, number <= Double(Int32.max), number == number.rounded() else {
+                    throw CLIError("\(place).\(key.rawValue) must be a whole number from 1 to \(Int32.max), or \"unlimited\"")
                 }
                 return Int(number)
             }
         }
-        var quota = base
+        if !topLevel, nodes != nil { throw CLIError("\(place).nodes: \"nodes\" belongs in the top-level \"quotas\"") }
+        var rate: Double?
         switch callsPerSecond {
-        case nil: break
-        case .unlimited: quota.callsPerSecond = nil
-        case let .value(rate):
-            guard rate > 0, rate <= 10_000_000 else {
+        case nil: rate = nil
+        case .unlimited: rate = 0
+        case let .value(number):
+            guard number > 0, number <= 10_000_000 else {
                 throw CLIError("\(place).calls_per_second must be above 0 and at most 10000000, or \"unlimited\"")
             }
-            quota.callsPerSecond = rate
+            rate = number
         }
-        quota.burst = try whole(burst, .burst, quota.burst)
-        if let burst = quota.burst, burst < 1 { throw CLIError("\(place).burst must be at least 1") }
-        quota.pushesPerHour = try whole(pushesPerHour, .pushesPerHour, quota.pushesPerHour)
-        quota.maxTokens = try whole(maxTokens, .maxTokens, quota.maxTokens)
-        quota.maxLiveActivities = try whole(maxLiveActivities, .maxLiveActivities, quota.maxLiveActivities)
-        return quota
+        return RegisteredQuotas(
+            callsPerSecond: rate, burst: try value(burst, .burst), pushesPerHour: try value(pushesPerHour, .pushesPerHour),
+            maxTokens: try value(maxTokens, .maxTokens), maxLiveActivities: try value(maxLiveActivities, .maxLiveActivities))
     }
 
     /// The file's "quotas" section over the production defaults, and how many nodes share the rates.

@@ -49,37 +49,6 @@ enum RegistrySeed {
     }
 }
 
-extension QuotaConfiguration {
-    /// An app's own section as the registry keeps it: left out is the default (nil), "unlimited" is 0.
-    func registered(where place: String) throws -> RegisteredQuotas {
-        func value(_ limit: Limit?, _ key: CodingKeys) throws -> Int? {
-            switch limit {
-            case nil: return nil
-            case .unlimited: return 0
-            case let .value(number):
-                guard number >= 0, number <= Double(Int32.max), number == number.rounded() else {
-                    throw CLIError("\(place).\(key.rawValue) must be a whole number from 0 to \(Int32.max), or \"unlimited\"")
-                }
-                return Int(number)
-            }
-        }
-        if nodes != nil { throw CLIError("\(place).nodes: \"nodes\" belongs in the top-level \"quotas\"") }
-        var rate: Double?
-        switch callsPerSecond {
-        case nil: rate = nil
-        case .unlimited: rate = 0
-        case let .value(number):
-            guard number > 0, number <= 10_000_000 else {
-                throw CLIError("\(place).calls_per_second must be above 0 and at most 10000000, or \"unlimited\"")
-            }
-            rate = number
-        }
-        return RegisteredQuotas(
-            callsPerSecond: rate, burst: try value(burst, .burst), pushesPerHour: try value(pushesPerHour, .pushesPerHour),
-            maxTokens: try value(maxTokens, .maxTokens), maxLiveActivities: try value(maxLiveActivities, .maxLiveActivities))
-    }
-}
-
 extension AppQuota {
     /// `defaults` with an app's registered limits on top: nil keeps the default, 0 lifts the limit.
     init(_ registered: RegisteredQuotas, over defaults: AppQuota) {
