@@ -26,12 +26,15 @@ public enum APNsEndpoint: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One push as it goes on the wire: `POST /3/device/<token>` with these
-/// headers and body. The `authorization` header is not here: the transport
+/// headers and body, or for a broadcast `POST /4/broadcasts/apps/<bundle id>`
+/// with `apns-channel-id` and no `apns-topic`. The `authorization` header is not here: the transport
 /// adds the provider token current when the stream opens, so a retried
 /// request never carries a stale one.
 public struct APNsRequest: Sendable {
-    /// Lowercase hex.
+    /// Lowercase hex; for a broadcast, the channel id (the send's one target).
     public var deviceToken: String
+    /// Set for a broadcast to a channel: the path, `apns-topic` and `apns-expiration` follow it.
+    public var broadcast: APNsBroadcast?
     public var headers: APNsHeaders
     /// Shared by every token of a fan-out (copy-on-write).
     public var payload: APNsPayload
@@ -50,9 +53,10 @@ public struct APNsRequest: Sendable {
 
     public init(
         deviceToken: String, headers: APNsHeaders, payload: APNsPayload, apnsID: String? = nil,
-        environment: APNsEnvironment = .production, sendBy: NIODeadline? = nil
+        environment: APNsEnvironment = .production, sendBy: NIODeadline? = nil, broadcast: APNsBroadcast? = nil
     ) {
-        self.deviceToken = deviceToken
+        self.deviceToken = broadcast?.channelID ?? deviceToken
+        self.broadcast = broadcast
         self.headers = headers
         self.payload = payload
         self.apnsID = apnsID
@@ -60,8 +64,13 @@ public struct APNsRequest: Sendable {
         self.sendBy = sendBy
     }
 
-    /// `/3/device/<token>`.
-    public var path: String { "/3/device/" + deviceToken }
+    /// `/3/device/<token>`, or `/4/broadcasts/apps/<bundle id>`.
+    public var path: String { broadcast?.path ?? ("/3/device/" + deviceToken) }
+
+    /// The APNs headers, besides `authorization`, `apns-id` and `content-length`, in wire order.
+    public var headerFields: [(name: String, value: String)] {
+        broadcast?.fields(from: headers) ?? headers.fields
+    }
 }
 
 /// What APNs answered for one stream.

@@ -13,7 +13,7 @@ public enum APNsEvent: String, Hashable, Sendable {
 /// fan-out (arrays are copy-on-write), the size APNs enforces is the size of
 /// exactly these bytes, and tests and the mock APNs compare them verbatim.
 public struct APNsPayload: Hashable, Sendable {
-    /// APNs's limit for a per-device push (broadcasts allow 5 KB; LiveRelay does not broadcast).
+    /// APNs's limit for a per-device push (a broadcast's is ``APNsBroadcast/maxPayloadBytes``).
     public static let maxBytes = 4096
 
     public let bytes: [UInt8]

@@ -346,7 +346,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
         headers.add(name: "authorization", value: "bearer " + bearer)
-        for field in request.headers.fields { headers.add(name: field.name, value: field.value) }
+        for field in request.headerFields { headers.add(name: field.name, value: field.value) }
         if let apnsID = request.apnsID { headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable) }
         headers.add(name: "content-length", value: String(request.payload.count))
         return headers

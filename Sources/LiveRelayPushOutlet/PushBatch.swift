@@ -1,14 +1,28 @@
 import LiveRelayAPNs
 import NIOCore
 
-/// One token a push goes to.
+/// One token a push goes to, or one broadcast channel (whose single send
+/// APNs fans out to every subscribed device).
 public struct PushTarget: Hashable, Sendable {
+    /// Lowercase hex; for a channel, its id.
     public var token: String
     public var environment: APNsEnvironment
+    /// Set for a channel: its storage policy fixes the send's `apns-expiration`.
+    public var channelPolicy: ChannelStoragePolicy?
+
     public init(token: String, environment: APNsEnvironment) {
         self.token = token
         self.environment = environment
     }
+
+    /// A broadcast channel as one target: ordering, retries and the account treat it like a token.
+    public static func channel(_ id: String, environment: APNsEnvironment, storagePolicy: ChannelStoragePolicy) -> PushTarget {
+        var target = PushTarget(token: id, environment: environment)
+        target.channelPolicy = storagePolicy
+        return target
+    }
+
+    public var isChannel: Bool { channelPolicy != nil }
 }
 
 /// The pushes one accepted call produced: one payload and one set of headers

@@ -1,0 +1,63 @@
+// The vocabulary of broadcast channels (iOS 18): one POST to APNs reaches
+// every device subscribed to a channel (../shared/apns-facts.md, "Endpoints").
+
+/// How APNs keeps a channel's messages for devices that are offline: chosen
+/// when the channel is created, for its whole life.
+public enum ChannelStoragePolicy: Int, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// `message-storage-policy: 0`: nothing is stored; every send must carry
+    /// `apns-expiration: 0`. Apple grants such channels a higher budget.
+    case noStorage = 0
+    /// `message-storage-policy: 1`: the latest message is kept (at most 8 hours).
+    case mostRecentMessage = 1
+
+    public var description: String { self == .noStorage ? "no-storage" : "most-recent-message" }
+}
+
+/// What a broadcast send needs beyond a per-device push: the channel, the
+/// app's bundle id (the path names it, there is no `apns-topic`) and the
+/// channel's storage policy (which fixes `apns-expiration`).
+public struct APNsBroadcast: Hashable, Sendable {
+    /// APNs's channel id (base64), as `POST /1/apps/<bundle id>/channels` answered it.
+    public var channelID: String
+    public var bundleID: String
+    public var storagePolicy: ChannelStoragePolicy
+
+    public init(channelID: String, bundleID: String, storagePolicy: ChannelStoragePolicy) {
+        self.channelID = channelID
+        self.bundleID = bundleID
+        self.storagePolicy = storagePolicy
+    }
+
+    /// `/4/broadcasts/apps/<bundle id>`.
+    public var path: String { "/4/broadcasts/apps/" + bundleID }
+
+    /// A broadcast payload may be larger than a per-device one.
+    public static let maxPayloadBytes = 5120
+
+    /// The most channels APNs keeps per app and environment.
+    public static let maxChannelsPerApp = 10_000
+
+    /// The headers of a broadcast built from a push's: `apns-topic` left out,
+    /// `apns-channel-id` added, and `apns-expiration: 0` for a channel that
+    /// stores nothing (APNs refuses any other value there).
+    public func fields(from headers: APNsHeaders) -> [(name: String, value: String)] {
+        [
+            ("apns-push-type", headers.pushType), ("apns-channel-id", channelID),
+            ("apns-priority", String(headers.priority)),
+            ("apns-expiration", storagePolicy == .noStorage ? "0" : String(headers.expiration)),
+        ]
+    }
+}
+
+/// Whether `text` can be an APNs channel id: base64 (standard or URL-safe
+/// alphabet, `=` padding), 1 to 128 characters. Checked before any store
+/// lookup so that a malformed id is INVALID_ARGUMENT, never a send.
+public func isPlausibleChannelID(_ text: String) -> Bool {
+    let utf8 = text.utf8
+    guard (1...128).contains(utf8.count) else { return false }
+    return utf8.allSatisfy { c in
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: "+") || c == UInt8(ascii: "/")
+            || c == UInt8(ascii: "=") || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+    }
+}
