@@ -48,10 +48,17 @@ public struct APNsHeaders: Hashable, Sendable {
     /// - Parameter priority: 10 (the default) or 5.
     public init(bundleID: String, priority: Int = 10, expiration: Int64) {
         self.pushType = "liveactivity"
-        self.topic = bundleID + ".push-type.liveactivity"
+        self.topic = bundleID + Self.topicSuffix
         self.priority = priority
         self.expiration = expiration
     }
+
+    /// The app's bundle id, read back from the topic: a broadcast's path names it.
+    public var bundleID: String {
+        topic.hasSuffix(Self.topicSuffix) ? String(topic.dropLast(Self.topicSuffix.count)) : topic
+    }
+
+    private static let topicSuffix = ".push-type.liveactivity"
 
     /// In the order they go on the wire.
     public var fields: [(name: String, value: String)] {

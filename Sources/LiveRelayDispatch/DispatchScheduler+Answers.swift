@@ -29,8 +29,12 @@ extension DispatchScheduler {
             // is about one token's rate, not the endpoint's health).
             routeOutcome = (500..<600).contains(response.status) ? .failure : .success
             let reason = response.reason ?? DispatchFailure.status(response.status)
-            if response.disposition != .refreshProviderTokenAndRetry { pushes[id]?.refreshedAtOnce = false }
-            switch response.disposition {
+            // A channel is never pruned: an answer that would declare a token dead
+            // (APNs sends none for a channel) fails the send instead.
+            var disposition = response.disposition
+            if push.channelPolicy != nil, disposition == .pruneToken { disposition = .failRequest }
+            if disposition != .refreshProviderTokenAndRetry { pushes[id]?.refreshedAtOnce = false }
+            switch disposition {
             case .delivered:
                 credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
                 finish(id, .delivered, &actions)

@@ -72,6 +72,8 @@ public struct DispatchScheduler {
         var token: String
         /// Where the token was registered: the transport routes by it.
         var environment: APNsEnvironment
+        /// Set when the target is a broadcast channel (`token` is its id).
+        var channelPolicy: ChannelStoragePolicy?
         var state = State.queued
         var attempts = 0
         /// The route it was last sent by (the app's route may change while it is in flight).
@@ -367,7 +369,8 @@ public struct DispatchScheduler {
             finish(busy, .superseded, &actions)
             lane.busy = nil
         }
-        pushes[id] = Push(call: call, app: a, token: token, environment: target.environment)
+        pushes[id] = Push(
+            call: call, app: a, token: token, environment: target.environment, channelPolicy: target.channelPolicy)
         lane.pending.append(id)
         makeReady(&lane, token: token, app: a, front: false)
     }
@@ -448,7 +451,10 @@ public struct DispatchScheduler {
                     request: APNsRequest(
                         deviceToken: token, headers: call.headers, payload: call.payload,
                         apnsID: call.apnsCall.apnsID(push: id - call.first),
-                        environment: pushes[id]!.environment, sendBy: call.sendBy)))
+                        environment: pushes[id]!.environment, sendBy: call.sendBy,
+                        broadcast: pushes[id]!.channelPolicy.map {
+                            APNsBroadcast(channelID: token, bundleID: call.headers.bundleID, storagePolicy: $0)
+                        })))
             passedOver = 0
             apps[a].deficit -= 1
             if apps[a].deficit <= 0 {

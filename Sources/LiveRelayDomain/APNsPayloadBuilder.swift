@@ -31,32 +31,43 @@ public struct LiveActivityContent: Hashable, Sendable {
 /// pass through unchanged (no re-encoding of numbers, no reordering of keys
 /// the app's Decodable may be sensitive to), and so the key order is fixed:
 /// timestamp, event, content-state, attributes-type, attributes,
-/// input-push-token, alert, stale-date, dismissal-date, relevance-score.
+/// input-push-token, input-push-channel, alert, stale-date, dismissal-date,
+/// relevance-score.
 public enum APNsPayloadBuilder {
-    /// A push-to-start push. It asks the new activity for an update token
-    /// (`input-push-token: 1`), without which LiveRelay could never update it.
+    /// A push-to-start push. By default it asks the new activity for an update
+    /// token (`input-push-token: 1`), without which LiveRelay could update it
+    /// only through a channel; `channelID` subscribes it to a broadcast channel
+    /// (`input-push-channel`).
     public static func start(
-        timestamp: Int64, attributesType: String, attributesJSON: String, content: LiveActivityContent
+        timestamp: Int64, attributesType: String, attributesJSON: String, content: LiveActivityContent,
+        inputPushToken: Bool = true, channelID: String? = nil
     ) throws(DomainError) -> APNsPayload {
         try build(
             event: .start, timestamp: timestamp, content: content,
-            attributes: (attributesType, attributesJSON))
+            attributes: (attributesType, attributesJSON, inputPushToken, channelID))
     }
 
-    public static func update(timestamp: Int64, content: LiveActivityContent) throws(DomainError) -> APNsPayload {
-        try build(event: .update, timestamp: timestamp, content: content, attributes: nil)
+    /// - Parameter limit: ``APNsPayload/maxBytes``, or ``APNsBroadcast/maxPayloadBytes`` for a send to channels only.
+    public static func update(
+        timestamp: Int64, content: LiveActivityContent, limit: Int = APNsPayload.maxBytes
+    ) throws(DomainError) -> APNsPayload {
+        try build(event: .update, timestamp: timestamp, content: content, attributes: nil, limit: limit)
     }
 
-    public static func end(timestamp: Int64, content: LiveActivityContent) throws(DomainError) -> APNsPayload {
-        try build(event: .end, timestamp: timestamp, content: content, attributes: nil)
+    /// - Parameter limit: as for ``update(timestamp:content:limit:)``.
+    public static func end(
+        timestamp: Int64, content: LiveActivityContent, limit: Int = APNsPayload.maxBytes
+    ) throws(DomainError) -> APNsPayload {
+        try build(event: .end, timestamp: timestamp, content: content, attributes: nil, limit: limit)
     }
 
-    /// Fails with ``DomainError/payloadTooLarge(size:limit:)`` above
-    /// ``APNsPayload/maxBytes``: APNs would answer 413 for every token, so the
-    /// call is refused before anything is stored or queued.
+    /// Fails with ``DomainError/payloadTooLarge(size:limit:)`` above `limit`:
+    /// APNs would answer 413 for every token (or the channel), so the call is
+    /// refused before anything is stored or queued.
     static func build(
         event: APNsEvent, timestamp: Int64, content: LiveActivityContent,
-        attributes: (type: String, json: String)?
+        attributes: (type: String, json: String, inputPushToken: Bool, channelID: String?)?,
+        limit: Int = APNsPayload.maxBytes
     ) throws(DomainError) -> APNsPayload {
         var w = JSONWriter()
         w.raw("{\"aps\":{\"timestamp\":")
@@ -72,7 +83,11 @@ public enum APNsPayloadBuilder {
             w.string(attributes.type)
             w.raw(",\"attributes\":")
             w.raw(attributes.json)
-            w.raw(",\"input-push-token\":1")
+            if attributes.inputPushToken { w.raw(",\"input-push-token\":1") }
+            if let channelID = attributes.channelID {
+                w.raw(",\"input-push-channel\":")
+                w.string(channelID)
+            }
         }
         if let alert = content.alert {
             let fields = [("title", alert.title), ("body", alert.body), ("sound", alert.sound)]
@@ -101,8 +116,8 @@ public enum APNsPayloadBuilder {
             w.number(score)
         }
         w.raw("}}")
-        if w.bytes.count > APNsPayload.maxBytes {
-            throw .payloadTooLarge(size: w.bytes.count, limit: APNsPayload.maxBytes)
+        if w.bytes.count > limit {
+            throw .payloadTooLarge(size: w.bytes.count, limit: limit)
         }
         return APNsPayload(bytes: w.bytes)
     }

@@ -67,6 +67,9 @@ public struct DispatchIntent: Hashable, Sendable {
     public var expiresAt: UnixTime?
     /// nil: the activity's update tokens when the pushes are (re)built.
     public var targets: [PushTarget]?
+    /// With a target list (an update to a broadcast channel): the activity's
+    /// update tokens are read when the pushes are (re)built and sent as well.
+    public var withUpdateTokens = false
     public var createdAt: UnixTime
     /// The node working on it, and until when (``IntentLease``).
     public var owner: String?
@@ -95,21 +98,40 @@ public struct DispatchIntent: Hashable, Sendable {
     }
 
     /// The intent of `batch`, leased to `lease` from `now`. An update keeps no
-    /// target list (it is re-read from the activity); a start or end keeps it.
-    public init(_ batch: PushBatch, lease: IntentLease, now: UnixTime) {
+    /// token list (its tokens are re-read from the activity, unless it went to
+    /// its channel only) but keeps its channel; a start or end keeps its list.
+    public init(_ batch: PushBatch, lease: IntentLease, now: UnixTime, channelOnly: Bool = false) {
+        let channels = batch.targets.filter(\.isChannel)
         self.init(
             key: IntentKey(batch), event: batch.event, payload: batch.payload, topic: batch.headers.topic,
             priority: batch.headers.priority, expiration: batch.headers.expiration, expiresAt: batch.expiresAt,
-            targets: batch.event == .update ? nil : batch.targets, createdAt: now, owner: lease.owner,
-            leaseUntil: lease.until(now))
+            targets: batch.event != .update ? batch.targets : channels.isEmpty ? nil : channels, createdAt: now,
+            owner: lease.owner, leaseUntil: lease.until(now))
+        withUpdateTokens = batch.event == .update && !channels.isEmpty && !channelOnly
     }
 
     /// The write that records `batch` as an intent, marking it durable; none
     /// without a lease (intents disabled) or without targets.
-    public static func record(_ batch: inout PushBatch, lease: IntentLease?, now: UnixTime) -> [StoreWrite] {
+    public static func record(
+        _ batch: inout PushBatch, lease: IntentLease?, now: UnixTime, channelOnly: Bool = false
+    ) -> [StoreWrite] {
         guard let lease, !batch.targets.isEmpty else { return [] }
         batch.durable = true
-        return [.putIntent(DispatchIntent(batch, lease: lease, now: now))]
+        return [.putIntent(DispatchIntent(batch, lease: lease, now: now, channelOnly: channelOnly))]
+    }
+
+    /// The pushes' targets as the intent names them: its list, and the
+    /// activity's update tokens (`updateTokens`, read only when needed) when
+    /// it has no list or names them besides its channel.
+    public func resolvedTargets(updateTokens: () -> [PushTarget]) -> [PushTarget] {
+        guard let targets else { return updateTokens() }
+        return withUpdateTokens ? targets + updateTokens() : targets
+    }
+
+    /// Whether every target is a channel: the broadcast payload limit applies.
+    public var isBroadcastOnly: Bool {
+        guard let targets, !withUpdateTokens, !targets.isEmpty else { return false }
+        return targets.allSatisfy(\.isChannel)
     }
 
     /// Whether a newer intent of the same activity makes this one pointless
@@ -122,6 +144,17 @@ public struct DispatchIntent: Hashable, Sendable {
     public func isSuperseded(by newer: DispatchIntent) -> Bool {
         event == .update && newer.event != .start && newer.key.activity == key.activity
             && newer.key.timestamp > key.timestamp && (owner == newer.owner || leaseUntil <= newer.createdAt)
+            && newer.reachesEveryone(self)
+    }
+
+    /// Whether this intent goes to every target `older` went to: the update
+    /// tokens if it did, and each of its channels (a newer update to the
+    /// tokens alone leaves a channel's subscribers needing the older one).
+    private func reachesEveryone(_ older: DispatchIntent) -> Bool {
+        let tokens = targets == nil || withUpdateTokens || event == .end
+        if older.targets == nil || older.withUpdateTokens, !tokens { return false }
+        let channels = Set((targets ?? []).lazy.filter(\.isChannel).map(\.token))
+        return (older.targets ?? []).allSatisfy { !$0.isChannel || channels.contains($0.token) }
     }
 
     /// The pushes again, to `targets`, marked durable.
@@ -140,7 +173,8 @@ public struct DispatchIntent: Hashable, Sendable {
     public var defect: String? {
         if let damage { return damage }
         if version != Self.formatVersion { return "IntentVersionUnknown(\(version))" }
-        if payload.count > APNsPayload.maxBytes { return "PayloadTooLarge(\(payload.count))" }
+        let limit = isBroadcastOnly ? APNsBroadcast.maxPayloadBytes : APNsPayload.maxBytes
+        if payload.count > limit { return "PayloadTooLarge(\(payload.count))" }
         return nil
     }
 }
@@ -148,15 +182,32 @@ public struct DispatchIntent: Hashable, Sendable {
 // MARK: The target list's encoding
 
 extension DispatchIntent {
-    /// The target list as bytes: per target one byte for the environment
+    /// The target list as the stores keep it (``encode(_:withUpdateTokens:)``); nil: none (NULL).
+    public var encodedTargets: [UInt8]? {
+        targets.map { Self.encode($0, withUpdateTokens: withUpdateTokens) }
+    }
+
+    /// The target list as bytes: per token one byte for the environment
     /// (0 sandbox, 1 production), one for the token's length in bytes less one (tokens are 8 to
     /// 256 bytes), then
     /// the token's bytes (its hex decoded): about 34 bytes per token, so an end
-    /// to 100,000 devices is one row of 3.4 MB.
-    public static func encode(_ targets: [PushTarget]) -> [UInt8] {
+    /// to 100,000 devices is one row of 3.4 MB. A channel is a byte 2 (sandbox)
+    /// or 3 (production), its storage policy, its id's length and the id as
+    /// text; a leading byte 4 says the activity's update tokens go too. Rows
+    /// written before channels existed read the same.
+    public static func encode(_ targets: [PushTarget], withUpdateTokens: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(targets.count * 34)
+        out.reserveCapacity(targets.count * 34 + 1)
+        if withUpdateTokens { out.append(4) }
         for target in targets {
+            if let policy = target.channelPolicy {
+                let id = Array(target.token.utf8.prefix(255))
+                out.append(target.environment == .sandbox ? 2 : 3)
+                out.append(UInt8(policy.rawValue))
+                out.append(UInt8(id.count))
+                out += id
+                continue
+            }
             let hex = Array(target.token.utf8)
             out.append(target.environment == .sandbox ? 0 : 1)
             out.append(UInt8(clamping: max(1, hex.count / 2) - 1))
@@ -170,11 +221,24 @@ extension DispatchIntent {
     }
 
     /// nil for bytes that are not a target list (a corrupt row).
-    public static func decode(_ bytes: [UInt8]) -> [PushTarget]? {
+    public static func decode(_ bytes: [UInt8]) -> [PushTarget]? { decodeTargets(bytes)?.targets }
+
+    /// The list and whether the update tokens go too; nil for a corrupt row.
+    public static func decodeTargets(_ bytes: [UInt8]) -> (targets: [PushTarget], withUpdateTokens: Bool)? {
         let digits = Array("0123456789abcdef".utf8)
         var targets: [PushTarget] = []
-        var i = 0
+        let withUpdateTokens = bytes.first == 4
+        var i = withUpdateTokens ? 1 : 0
         while i < bytes.count {
+            if bytes[i] == 2 || bytes[i] == 3 {
+                guard i + 3 <= bytes.count, let policy = ChannelStoragePolicy(rawValue: Int(bytes[i + 1])),
+                    i + 3 + Int(bytes[i + 2]) <= bytes.count, bytes[i + 2] > 0
+                else { return nil }
+                let id = String(decoding: bytes[(i + 3)..<(i + 3 + Int(bytes[i + 2]))], as: UTF8.self)
+                targets.append(.channel(id, environment: bytes[i] == 2 ? .sandbox : .production, storagePolicy: policy))
+                i += 3 + Int(bytes[i + 2])
+                continue
+            }
             guard i + 2 <= bytes.count, bytes[i] <= 1 else { return nil }
             let environment: APNsEnvironment = bytes[i] == 0 ? .sandbox : .production
             let length = Int(bytes[i + 1]) + 1
@@ -189,7 +253,7 @@ extension DispatchIntent {
             i += length
             targets.append(PushTarget(token: String(decoding: hex, as: UTF8.self), environment: environment))
         }
-        return targets
+        return (targets, withUpdateTokens)
     }
 
     private static func nibble(_ c: UInt8) -> UInt8 {

@@ -53,10 +53,11 @@ public struct ClaimIntents: StoreMutation {
                 claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
                 continue
             }
-            let targets = { () -> [PushTarget] in
-                intent.targets
-                    ?? state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
-                    .map { PushTarget(token: $0.hex, environment: $0.environment) }
+            let targets = {
+                intent.resolvedTargets {
+                    state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
+                        .map { PushTarget(token: $0.hex, environment: $0.environment) }
+                }
             }
             if let expiresAt = intent.expiresAt, expiresAt <= now {
                 // Settled unsent: its pushes are the call's final account, so a replay reports them expired.

@@ -48,7 +48,7 @@ extension SQLiteTables {
                 s.bind(8, Int64(intent.priority))
                 s.bind(9, intent.expiration)
                 s.bind(10, intent.expiresAt?.milliseconds)
-                if let targets = intent.targets { s.bind(11, DispatchIntent.encode(targets)) }  // else NULL
+                if let targets = intent.encodedTargets { s.bind(11, targets) }  // else NULL
                 s.bind(12, intent.createdAt.milliseconds)
                 s.bind(13, intent.owner)
                 s.bind(14, intent.leaseUntil.milliseconds)
@@ -84,11 +84,14 @@ extension SQLiteTables {
     static func intent(from s: SQLiteStatement) -> DispatchIntent {
         let event = APNsEvent(rawValue: s.string(4))
         var targets: [PushTarget]?
+        var withUpdateTokens = false
         var damage: String?
         if event == nil { damage = "IntentDamaged(event \(s.string(4)))" }
         if !s.isNull(10) {
-            targets = DispatchIntent.decode(s.blob(10))
-            if targets == nil { damage = "IntentDamaged(targets)" }
+            let decoded = DispatchIntent.decodeTargets(s.blob(10))
+            targets = decoded?.targets
+            withUpdateTokens = decoded?.withUpdateTokens ?? false
+            if decoded == nil { damage = "IntentDamaged(targets)" }
         }
         var intent = DispatchIntent(
             key: IntentKey(appID: s.string(0), activityID: s.string(1), timestamp: s.int64(2)), event: event ?? .update,
@@ -97,6 +100,7 @@ extension SQLiteTables {
             createdAt: UnixTime(milliseconds: s.int64(11)), owner: s.optionalString(12),
             leaseUntil: UnixTime(milliseconds: s.int64(13)), version: Int(s.int64(3)))
         intent.damage = damage
+        intent.withUpdateTokens = withUpdateTokens
         return intent
     }
 }

@@ -122,7 +122,7 @@ struct PostgresIntentOverlay {
             b.append(put.map { ByteBuffer(bytes: $0.payload.bytes) }); b.append(put.map(\.topic))
             b.append(put.map { Int16($0.priority) }); b.append(put.map(\.expiration))
             b.append(put.map { $0.expiresAt?.milliseconds ?? 0 }); b.append(put.map { $0.expiresAt == nil })
-            b.append(put.map { ByteBuffer(bytes: $0.targets.map(DispatchIntent.encode) ?? []) }); b.append(put.map { $0.targets == nil })
+            b.append(put.map { ByteBuffer(bytes: $0.encodedTargets ?? []) }); b.append(put.map { $0.targets == nil })
             b.append(put.map(\.createdAt.milliseconds))
             b.append(put.map { $0.owner ?? "" }); b.append(put.map { $0.owner == nil })
             b.append(put.map(\.leaseUntil.milliseconds))
@@ -169,7 +169,8 @@ extension PostgresTables {
     /// What cannot be read becomes the intent's ``DispatchIntent/damage``, so the claim reports and drops it.
     static func intent(_ r: IntentRow) -> DispatchIntent {
         let event = APNsEvent(rawValue: r.4)
-        let targets = r.10.map { DispatchIntent.decode(Array(buffer: $0)) }
+        let decoded = r.10.map { DispatchIntent.decodeTargets(Array(buffer: $0)) }
+        let targets = decoded.map { $0?.targets }
         var intent = DispatchIntent(
             key: IntentKey(appID: r.0, activityID: r.1, timestamp: r.2), event: event ?? .update,
             payload: APNsPayload(bytes: Array(buffer: r.5)), topic: r.6, priority: Int(r.7), expiration: r.8,
@@ -177,6 +178,7 @@ extension PostgresTables {
             createdAt: UnixTime(milliseconds: r.11), owner: r.12, leaseUntil: UnixTime(milliseconds: r.13), version: Int(r.3))
         if event == nil { intent.damage = "IntentDamaged(event \(r.4))" }
         if case .some(nil) = targets { intent.damage = "IntentDamaged(targets)" }
+        intent.withUpdateTokens = decoded??.withUpdateTokens ?? false
         return intent
     }
 }
