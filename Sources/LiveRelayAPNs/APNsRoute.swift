@@ -79,6 +79,7 @@ public protocol APNsTransportProvider: Sendable {
 
     /// The route's channel management (create, delete, list broadcast channels); nil
     /// when the route has no credentials or the provider cannot manage channels.
+    /// Looked up per call, like ``transport(for:)``: replaced credentials replace it.
     func channelManager(for route: APNsRoute) -> (any APNsChannelManaging)?
 }
 

@@ -48,7 +48,9 @@ public struct MockAPNsVerdict: Sendable, Hashable {
     /// the channel registry decides the answer (the 200 here is provisional).
     public var channelOperation: MockAPNsChannelOperation?
     /// A valid push-to-start whose `aps` names a channel in `input-push-channel`: once
-    /// answered 200, its device token is subscribed to that channel of `bundleID`.
+    /// answered 200, its device token is subscribed to that channel of `bundleID` (when the
+    /// app has it in the mock's environment; otherwise the device's subscription would fail,
+    /// and the push is still delivered).
     public var subscription: MockAPNsSubscription?
     /// True on the channel endpoints (`/1/...`, `/4/...`): the request id travels as
     /// `apns-request-id` there, not `apns-id`.
