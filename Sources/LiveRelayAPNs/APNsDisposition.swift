@@ -20,7 +20,8 @@ public enum APNsDisposition: Hashable, Sendable {
 
     public init(status: Int, reason: String?) {
         switch status {
-        case 200:
+        case 200..<300:
+            // 201 and 204 answer channel management calls (created, deleted).
             self = .delivered
         case 410:
             self = .pruneToken

@@ -35,6 +35,9 @@ public struct APNsRequest: Sendable {
     public var deviceToken: String
     /// Set for a broadcast to a channel: the path, `apns-topic` and `apns-expiration` follow it.
     public var broadcast: APNsBroadcast?
+    /// Set for a channel management call (create, read, delete, list): its method, path,
+    /// `apns-channel-id` and body replace the push's, and ``headers`` is unused.
+    public var management: APNsChannelManagementRequest?
     public var headers: APNsHeaders
     /// Shared by every token of a fan-out (copy-on-write).
     public var payload: APNsPayload
@@ -64,12 +67,37 @@ public struct APNsRequest: Sendable {
         self.sendBy = sendBy
     }
 
-    /// `/3/device/<token>`, or `/4/broadcasts/apps/<bundle id>`.
-    public var path: String { broadcast?.path ?? ("/3/device/" + deviceToken) }
+    /// A channel management call, sent like a push (same connections, same provider token).
+    /// Its ``apnsID``, when set, goes out as `apns-request-id`, the name the channel
+    /// endpoints use.
+    public init(
+        management: APNsChannelManagementRequest, environment: APNsEnvironment, requestID: String? = nil,
+        sendBy: NIODeadline? = nil
+    ) {
+        self.deviceToken = management.channelID ?? ""
+        self.management = management
+        // Unused for a management call: its headers are ``APNsChannelManagementRequest/headerFields``.
+        self.headers = APNsHeaders(bundleID: "", expiration: 0)
+        self.payload = APNsPayload(bytes: management.body)
+        self.apnsID = requestID
+        self.environment = environment
+        self.sendBy = sendBy
+    }
+
+    /// `/3/device/<token>`, `/4/broadcasts/apps/<bundle id>`, or a management call's path.
+    public var path: String { management?.path ?? broadcast?.path ?? ("/3/device/" + deviceToken) }
+
+    /// `POST`, except for the management calls that read or delete.
+    public var method: String { management?.method.rawValue ?? "POST" }
+
+    /// True for a per-device push, the hot path: its id header is `apns-id`; broadcasts and
+    /// management calls name theirs `apns-request-id` and may be answered with a channel id.
+    public var isDevicePush: Bool { broadcast == nil && management == nil }
 
     /// The APNs headers, besides `authorization`, `apns-id` and `content-length`, in wire order.
     public var headerFields: [(name: String, value: String)] {
-        broadcast?.fields(from: headers) ?? headers.fields
+        if let management { return management.headerFields }
+        return broadcast?.fields(from: headers) ?? headers.fields
     }
 }
 
@@ -87,6 +115,13 @@ public struct APNsResponse: Hashable, Sendable {
     /// only `apns-id` and the JSON reason), but a proxy or another push service in
     /// front of it may; the dispatcher then waits at least this long before a retry.
     public var retryAfterSeconds: Int?
+    /// The `apns-channel-id` response header: the new channel's id on a 201 to a create.
+    /// Always nil for a per-device push (the client does not look for it there).
+    public var channelID: String? = nil
+    /// A management call's success body (JSON: a channel's configuration, the list of
+    /// channels). Empty for pushes, whose error bodies are parsed into ``reason``.
+    /// Not in the initializer: `init(status:apnsID:body:)` reads a push's raw body.
+    public var body: [UInt8] = []
 
     public init(
         status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String? = nil,
@@ -98,6 +133,9 @@ public struct APNsResponse: Hashable, Sendable {
         self.apnsID = apnsID
         self.retryAfterSeconds = retryAfterSeconds
     }
+
+    /// 2xx: 200 for pushes, broadcasts, reads and lists; 201 for a created channel; 204 for a deleted one.
+    public var isSuccess: Bool { (200..<300).contains(status) }
 
     /// The most a `retry-after` is believed: a day. A longer one is a broken
     /// header, not a plan, and would overflow the dispatcher's arithmetic.

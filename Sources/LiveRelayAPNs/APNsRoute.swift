@@ -28,6 +28,16 @@ public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Where channel management calls for `environment`'s channels go: Apple's management
+    /// hosts (ports 2195 sandbox, 2196 production), or the same server as the pushes for a
+    /// custom destination (the mock serves both on one port).
+    public func managementEndpoint(for environment: APNsEnvironment) -> APNsEndpoint {
+        switch self {
+        case .apple: environment == .sandbox ? .sandboxChannelManagement : .productionChannelManagement
+        case let .custom(host, port): .custom(host: host, port: port)
+        }
+    }
+
     public var description: String {
         switch self {
         case .apple: "apple"
@@ -66,4 +76,14 @@ public struct APNsRoute: Hashable, Sendable, CustomStringConvertible {
 public protocol APNsTransportProvider: Sendable {
     /// nil when the route has no credentials (its pushes fail `ConnectFailed`).
     func transport(for route: APNsRoute) -> (any APNsTransport)?
+
+    /// The route's channel management (create, delete, list broadcast channels); nil
+    /// when the route has no credentials or the provider cannot manage channels.
+    /// Looked up per call, like ``transport(for:)``: replaced credentials replace it.
+    func channelManager(for route: APNsRoute) -> (any APNsChannelManaging)?
+}
+
+extension APNsTransportProvider {
+    /// Providers that only send (test fakes) manage no channels.
+    public func channelManager(for route: APNsRoute) -> (any APNsChannelManaging)? { nil }
 }

@@ -37,6 +37,13 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
         var pools: [APNsConnectionPool]
         /// What the route was built from: registering the same again changes nothing.
         var identity: String
+        /// What the management pools are made from, when first asked for.
+        var source: ProviderTokenSource
+        var trustPEM: String?
+        /// Made on the first ``APNsClient/channelManager(for:)``: most routes never manage channels.
+        var management: (manager: APNsChannelManager, pools: [APNsConnectionPool])?
+
+        var allPools: [APNsConnectionPool] { pools + (management?.pools ?? []) }
     }
 
     private let group: any EventLoopGroup
@@ -93,12 +100,12 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
                 let production = try pool(.production), sandbox = try pool(.sandbox)
                 made = Route(
                     transport: APNsEnvironmentRouter(production: production, sandbox: sandbox),
-                    pools: [production, sandbox], identity: identity)
+                    pools: [production, sandbox], identity: identity, source: source, trustPEM: credentials.trustPEM)
             case let .custom(host, port):
                 let only = try pool(.custom(host: host, port: port))
-                made = Route(transport: only, pools: [only], identity: identity)
+                made = Route(transport: only, pools: [only], identity: identity, source: source, trustPEM: credentials.trustPEM)
             }
-            let replaced = routes.updateValue(made, forKey: route)?.pools ?? []
+            let replaced = routes.updateValue(made, forKey: route)?.allPools ?? []
             for pool in replaced { retired[ObjectIdentifier(pool)] = pool }
             return replaced
         }
@@ -115,11 +122,51 @@ public final class APNsClient: APNsTransportProvider, @unchecked Sendable {
         lock.withLock { routes[route]?.transport }
     }
 
+    /// The route's channel management, over pools of its own to the management
+    /// endpoints (Apple's two hosts, or the custom destination's host and port),
+    /// made on the first call and signing with the route's provider token source:
+    /// management calls are rare and must not queue behind a burst of pushes. nil
+    /// when the route has no credentials (or the pools cannot be made; logged).
+    public func channelManager(for route: APNsRoute) -> (any APNsChannelManaging)? {
+        lock.withLock { () -> APNsChannelManager? in
+            guard !isShutDown, var entry = routes[route] else { return nil }
+            if let management = entry.management { return management.manager }
+            func pool(_ endpoint: APNsEndpoint) throws -> APNsConnectionPool {
+                var configuration = configure(endpoint, entry.trustPEM)
+                configuration.maximumConnections = min(configuration.maximumConnections, Self.managementConnections)
+                return try APNsConnectionPool(configuration: configuration, tokenSource: entry.source, group: group, logger: logger)
+            }
+            do {
+                let made: (manager: APNsChannelManager, pools: [APNsConnectionPool])
+                switch route.destination {
+                case .apple:
+                    let production = try pool(.productionChannelManagement), sandbox = try pool(.sandboxChannelManagement)
+                    made = (
+                        APNsChannelManager(transport: APNsEnvironmentRouter(production: production, sandbox: sandbox)),
+                        [production, sandbox]
+                    )
+                case .custom:
+                    let only = try pool(route.destination.managementEndpoint(for: .production))
+                    made = (APNsChannelManager(transport: only), [only])
+                }
+                entry.management = made
+                routes[route] = entry
+                return made.manager
+            } catch {
+                logger.error("APNs channel management pools not made", metadata: ["apns.route": "\(route)", "error": "\(error)"])
+                return nil
+            }
+        }
+    }
+
+    /// Connections per management endpoint: calls are few and small, one or two suffice.
+    static let managementConnections = 2
+
     /// Finishes the streams in flight on every connection, then closes them.
     public func shutdown() -> EventLoopFuture<Void> {
         let pools: [APNsConnectionPool] = lock.withLock {
             isShutDown = true
-            return routes.values.flatMap(\.pools) + retired.values
+            return routes.values.flatMap(\.allPools) + retired.values
         }
         return EventLoopFuture.andAllComplete(pools.map { $0.shutdown() }, on: group.any())
     }

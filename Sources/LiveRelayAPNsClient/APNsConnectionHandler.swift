@@ -46,6 +46,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         /// A `retry-after` in delay-seconds; APNs sends none, a proxy in front of it may.
         var retryAfterSeconds: Int?
         var responseBody: [UInt8] = []
+        /// `apns-channel-id` of a broadcast's or a management call's answer (never read for a push).
+        var channelID: String?
         /// RST_STREAM from the server.
         var resetByPeer: HTTP2ErrorCode?
     }
@@ -220,6 +222,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                 streams[key]!.apnsID = headers.headers.first(name: "apns-id")
                 streams[key]!.retryAfterSeconds = headers.headers.first(name: "retry-after").flatMap(
                     APNsResponse.retryAfterSeconds(parsing:))
+                if !streams[key]!.pending.request.isDevicePush {
+                    // The channel endpoints name their id header apns-request-id.
+                    if streams[key]!.apnsID == nil { streams[key]!.apnsID = headers.headers.first(name: "apns-request-id") }
+                    streams[key]!.channelID = headers.headers.first(name: "apns-channel-id")
+                }
             }
             if headers.endStream { complete(key) }
         case .data(let data):
@@ -241,7 +248,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             streamEnded(key, .failure(.malformedResponse("no :status")))
             return
         }
-        if var response = APNsResponse(status: status, apnsID: stream.apnsID, body: stream.responseBody) {
+        let parsed =
+            stream.pending.request.management == nil
+            ? APNsResponse(status: status, apnsID: stream.apnsID, body: stream.responseBody)
+            : APNsResponse(managementStatus: status, requestID: stream.apnsID, channelID: stream.channelID, body: stream.responseBody)
+        if var response = parsed {
             response.retryAfterSeconds = stream.retryAfterSeconds
             streamEnded(key, .success(response))
         } else {
@@ -333,12 +344,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         delegate.connectionClosed(id, connectError: reportedPhase == .connecting ? (lastError ?? "connection closed") : nil)
     }
 
-    /// The request headers of one push. `authorization` is set here, at stream
+    /// The request headers of one push (or broadcast, or channel management call). `authorization` is set here, at stream
     /// open, so a queued or retried request always carries the current token.
     static func headers(for request: APNsRequest, authority: String, bearer: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(12)
-        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":method", value: request.method)
         headers.add(name: ":scheme", value: "https")
         // Values unique to one push (the token's path, the apns-id) are sent without
         // indexing: in HPACK's dynamic table they would only evict the entries every
@@ -347,7 +358,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         headers.add(name: ":authority", value: authority)
         headers.add(name: "authorization", value: "bearer " + bearer)
         for field in request.headerFields { headers.add(name: field.name, value: field.value) }
-        if let apnsID = request.apnsID { headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable) }
+        if let apnsID = request.apnsID {
+            headers.add(name: request.isDevicePush ? "apns-id" : "apns-request-id", value: apnsID, indexing: .nonIndexable)
+        }
         headers.add(name: "content-length", value: String(request.payload.count))
         return headers
     }

@@ -256,7 +256,7 @@ struct APNsClientMetrics: Sendable {
         inFlight = Meter(label: "liverelay_apns_streams_in_flight", dimensions: dimensions)
         connections = Gauge(label: "liverelay_apns_connections", dimensions: dimensions)
         var byStatus: [Int: Counter] = [:]
-        for status in [200, 400, 403, 404, 405, 410, 413, 429, 500, 503] {
+        for status in [200, 201, 204, 400, 403, 404, 405, 410, 413, 429, 500, 503] {
             byStatus[status] = Counter(label: "liverelay_apns_responses_total", dimensions: dimensions + [("status", "\(status)")])
         }
         self.byStatus = byStatus

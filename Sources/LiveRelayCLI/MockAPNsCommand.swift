@@ -24,7 +24,9 @@ struct MockAPNsCommand: AsyncParsableCommand {
             "errors": {"TooManyRequests": 0.05}, "seed", "unregistered": {"<token>": <timestamp ms>},
             "token_bundles": {"<token>": "<bundle id>"}, "goaway_after", "drop_after", "alternate_connection_faults",
             "slow": {"rate", "ms": [min, max]}, "outage": {"every_s", "lasting_s"}, "max_streams",
-            "limit_streams_until_authenticated", "record", "recording_capacity"}.
+            "limit_streams_until_authenticated", "record", "recording_capacity", "environment", "max_channels_per_app"}.
+            Broadcast channels (iOS 18) are served on the same port: /1/apps/<bundle>/channels and all-channels,
+            and /4/broadcasts/apps/<bundle>; a broadcast reaches the tokens whose push-to-start named its channel.
             SIGTERM or SIGINT: GOAWAY, in-flight streams finish (at most 2 s), exit.
             """
     )
@@ -79,6 +81,10 @@ struct MockAPNsCommand: AsyncParsableCommand {
     var record: String?
     @Option(help: "Requests kept in memory (the most recent; default 10000).")
     var recordingCapacity: Int?
+    @Option(help: "The APNs environment this mock plays, sandbox (default) or production: its channels belong to it.")
+    var environment: String?
+    @Option(help: "Broadcast channels per app before a create is refused (default 10000, APNs's limit).")
+    var maxChannelsPerApp: Int?
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -156,6 +162,8 @@ struct MockAPNsCommand: AsyncParsableCommand {
         var limit_streams_until_authenticated: Bool?
         var record: String?
         var recording_capacity: Int?
+        var environment: String?
+        var max_channels_per_app: Int?
     }
 
     func resolve() throws -> (MockAPNsConfiguration, certOut: String?) {
@@ -242,6 +250,14 @@ struct MockAPNsCommand: AsyncParsableCommand {
         c.limitStreamsUntilAuthenticated = limitStreamsUntilAuthenticated || file.limit_streams_until_authenticated == true
         c.recordFile = record.map { DevSetup.absolute($0) } ?? fromFile(file.record)
         c.recordingCapacity = recordingCapacity ?? file.recording_capacity ?? 10_000
+        if let name = environment ?? file.environment {
+            guard let parsed = APNsEnvironment(rawValue: name) else {
+                throw CLIError("--environment \(name): expected sandbox or production")
+            }
+            c.environment = parsed
+        }
+        c.maxChannelsPerApp = maxChannelsPerApp ?? file.max_channels_per_app ?? APNsBroadcast.maxChannelsPerApp
+        guard c.maxChannelsPerApp >= 0 else { throw CLIError("--max-channels-per-app must be at least 0") }
         for value in [c.goAwayAfterStreams, c.dropConnectionAfterStreams].compactMap({ $0 }) where value < 1 {
             throw CLIError("--goaway-after and --drop-after must be at least 1")
         }

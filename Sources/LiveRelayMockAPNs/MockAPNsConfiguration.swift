@@ -1,3 +1,5 @@
+import LiveRelayAPNs
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -178,6 +180,14 @@ public struct MockAPNsConfiguration: Sendable {
     /// after its previous switch gets 429 TooManyProviderTokenUpdates.
     public var providerTokenMinimumUpdateIntervalSeconds: Int64
     public var clock: MockAPNsClock
+    /// The APNs environment this mock plays: its channels belong to it. One mock
+    /// serves one environment, as each of Apple's hosts does.
+    public var environment: APNsEnvironment
+    /// Channels per app in this environment before a create is CannotCreateChannelConfig
+    /// (APNs's limit by default; tests lower it).
+    public var maxChannelsPerApp: Int
+    /// The channels, when shared with another mock (say the other environment's); nil: the mock's own.
+    public var channelStore: MockAPNsChannelStore?
 
     public init(
         host: String = "127.0.0.1",
@@ -199,7 +209,10 @@ public struct MockAPNsConfiguration: Sendable {
         recordingCapacity: Int = 100_000,
         recordFile: String? = nil,
         providerTokenMinimumUpdateIntervalSeconds: Int64 = 1200,
-        clock: MockAPNsClock = .system
+        clock: MockAPNsClock = .system,
+        environment: APNsEnvironment = .sandbox,
+        maxChannelsPerApp: Int = APNsBroadcast.maxChannelsPerApp,
+        channelStore: MockAPNsChannelStore? = nil
     ) {
         self.host = host
         self.port = port
@@ -221,6 +234,9 @@ public struct MockAPNsConfiguration: Sendable {
         self.recordFile = recordFile
         self.providerTokenMinimumUpdateIntervalSeconds = providerTokenMinimumUpdateIntervalSeconds
         self.clock = clock
+        self.environment = environment
+        self.maxChannelsPerApp = maxChannelsPerApp
+        self.channelStore = channelStore
     }
 }
 
@@ -239,6 +255,9 @@ public enum MockAPNsReasons {
     public static let badContentState = "BadContentState"
     /// A start without a string `attributes-type` and an object `attributes`.
     public static let badAttributes = "BadAttributes"
+    /// A channel create whose `message-storage-policy` is missing or not 0 or 1 (APNs's
+    /// own reason for it is not in our facts).
+    public static let badMessageStoragePolicy = "BadMessageStoragePolicy"
 
     /// The status APNs answers with `reason`; 400 for the mock's payload reasons and unknown ones.
     public static func status(for reason: String) -> Int {

@@ -30,10 +30,19 @@ public struct MockAPNsRecord: Sendable {
     public var streamID: Int
     /// When the request was complete, by the configured clock.
     public var receivedAtMilliseconds: Int64
+    /// The channel a management call or broadcast was about: the one created (the
+    /// `apns-channel-id` answered with a 201) or the one named in the request.
+    public var channelID: String?
+    /// An accepted broadcast: the device tokens (lowercase) subscribed to its channel
+    /// at that moment, each of which the broadcast reached.
+    public var fannedOutTo: [String]
+    /// An accepted push-to-start that subscribed its device token to this channel.
+    public var subscribedTo: String?
 
     public init(
         path: String, method: String, headers: [(name: String, value: String)], body: [UInt8], status: Int,
-        reason: String?, apnsID: String?, connection: Int, streamID: Int, receivedAtMilliseconds: Int64
+        reason: String?, apnsID: String?, connection: Int, streamID: Int, receivedAtMilliseconds: Int64,
+        channelID: String? = nil, fannedOutTo: [String] = [], subscribedTo: String? = nil
     ) {
         self.path = path
         self.method = method
@@ -45,6 +54,9 @@ public struct MockAPNsRecord: Sendable {
         self.connection = connection
         self.streamID = streamID
         self.receivedAtMilliseconds = receivedAtMilliseconds
+        self.channelID = channelID
+        self.fannedOutTo = fannedOutTo
+        self.subscribedTo = subscribedTo
     }
 
     /// The first value of `name`.
@@ -76,6 +88,9 @@ public struct MockAPNsRecord: Sendable {
         w += ",\"status\":\(status)"
         if let reason { w += ",\"reason\":" + jsonQuoted(reason) }
         if let apnsID { w += ",\"apns_id\":" + jsonQuoted(apnsID) }
+        if let channelID { w += ",\"channel_id\":" + jsonQuoted(channelID) }
+        if let subscribedTo { w += ",\"subscribed_to\":" + jsonQuoted(subscribedTo) }
+        if !fannedOutTo.isEmpty { w += ",\"fanned_out_to\":[" + fannedOutTo.map(jsonQuoted).joined(separator: ",") + "]" }
         w += ",\"headers\":["
         for (i, header) in headers.enumerated() {
             let value = header.name == "authorization" ? Self.redactedAuthorization(header.value) : header.value
@@ -90,6 +105,26 @@ public struct MockAPNsRecord: Sendable {
         return value[..<lastDot] + ".<redacted>"
     }
 
+}
+
+/// One notification that reached a device token: a push to it, or a broadcast
+/// to a channel it was subscribed to.
+public struct MockAPNsDelivery: Sendable {
+    /// Lowercase.
+    public var deviceToken: String
+    /// The channel for a broadcast; nil for a push to the token.
+    public var channelID: String?
+    /// The stream that carried it (for a broadcast, shared by every subscriber it reached).
+    public var record: MockAPNsRecord
+
+    public init(deviceToken: String, channelID: String?, record: MockAPNsRecord) {
+        self.deviceToken = deviceToken
+        self.channelID = channelID
+        self.record = record
+    }
+
+    public var body: [UInt8] { record.body }
+    public var bodyText: String { record.bodyText }
 }
 
 /// What the mock has done since it started (or since ``MockAPNsServer/reset()``).
@@ -185,6 +220,22 @@ final class MockAPNsRecorder: Sendable {
     }
 
     var records: [MockAPNsRecord] { state.withLockedValue { Array($0.records) } }
+
+    /// What reached `deviceToken` (any case), oldest first: its accepted pushes and the
+    /// accepted broadcasts that fanned out to it, among the records still kept.
+    func deliveries(to deviceToken: String) -> [MockAPNsDelivery] {
+        let token = deviceToken.lowercased()
+        return state.withLockedValue { state in
+            state.records.compactMap { record -> MockAPNsDelivery? in
+                guard record.status == 200 else { return nil }
+                if let pushed = record.deviceToken, pushed.lowercased() == token {
+                    return MockAPNsDelivery(deviceToken: token, channelID: nil, record: record)
+                }
+                guard record.fannedOutTo.contains(token) else { return nil }
+                return MockAPNsDelivery(deviceToken: token, channelID: record.channelID, record: record)
+            }
+        }
+    }
     var counters: MockAPNsCounters { state.withLockedValue { $0.counters } }
 
     /// Forgets records and counters; the file keeps its lines.

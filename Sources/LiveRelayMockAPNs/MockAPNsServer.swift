@@ -135,7 +135,22 @@ public final class MockAPNsServer: Sendable {
 
     public var counters: MockAPNsCounters { shared.recorder.counters }
 
-    /// Forgets the records and counters (connections and their token state stay).
+    /// What reached `deviceToken`, oldest first: its accepted pushes and the accepted
+    /// broadcasts to channels it was subscribed to (among the records kept).
+    public func deliveries(to deviceToken: String) -> [MockAPNsDelivery] { shared.recorder.deliveries(to: deviceToken) }
+
+    /// The device tokens (lowercase) subscribed to `channelID`, in subscription order.
+    public func subscribers(of channelID: String) -> [String] { shared.channels.subscribers(of: channelID) }
+
+    /// The app's channels in this mock's environment, in creation order.
+    public func channels(bundleID: String) -> [MockAPNsChannel] {
+        shared.channels.channels(bundleID: bundleID, environment: configuration.environment)
+    }
+
+    /// The channel registry (shared with other mocks when the configuration gave one).
+    public var channelStore: MockAPNsChannelStore { shared.channels }
+
+    /// Forgets the records and counters (connections, their token state and the channels stay).
     public func reset() { shared.recorder.reset() }
 
     /// Stops accepting, sends GOAWAY on every connection, lets in-flight

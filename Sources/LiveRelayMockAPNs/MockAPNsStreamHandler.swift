@@ -20,6 +20,10 @@ final class MockAPNsShared: Sendable {
     let clock: MockAPNsClock
     let maxConcurrentStreams: Int
     let limitStreamsUntilAuthenticated: Bool
+    /// Broadcast channels and their subscribers.
+    let channels: MockAPNsChannelStore
+    let environment: APNsEnvironment
+    let maxChannelsPerApp: Int
     /// When the server started, on the monotonic clock: outages are placed from it.
     let started = ContinuousClock.now
     private let connectionNumbers = NIOLockedValueBox(0)
@@ -41,11 +45,34 @@ final class MockAPNsShared: Sendable {
         self.clock = configuration.clock
         self.maxConcurrentStreams = max(1, configuration.maxConcurrentStreams)
         self.limitStreamsUntilAuthenticated = configuration.limitStreamsUntilAuthenticated
+        self.channels = configuration.channelStore ?? MockAPNsChannelStore()
+        self.environment = configuration.environment
+        self.maxChannelsPerApp = max(0, configuration.maxChannelsPerApp)
     }
 
     func nextConnectionNumber() -> Int {
         connectionNumbers.withLockedValue {
             $0 += 1; return $0
+        }
+    }
+
+    /// The registry's answer to a channel request that passed the validator.
+    func answer(_ operation: MockAPNsChannelOperation, apnsID: String) -> APNsResponse {
+        let outcome = channels.withRegistry {
+            $0.apply(
+                operation, environment: environment, maxChannelsPerApp: maxChannelsPerApp,
+                newChannelID: MockAPNsChannelStore.randomChannelID)
+        }
+        var response = APNsResponse(status: outcome.status, reason: outcome.reason, apnsID: apnsID)
+        response.channelID = outcome.channelID
+        response.body = outcome.body
+        return response
+    }
+
+    /// Subscribes the token of an accepted push-to-start; false when its channel is unknown here.
+    func subscribe(deviceToken: String, _ subscription: MockAPNsSubscription) -> Bool {
+        channels.withRegistry {
+            $0.subscribe(deviceToken: deviceToken, to: subscription.channelID, bundleID: subscription.bundleID, environment: environment)
         }
     }
 
@@ -232,12 +259,21 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
         let now = shared.clock.nowMilliseconds()
         var verdict = shared.validator.validate(
             request, connection: &connection.auth, nowMilliseconds: now, newAPNsID: MockAPNsStreamHandler.randomUUID())
+        var isBroadcast = false
+        if let operation = verdict.channelOperation {
+            if case .broadcast = operation { isBroadcast = true }
+            if verdict.status == 200 { verdict.response = shared.answer(operation, apnsID: verdict.apnsID) }
+        }
         var delay = Duration.zero
         if shared.faultsActive {
             let sinceStart = ContinuousClock.now - shared.started
             var slow = false
+            // Injected errors and outages replace the 200s of pushes and broadcasts; a
+            // management call is answered by the registry as it changed it (a create
+            // answered 503 after making the channel would leave a channel nobody knows of).
+            let injectable = verdict.channelOperation == nil || isBroadcast
             (verdict, delay, slow) = shared.faults.withLockedValue { plan in
-                let applied = plan.apply(to: verdict, nowMilliseconds: now, sinceStart: sinceStart)
+                let applied = injectable ? plan.apply(to: verdict, nowMilliseconds: now, sinceStart: sinceStart) : verdict
                 let next = plan.nextAnswerDelay()
                 return (applied, next.delay, next.slow)
             }
@@ -250,7 +286,21 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
             }
         }
         if verdict.providerTokenAccepted { connection.providerTokenAccepted() }
-        record(status: verdict.status, reason: verdict.reason, apnsID: verdict.apnsID)
+        var fannedOut: [String] = []
+        var subscribedTo: String?
+        if verdict.status == 200 {
+            if isBroadcast, let channelID = verdict.response.channelID {
+                fannedOut = shared.channels.subscribers(of: channelID)
+            } else if let subscription = verdict.subscription, let path,
+                shared.subscribe(deviceToken: String(path.dropFirst(MockAPNsValidator.devicePathPrefix.count)), subscription)
+            {
+                subscribedTo = subscription.channelID
+            }
+        }
+        record(
+            status: verdict.status, reason: verdict.reason, apnsID: verdict.apnsID,
+            channelID: verdict.usesRequestID ? (verdict.response.channelID ?? request.header("apns-channel-id")) : nil,
+            fannedOut: fannedOut, subscribedTo: subscribedTo)
 
         if delay > .zero {
             let (seconds, attoseconds) = delay.components
@@ -263,17 +313,28 @@ final class MockAPNsStreamHandler: ChannelInboundHandler {
         }
     }
 
-    private func record(status: Int, reason: String?, apnsID: String?) {
+    private func record(
+        status: Int, reason: String?, apnsID: String?, channelID: String? = nil, fannedOut: [String] = [],
+        subscribedTo: String? = nil
+    ) {
         connection.shared.recorder.record(
             MockAPNsRecord(
                 path: path ?? "", method: method ?? "", headers: headers, body: body, status: status, reason: reason,
                 apnsID: apnsID, connection: connection.number, streamID: streamID,
-                receivedAtMilliseconds: connection.shared.clock.nowMilliseconds()))
+                receivedAtMilliseconds: connection.shared.clock.nowMilliseconds(), channelID: channelID,
+                fannedOutTo: fannedOut, subscribedTo: subscribedTo))
     }
 
     private func respond(context: ChannelHandlerContext, verdict: MockAPNsVerdict) {
         guard context.channel.isActive else { return }
-        var fields: [(String, String)] = [(":status", String(verdict.status)), ("apns-id", verdict.apnsID)]
+        var fields: [(String, String)] = [
+            (":status", String(verdict.status)), (verdict.usesRequestID ? "apns-request-id" : "apns-id", verdict.apnsID),
+        ]
+        switch verdict.channelOperation {
+        case .create?, .read?:
+            if let channelID = verdict.response.channelID { fields.append(("apns-channel-id", channelID)) }
+        default: break
+        }
         if let retryAfter = verdict.response.retryAfterSeconds { fields.append(("retry-after", String(retryAfter))) }
         let body = verdict.responseBody
         if body != nil { fields.append(("content-type", "application/json; charset=utf-8")) }

@@ -44,16 +44,31 @@ public struct MockAPNsVerdict: Sendable, Hashable {
     /// True when this request carried a provider token the mock accepted (the
     /// connection may then raise its stream limit).
     public var providerTokenAccepted: Bool
+    /// A channel request (management or broadcast) that passed every stateless check:
+    /// the channel registry decides the answer (the 200 here is provisional).
+    public var channelOperation: MockAPNsChannelOperation?
+    /// A valid push-to-start whose `aps` names a channel in `input-push-channel`: once
+    /// answered 200, its device token is subscribed to that channel of `bundleID` (when the
+    /// app has it in the mock's environment; otherwise the device's subscription would fail,
+    /// and the push is still delivered).
+    public var subscription: MockAPNsSubscription?
+    /// True on the channel endpoints (`/1/...`, `/4/...`): the request id travels as
+    /// `apns-request-id` there, not `apns-id`.
+    public var usesRequestID: Bool
 
     /// - Parameter apnsID: echoed from the request when it was a valid UUID, otherwise one the mock made.
     public init(
         status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil, apnsID: String,
-        providerTokenAccepted: Bool = false
+        providerTokenAccepted: Bool = false, channelOperation: MockAPNsChannelOperation? = nil,
+        subscription: MockAPNsSubscription? = nil, usesRequestID: Bool = false
     ) {
         self.response = APNsResponse(
             status: status, reason: reason, timestampMilliseconds: timestampMilliseconds,
             apnsID: apnsID)
         self.providerTokenAccepted = providerTokenAccepted
+        self.channelOperation = channelOperation
+        self.subscription = subscription
+        self.usesRequestID = usesRequestID
     }
 
     public var status: Int { response.status }
@@ -63,8 +78,23 @@ public struct MockAPNsVerdict: Sendable, Hashable {
     public var timestampMilliseconds: Int64? { response.timestampMilliseconds }
     public var apnsID: String { response.apnsID ?? "" }
 
-    /// APNs's error body, `{"reason":"..."}` plus `"timestamp"` for 410; nil on 200 (APNs sends no body).
-    public var responseBody: [UInt8]? { response.status == 200 ? nil : response.bodyBytes }
+    /// APNs's error body, `{"reason":"..."}` plus `"timestamp"` for 410, or a management
+    /// success's JSON; nil when there is no body (a push's 200, a 201, a 204).
+    public var responseBody: [UInt8]? {
+        let body = response.bodyBytes
+        return body.isEmpty ? nil : body
+    }
+}
+
+/// A device subscribing to a channel through a push-to-start (`input-push-channel`).
+public struct MockAPNsSubscription: Sendable, Hashable {
+    public var channelID: String
+    public var bundleID: String
+
+    public init(channelID: String, bundleID: String) {
+        self.channelID = channelID
+        self.bundleID = bundleID
+    }
 }
 
 /// Judges a request the way APNs would, as a pure function of the request,
@@ -83,14 +113,19 @@ public struct MockAPNsVerdict: Sendable, Hashable {
 /// 400 BadExpirationDate (not a non-negative integer); 400 BadMessageId (not a UUID);
 /// 400 BadCollapseId (over 64 bytes); 400 PayloadEmpty; 413 PayloadTooLarge (over 4096 bytes);
 /// then the `aps` shape (``MockAPNsReasons``); last 410 Unregistered for the configured tokens.
+///
+/// Requests to the channel endpoints (`/1/apps/...` management, `/4/broadcasts/...`)
+/// have their own table (``validateChannelRequest(_:connection:nowMilliseconds:newRequestID:)``).
 public struct MockAPNsValidator: Sendable {
     public static let devicePathPrefix = "/3/device/"
     public static let deviceTokenHexLength = 64...200
     public static let maxCollapseIDBytes = 64
 
-    private let verifier: ProviderTokenVerifier
+    let verifier: ProviderTokenVerifier
     /// Topics each key id may push to.
-    private let topicsByKeyID: [String: Set<String>]
+    let topicsByKeyID: [String: Set<String>]
+    /// Bundle ids each key id may manage channels of and broadcast to.
+    let bundlesByKeyID: [String: Set<String>]
     private let unregisteredTokens: [String: Int64]
     private let deviceTokenBundles: [String: String]
     private let minimumTokenUpdateIntervalSeconds: Int64
@@ -102,12 +137,15 @@ public struct MockAPNsValidator: Sendable {
     ) throws(APNsKeyError) {
         var keys: [ProviderTokenVerifier.Key] = []
         var topics: [String: Set<String>] = [:]
+        var bundles: [String: Set<String>] = [:]
         for app in apps {
             keys.append(try ProviderTokenVerifier.Key(publicKeyPEM: app.publicKeyPEM, keyID: app.keyID, teamID: app.teamID))
             topics[app.keyID, default: []].insert(app.liveActivityTopic)
+            bundles[app.keyID, default: []].insert(app.bundleID)
         }
         self.verifier = ProviderTokenVerifier(keys: keys)
         self.topicsByKeyID = topics
+        self.bundlesByKeyID = bundles
         self.unregisteredTokens = Dictionary(unregisteredTokens.map { ($0.key.lowercased(), $0.value) }) { a, _ in a }
         self.deviceTokenBundles = Dictionary(deviceTokenBundles.map { ($0.key.lowercased(), $0.value) }) { a, _ in a }
         self.minimumTokenUpdateIntervalSeconds = minimumTokenUpdateIntervalSeconds
@@ -127,6 +165,9 @@ public struct MockAPNsValidator: Sendable {
         _ request: MockAPNsRequest, connection: inout MockAPNsConnectionState, nowMilliseconds: Int64,
         newAPNsID: @autoclosure () -> String
     ) -> MockAPNsVerdict {
+        if let path = request.path, Self.isChannelEndpoint(path) {
+            return validateChannelRequest(request, connection: &connection, nowMilliseconds: nowMilliseconds, newRequestID: newAPNsID())
+        }
         let requestID = request.header("apns-id")
         let apnsID = requestID.flatMap { Self.isUUID($0) ? $0 : nil } ?? newAPNsID()
         func reject(_ reason: String, accepted: Bool = false) -> MockAPNsVerdict {
@@ -141,32 +182,10 @@ public struct MockAPNsValidator: Sendable {
         guard !deviceToken.isEmpty else { return reject("MissingDeviceToken") }
         if Self.hasDuplicateHeaders(request.headers) { return reject("DuplicateHeaders") }
 
-        // The provider token, judged per connection.
         let claims: ProviderTokenClaims
-        let nowSeconds = nowMilliseconds / 1000
-        let authorization = request.header("authorization")
-        if let accepted = connection.acceptedToken, let acceptedClaims = connection.acceptedClaims,
-            authorization.map({ Self.bearerToken($0) == accepted }) ?? false
-        {
-            if let rejection = verifier.checkAge(issuedAt: acceptedClaims.issuedAt, nowSeconds: nowSeconds) {
-                return reject(rejection.apnsReason)
-            }
-            claims = acceptedClaims
-        } else {
-            switch verifier.verify(authorization: authorization, nowSeconds: nowSeconds) {
-            case .failure(let rejection):
-                return reject(rejection.apnsReason)
-            case .success(let verified):
-                if connection.acceptedToken != nil, let changed = connection.tokenChangedAtSeconds,
-                    nowSeconds - changed < minimumTokenUpdateIntervalSeconds
-                {
-                    return reject("TooManyProviderTokenUpdates")
-                }
-                connection.acceptedToken = authorization.flatMap(Self.bearerToken)
-                connection.acceptedClaims = verified
-                connection.tokenChangedAtSeconds = nowSeconds
-                claims = verified
-            }
+        switch authenticate(request, connection: &connection, nowMilliseconds: nowMilliseconds) {
+        case .rejected(let reason): return reject(reason)
+        case .accepted(let verified): claims = verified
         }
 
         guard Self.isPlausibleDeviceToken(deviceToken) else { return reject("BadDeviceToken", accepted: true) }
@@ -192,36 +211,80 @@ public struct MockAPNsValidator: Sendable {
             return reject("BadCollapseId", accepted: true)
         }
         guard !request.body.isEmpty else { return reject("PayloadEmpty", accepted: true) }
-        guard request.body.count <= 4096 else { return reject("PayloadTooLarge", accepted: true) }
-        if let shapeError = Self.payloadShapeError(request.body) { return reject(shapeError, accepted: true) }
+        guard request.body.count <= APNsPayload.maxBytes else { return reject("PayloadTooLarge", accepted: true) }
+        let shape = Self.payloadShape(request.body)
+        if let shapeError = shape.error { return reject(shapeError, accepted: true) }
 
         if let timestamp = unregisteredTokens[deviceToken.lowercased()] {
             return MockAPNsVerdict(
                 status: 410, reason: "Unregistered", timestampMilliseconds: timestamp,
                 apnsID: apnsID, providerTokenAccepted: true)
         }
-        return MockAPNsVerdict(status: 200, apnsID: apnsID, providerTokenAccepted: true)
+        let subscription = shape.inputPushChannel.map {
+            MockAPNsSubscription(channelID: $0, bundleID: String(topic.dropLast(suffix.count)))
+        }
+        return MockAPNsVerdict(status: 200, apnsID: apnsID, providerTokenAccepted: true, subscription: subscription)
+    }
+
+    /// What an `authorization` header comes to on this connection.
+    enum Authentication {
+        case accepted(ProviderTokenClaims)
+        case rejected(String)
+    }
+
+    /// The provider token, judged per connection: the connection's accepted token costs an
+    /// age check; a new one is verified, and refused when the connection switched too recently.
+    func authenticate(
+        _ request: MockAPNsRequest, connection: inout MockAPNsConnectionState, nowMilliseconds: Int64
+    ) -> Authentication {
+        let nowSeconds = nowMilliseconds / 1000
+        let authorization = request.header("authorization")
+        if let accepted = connection.acceptedToken, let acceptedClaims = connection.acceptedClaims,
+            authorization.map({ Self.bearerToken($0) == accepted }) ?? false
+        {
+            if let rejection = verifier.checkAge(issuedAt: acceptedClaims.issuedAt, nowSeconds: nowSeconds) {
+                return .rejected(rejection.apnsReason)
+            }
+            return .accepted(acceptedClaims)
+        }
+        switch verifier.verify(authorization: authorization, nowSeconds: nowSeconds) {
+        case .failure(let rejection):
+            return .rejected(rejection.apnsReason)
+        case .success(let verified):
+            if connection.acceptedToken != nil, let changed = connection.tokenChangedAtSeconds,
+                nowSeconds - changed < minimumTokenUpdateIntervalSeconds
+            {
+                return .rejected("TooManyProviderTokenUpdates")
+            }
+            connection.acceptedToken = authorization.flatMap(Self.bearerToken)
+            connection.acceptedClaims = verified
+            connection.tokenChangedAtSeconds = nowSeconds
+            return .accepted(verified)
+        }
     }
 
     /// The mock's reason for a body that is not a Live Activity payload, nil when it is one.
-    public static func payloadShapeError(_ body: [UInt8]) -> String? {
-        guard let json = try? JSONValue.parse(body), json.isObject else { return MockAPNsReasons.malformedPayload }
-        guard let aps = json["aps"], aps.isObject else { return MockAPNsReasons.missingAps }
-        guard aps["timestamp"]?.integerValue != nil else { return MockAPNsReasons.badTimestamp }
+    public static func payloadShapeError(_ body: [UInt8]) -> String? { payloadShape(body).error }
+
+    /// The payload's shape error, its event, and for a valid start the channel it
+    /// subscribes the new activity to (`input-push-channel`): one parse for all three.
+    static func payloadShape(_ body: [UInt8]) -> (error: String?, event: String?, inputPushChannel: String?) {
+        guard let json = try? JSONValue.parse(body), json.isObject else { return (MockAPNsReasons.malformedPayload, nil, nil) }
+        guard let aps = json["aps"], aps.isObject else { return (MockAPNsReasons.missingAps, nil, nil) }
+        guard aps["timestamp"]?.integerValue != nil else { return (MockAPNsReasons.badTimestamp, nil, nil) }
         guard let event = aps["event"]?.stringValue, ["start", "update", "end"].contains(event) else {
-            return MockAPNsReasons.badEvent
+            return (MockAPNsReasons.badEvent, nil, nil)
         }
         switch aps["content-state"] {
-        case nil where event != "end": return MockAPNsReasons.badContentState
-        case let state? where !state.isObject: return MockAPNsReasons.badContentState
+        case nil where event != "end": return (MockAPNsReasons.badContentState, event, nil)
+        case let state? where !state.isObject: return (MockAPNsReasons.badContentState, event, nil)
         default: break
         }
-        if event == "start" {
-            guard let type = aps["attributes-type"]?.stringValue, !type.isEmpty,
-                aps["attributes"]?.isObject == true
-            else { return MockAPNsReasons.badAttributes }
+        guard event == "start" else { return (nil, event, nil) }
+        guard let type = aps["attributes-type"]?.stringValue, !type.isEmpty, aps["attributes"]?.isObject == true else {
+            return (MockAPNsReasons.badAttributes, event, nil)
         }
-        return nil
+        return (nil, event, aps["input-push-channel"]?.stringValue)
     }
 
     /// The token of `bearer <token>` (scheme case-insensitive), nil otherwise.

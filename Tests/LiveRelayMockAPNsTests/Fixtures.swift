@@ -56,8 +56,53 @@ enum Fixture {
         MockAPNsRequest(method: method, path: path, headers: headers, body: Array(body.utf8))
     }
 
+    /// A second app of the same key: its channels are not Fixture.app's.
+    static let otherBundleID = "com.example.food"
+    static var otherApp: MockAPNsApp {
+        MockAPNsApp(bundleID: otherBundleID, teamID: teamID, keyID: keyID, publicKeyPEM: try! key.publicKeyPEM)
+    }
+
+    static let channelsPath = "/1/apps/" + bundleID + "/channels"
+    static let allChannelsPath = "/1/apps/" + bundleID + "/all-channels"
+    static let broadcastPath = "/4/broadcasts/apps/" + bundleID
+    /// A well-formed channel id no registry has made.
+    static let unknownChannelID = "AAAAAAAAAAAAAAAAAAAAAA=="
+
+    static func createBody(policy: Int = 1) -> String { #"{"message-storage-policy":\#(policy),"push-type":"LiveActivity"}"# }
+
+    /// A push-to-start that subscribes the new activity to `channelID`.
+    static func startBody(subscribingTo channelID: String) -> String {
+        #"{"aps":{"timestamp":1795392000,"event":"start","content-state":{"eta":9},"attributes-type":"RideAttributes","attributes":{"driver":"Ann"},"input-push-channel":"\#(channelID)","alert":{"title":"Ride","body":"On the way"}}}"#
+    }
+
+    /// A broadcast's headers: no apns-topic, the channel id, expiration 0.
+    static func broadcastHeaders(
+        channelID: String? = unknownChannelID, authorization: String? = "bearer " + defaultJWT, pushType: String? = "liveactivity",
+        priority: String? = "10", expiration: String? = "0", extra: [(String, String)] = []
+    ) -> [(name: String, value: String)] {
+        var h: [(name: String, value: String)] = []
+        if let authorization { h.append(("authorization", authorization)) }
+        if let pushType { h.append(("apns-push-type", pushType)) }
+        if let channelID { h.append(("apns-channel-id", channelID)) }
+        if let priority { h.append(("apns-priority", priority)) }
+        if let expiration { h.append(("apns-expiration", expiration)) }
+        for (n, v) in extra { h.append((n, v)) }
+        return h
+    }
+
+    /// Management headers: the token, and the channel id for a read or delete.
+    static func managementHeaders(
+        channelID: String? = nil, authorization: String? = "bearer " + defaultJWT, extra: [(String, String)] = []
+    ) -> [(name: String, value: String)] {
+        var h: [(name: String, value: String)] = []
+        if let authorization { h.append(("authorization", authorization)) }
+        if let channelID { h.append(("apns-channel-id", channelID)) }
+        for (n, v) in extra { h.append((n, v)) }
+        return h
+    }
+
     static func validator(
-        apps: [MockAPNsApp] = [app], unregistered: [String: Int64] = [:], bundles: [String: String] = [:]
+        apps: [MockAPNsApp] = [app, otherApp], unregistered: [String: Int64] = [:], bundles: [String: String] = [:]
     ) -> MockAPNsValidator {
         try! MockAPNsValidator(apps: apps, unregisteredTokens: unregistered, deviceTokenBundles: bundles)
     }

@@ -49,7 +49,7 @@ struct MockAPNsValidatorTests {
             ("GET", Fixture.request(method: "GET"), 405, "MethodNotAllowed"),
             ("no method", Fixture.request(method: nil), 405, "MethodNotAllowed"),
             ("other path", Fixture.request(path: "/3/devices/" + Fixture.token), 404, "BadPath"),
-            ("broadcast path", Fixture.request(path: "/4/broadcasts/apps/x"), 404, "BadPath"),
+            ("broadcast-like path", Fixture.request(path: "/3/broadcasts/apps/x"), 404, "BadPath"),
             ("no path", Fixture.request(path: nil), 404, "BadPath"),
             ("empty token", Fixture.request(path: "/3/device/"), 400, "MissingDeviceToken"),
             ("duplicate topic", Fixture.request(headers: Fixture.headers(extra: [("apns-topic", Fixture.topic)])), 400, "DuplicateHeaders"),
