@@ -217,6 +217,9 @@ public struct DispatchScheduler {
 
     public func credentialError(appID: String) -> CredentialError? { appIndex[appID].flatMap { apps[$0].credentialError } }
 
+    /// The app's way to APNs: its channel management goes the same way.
+    public func route(appID: String) -> APNsRoute? { appIndex[appID].map { routes[apps[$0].route] } }
+
     /// Pushes not final yet, over every app.
     public var unfinishedCount: Int { unfinished }
 

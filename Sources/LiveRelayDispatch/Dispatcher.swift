@@ -137,6 +137,9 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     /// The app's totals, or nil for an app the configuration does not know.
     public func counters(appID: String) -> DispatchCounters? { lock.withLock { scheduler.counters(appID: appID) } }
 
+    /// The app's current route (nil for an app it does not know).
+    public func route(appID: String) -> APNsRoute? { lock.withLock { scheduler.route(appID: appID) } }
+
     /// What APNs last said about the app's credentials, if it ever rejected them.
     public func credentialError(appID: String) -> CredentialError? {
         lock.withLock { scheduler.credentialError(appID: appID) }
