@@ -426,7 +426,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayMessagesTests",
-            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet"],
+            // LiveRelayAPNs only to hold the message layer's channel id rule to isPlausibleChannelID.
+            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet", "LiveRelayAPNs"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(

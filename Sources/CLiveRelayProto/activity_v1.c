@@ -65,12 +65,15 @@ static const ProtobufCFieldDescriptor start_activity_request_fields[] = {
   LR_FIELD_OPT_PTR(S, 11, targets, MESSAGE, &targets_descriptor),
   LR_FIELD_OPT_PTR(S, 12, idempotency_key, STRING, NULL),
   LR_FIELD_OPT_HAS(S, 13, wait_for_delivery, BOOL, NULL),
+  LR_FIELD_OPT_PTR(S, 14, channel_id, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 15, input_push_token, BOOL, NULL),
+  LR_FIELD_OPT_HAS(S, 16, strict_priority_budget, BOOL, NULL),
 };
 static const unsigned start_activity_request_by_name[] = {
   1 /* activity_id */, 5 /* alert */, 0 /* app_id */, 3 /* attributes_json */,
-  2 /* attributes_type */, 4 /* content_state_json */, 7 /* dismissal_date */,
-  11 /* idempotency_key */, 9 /* priority */, 8 /* relevance_score */, 6 /* stale_date */,
-  10 /* targets */, 12 /* wait_for_delivery */,
+  2 /* attributes_type */, 13 /* channel_id */, 4 /* content_state_json */, 7 /* dismissal_date */,
+  11 /* idempotency_key */, 14 /* input_push_token */, 9 /* priority */, 8 /* relevance_score */,
+  6 /* stale_date */, 15 /* strict_priority_budget */, 10 /* targets */, 12 /* wait_for_delivery */,
 };
 LR_MESSAGE(start_activity_request, LrStartActivityRequest, StartActivityRequest)
 #undef S
@@ -90,11 +93,15 @@ static const ProtobufCFieldDescriptor update_activity_request_fields[] = {
   LR_FIELD_OPT_HAS(S, 9, end_activity, BOOL, NULL),
   LR_FIELD_OPT_PTR(S, 10, idempotency_key, STRING, NULL),
   LR_FIELD_OPT_HAS(S, 11, wait_for_delivery, BOOL, NULL),
+  LR_FIELD_OPT_PTR(S, 12, channel_id, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 13, channel_only, BOOL, NULL),
+  LR_FIELD_OPT_HAS(S, 14, strict_priority_budget, BOOL, NULL),
 };
 static const unsigned update_activity_request_by_name[] = {
-  1 /* activity_id */, 3 /* alert */, 0 /* app_id */, 2 /* content_state_json */,
-  5 /* dismissal_date */, 8 /* end_activity */, 9 /* idempotency_key */, 7 /* priority */,
-  6 /* relevance_score */, 4 /* stale_date */, 10 /* wait_for_delivery */,
+  1 /* activity_id */, 3 /* alert */, 0 /* app_id */, 11 /* channel_id */, 12 /* channel_only */,
+  2 /* content_state_json */, 5 /* dismissal_date */, 8 /* end_activity */, 9 /* idempotency_key */,
+  7 /* priority */, 6 /* relevance_score */, 4 /* stale_date */, 13 /* strict_priority_budget */,
+  10 /* wait_for_delivery */,
 };
 LR_MESSAGE(update_activity_request, LrUpdateActivityRequest, UpdateActivityRequest)
 #undef S
@@ -111,10 +118,16 @@ static const ProtobufCFieldDescriptor end_activity_request_fields[] = {
   LR_FIELD_OPT_HAS(S, 6, wait_for_delivery, BOOL, NULL),
   LR_FIELD_OPT_PTR(S, 7, alert, MESSAGE, &alert_descriptor),
   LR_FIELD_OPT_HAS(S, 8, priority, ENUM, &priority_enum_descriptor),
+  LR_FIELD_OPT_HAS(S, 9, stale_date, INT64, NULL),
+  LR_FIELD_OPT_HAS(S, 10, relevance_score, DOUBLE, NULL),
+  LR_FIELD_OPT_PTR(S, 11, channel_id, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 12, channel_only, BOOL, NULL),
+  LR_FIELD_OPT_HAS(S, 13, strict_priority_budget, BOOL, NULL),
 };
 static const unsigned end_activity_request_by_name[] = {
-  1 /* activity_id */, 6 /* alert */, 0 /* app_id */, 2 /* content_state_json */,
-  3 /* dismissal_date */, 4 /* idempotency_key */, 7 /* priority */, 5 /* wait_for_delivery */,
+  1 /* activity_id */, 6 /* alert */, 0 /* app_id */, 10 /* channel_id */, 11 /* channel_only */,
+  2 /* content_state_json */, 3 /* dismissal_date */, 4 /* idempotency_key */, 7 /* priority */,
+  9 /* relevance_score */, 8 /* stale_date */, 12 /* strict_priority_budget */, 5 /* wait_for_delivery */,
 };
 LR_MESSAGE(end_activity_request, LrEndActivityRequest, EndActivityRequest)
 #undef S

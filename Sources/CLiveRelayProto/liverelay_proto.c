@@ -37,6 +37,13 @@ static const lr_message_accessor lr_messages[] = {
   lr_ping_reply_descriptor,
   lr_error_details_descriptor,
   lr_field_violation_descriptor,
+  lr_channel_descriptor,
+  lr_create_channel_request_descriptor,
+  lr_create_channel_reply_descriptor,
+  lr_list_channels_request_descriptor,
+  lr_list_channels_reply_descriptor,
+  lr_delete_channel_request_descriptor,
+  lr_delete_channel_reply_descriptor,
   lr_alert_descriptor,
   lr_targets_descriptor,
   lr_start_activity_request_descriptor,
@@ -75,6 +82,7 @@ static const lr_enum_accessor lr_enums[] = {
   lr_register_token_result_enum_descriptor,
   lr_target_kind_enum_descriptor,
   lr_activity_state_enum_descriptor,
+  lr_channel_storage_policy_enum_descriptor,
   lr_priority_enum_descriptor,
 };
 

@@ -90,6 +90,19 @@ static const ProtobufCEnumValueIndex activity_state_by_name[] = {
 static const ProtobufCIntRange activity_state_value_ranges[] = { { 0, 0 }, { 0, 6 } };
 LR_ENUM(activity_state, LrActivityState, ActivityState)
 
+static const ProtobufCEnumValue channel_storage_policy_values[] = {
+  { "CHANNEL_STORAGE_POLICY_UNSPECIFIED", "LR_CHANNEL_STORAGE_POLICY_UNSPECIFIED", 0 },
+  { "CHANNEL_STORAGE_POLICY_NO_STORAGE", "LR_CHANNEL_STORAGE_POLICY_NO_STORAGE", 1 },
+  { "CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE", "LR_CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE", 2 },
+};
+static const ProtobufCEnumValueIndex channel_storage_policy_by_name[] = {
+  { "CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE", 2 },
+  { "CHANNEL_STORAGE_POLICY_NO_STORAGE", 1 },
+  { "CHANNEL_STORAGE_POLICY_UNSPECIFIED", 0 },
+};
+static const ProtobufCIntRange channel_storage_policy_value_ranges[] = { { 0, 0 }, { 0, 3 } };
+LR_ENUM(channel_storage_policy, LrChannelStoragePolicy, ChannelStoragePolicy)
+
 /* ---- RegisterTokenRequest ---- */
 
 #define S LrRegisterTokenRequest
@@ -161,10 +174,12 @@ static const ProtobufCFieldDescriptor delivery_summary_fields[] = {
   LR_FIELD_NONE(S, 8, expired, UINT32, NULL, NULL),
   LR_FIELD_REPEATED(S, 9, unresolved, MESSAGE, &unresolved_target_descriptor),
   LR_FIELD_NONE(S, 10, complete, BOOL, NULL, NULL),
+  LR_FIELD_NONE(S, 11, downgraded, UINT32, NULL, NULL),
 };
 static const unsigned delivery_summary_by_name[] = {
-  9 /* complete */, 2 /* delivered */, 7 /* expired */, 3 /* failed */, 4 /* failures */,
-  5 /* pruned */, 1 /* queued */, 6 /* superseded */, 0 /* targeted */, 8 /* unresolved */,
+  9 /* complete */, 2 /* delivered */, 10 /* downgraded */, 7 /* expired */, 3 /* failed */,
+  4 /* failures */, 5 /* pruned */, 1 /* queued */, 6 /* superseded */, 0 /* targeted */,
+  8 /* unresolved */,
 };
 LR_MESSAGE(delivery_summary, LrDeliverySummary, DeliverySummary)
 #undef S
@@ -257,3 +272,78 @@ static const unsigned error_details_by_name[] = {
 };
 LR_MESSAGE(error_details, LrErrorDetails, ErrorDetails)
 #undef S
+
+/* ---- Channel ---- */
+
+#define S LrChannel
+static const ProtobufCFieldDescriptor channel_fields[] = {
+  LR_FIELD_NONE(S, 1, app_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 2, channel_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 3, environment, ENUM, &environment_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 4, storage_policy, ENUM, &channel_storage_policy_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 5, created_at, INT64, NULL, NULL),
+};
+static const unsigned channel_by_name[] = {
+  0 /* app_id */, 1 /* channel_id */, 4 /* created_at */, 2 /* environment */, 3 /* storage_policy */,
+};
+LR_MESSAGE(channel, LrChannel, Channel)
+#undef S
+
+/* ---- CreateChannelRequest, CreateChannelReply ---- */
+
+#define S LrCreateChannelRequest
+static const ProtobufCFieldDescriptor create_channel_request_fields[] = {
+  LR_FIELD_NONE(S, 1, app_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 2, environment, ENUM, &environment_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 3, storage_policy, ENUM, &channel_storage_policy_enum_descriptor, NULL),
+};
+static const unsigned create_channel_request_by_name[] = {
+  0 /* app_id */, 1 /* environment */, 2 /* storage_policy */,
+};
+LR_MESSAGE(create_channel_request, LrCreateChannelRequest, CreateChannelRequest)
+#undef S
+
+#define S LrCreateChannelReply
+static const ProtobufCFieldDescriptor create_channel_reply_fields[] = {
+  LR_FIELD_NONE(S, 1, channel, MESSAGE, &channel_descriptor, NULL),
+};
+static const unsigned create_channel_reply_by_name[] = { 0 /* channel */ };
+LR_MESSAGE(create_channel_reply, LrCreateChannelReply, CreateChannelReply)
+#undef S
+
+/* ---- ListChannelsRequest, ListChannelsReply ---- */
+
+#define S LrListChannelsRequest
+static const ProtobufCFieldDescriptor list_channels_request_fields[] = {
+  LR_FIELD_NONE(S, 1, app_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 2, environment, ENUM, &environment_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 3, page_size, UINT32, NULL, NULL),
+  LR_FIELD_NONE(S, 4, page_token, STRING, NULL, LR_EMPTY),
+};
+static const unsigned list_channels_request_by_name[] = {
+  0 /* app_id */, 1 /* environment */, 2 /* page_size */, 3 /* page_token */,
+};
+LR_MESSAGE(list_channels_request, LrListChannelsRequest, ListChannelsRequest)
+#undef S
+
+#define S LrListChannelsReply
+static const ProtobufCFieldDescriptor list_channels_reply_fields[] = {
+  LR_FIELD_REPEATED(S, 1, channels, MESSAGE, &channel_descriptor),
+  LR_FIELD_NONE(S, 2, next_page_token, STRING, NULL, LR_EMPTY),
+};
+static const unsigned list_channels_reply_by_name[] = { 0 /* channels */, 1 /* next_page_token */ };
+LR_MESSAGE(list_channels_reply, LrListChannelsReply, ListChannelsReply)
+#undef S
+
+/* ---- DeleteChannelRequest, DeleteChannelReply ---- */
+
+#define S LrDeleteChannelRequest
+static const ProtobufCFieldDescriptor delete_channel_request_fields[] = {
+  LR_FIELD_NONE(S, 1, app_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 2, channel_id, STRING, NULL, LR_EMPTY),
+};
+static const unsigned delete_channel_request_by_name[] = { 0 /* app_id */, 1 /* channel_id */ };
+LR_MESSAGE(delete_channel_request, LrDeleteChannelRequest, DeleteChannelRequest)
+#undef S
+
+LR_EMPTY_MESSAGE(delete_channel_reply, LrDeleteChannelReply, DeleteChannelReply)

@@ -61,6 +61,27 @@
 
 #define LR_MESSAGE(snake, S, Short) LR_MESSAGE_IN("liverelay.v1", snake, S, Short)
 
+/*
+ * A message without fields (DeleteChannelReply). C has no empty arrays, so the
+ * field tables are NULL, as protoc-c makes them; the ranges hold only the
+ * closing {0, 0} entry (n_field_ranges 0), so that readers of
+ * field_ranges[n_field_ranges], the contract check among them, find it.
+ */
+#define LR_EMPTY_MESSAGE(snake, S, Short)                                        \
+  static const ProtobufCIntRange snake##_ranges[1] = { { 0, 0 } };              \
+  static void snake##_init_any(ProtobufCMessage *m);                            \
+  static const ProtobufCMessageDescriptor snake##_descriptor = {                \
+    PROTOBUF_C__MESSAGE_DESCRIPTOR_MAGIC,                                       \
+    "liverelay.v1." #Short, #Short, #S, "liverelay.v1",                         \
+    sizeof(S), 0, NULL, NULL,                                                   \
+    0, snake##_ranges, snake##_init_any, NULL, NULL, NULL };                    \
+  static void snake##_init_any(ProtobufCMessage *m) {                           \
+    lr_message_init(m, &snake##_descriptor); }                                  \
+  const ProtobufCMessageDescriptor *lr_##snake##_descriptor(void) {             \
+    return &snake##_descriptor; }                                               \
+  void lr_##snake##_init(S *message) {                                          \
+    lr_message_init(&message->base, &snake##_descriptor); }
+
 #define LR_ENUM(snake, CName, Short)                                             \
   static const ProtobufCEnumDescriptor snake##_enum_descriptor = {              \
     PROTOBUF_C__ENUM_DESCRIPTOR_MAGIC,                                          \

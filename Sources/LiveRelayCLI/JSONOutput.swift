@@ -108,6 +108,7 @@ extension DeliverySummary: JSONRepresentable {
                     })
             ),
             ("complete", .bool(self.complete)),
+            ("downgraded", .integer(Int64(self.downgraded))),
         ])
     }
 }

@@ -95,6 +95,33 @@ public final class LiveRelayClient: Sendable {
         try await self.unary(.ping, request, idempotent: true, timeout: timeout)
     }
 
+    /// Creates a broadcast channel. Not resent after an unknown outcome: it
+    /// carries no idempotency key, and a second channel would be made (list
+    /// the channels to find out).
+    public func createChannel(
+        _ request: CreateChannelRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> CreateChannelReply {
+        try await self.unary(.createChannel, request, idempotent: false, timeout: timeout)
+    }
+
+    /// One page of the app's broadcast channels. Read-only.
+    public func listChannels(
+        _ request: ListChannelsRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> ListChannelsReply {
+        try await self.unary(.listChannels, request, idempotent: true, timeout: timeout)
+    }
+
+    /// Deletes a broadcast channel. Not resent automatically: a repeat of a
+    /// delete that took effect answers NOT_FOUND, which would hide the success.
+    public func deleteChannel(
+        _ request: DeleteChannelRequest,
+        timeout: TimeAmount? = nil
+    ) async throws(LiveRelayClientError) -> DeleteChannelReply {
+        try await self.unary(.deleteChannel, request, idempotent: false, timeout: timeout)
+    }
+
     /// Stops taking calls, fails the ones not yet sent, lets sent ones finish
     /// (at most `configuration.shutdownGracePeriod`), and closes every connection.
     public func shutdown() async {

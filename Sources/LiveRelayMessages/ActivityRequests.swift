@@ -22,13 +22,20 @@ public struct StartActivityRequest: LiveRelayMessage {
     public var targets: Targets?
     public var idempotencyKey: String?
     public var waitForDelivery: Bool?
+    /// The broadcast channel the started activity subscribes to (aps `input-push-channel`).
+    public var channelID: String?
+    /// Absent means true: aps `input-push-token: 1` asks the activity for an update token.
+    public var inputPushToken: Bool?
+    /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
+    public var strictPriorityBudget: Bool?
 
     public init(
         appID: String? = nil, activityID: String? = nil, attributesType: String? = nil,
         attributesJSON: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
         staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
         priority: Priority? = nil, targets: Targets? = nil, idempotencyKey: String? = nil,
-        waitForDelivery: Bool? = nil
+        waitForDelivery: Bool? = nil, channelID: String? = nil, inputPushToken: Bool? = nil,
+        strictPriorityBudget: Bool? = nil
     ) {
         self.appID = appID
         self.activityID = activityID
@@ -43,6 +50,9 @@ public struct StartActivityRequest: LiveRelayMessage {
         self.targets = targets
         self.idempotencyKey = idempotencyKey
         self.waitForDelivery = waitForDelivery
+        self.channelID = channelID
+        self.inputPushToken = inputPushToken
+        self.strictPriorityBudget = strictPriorityBudget
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -72,6 +82,13 @@ public struct StartActivityRequest: LiveRelayMessage {
         }
         try targets.validate(prefix: "targets.")
         try Rules.idempotencyKey(idempotencyKey)
+        try Rules.channelID(channelID, required: false)
+        // Without an update token or a channel the activity could never be updated or ended.
+        if inputPushToken == false, channelID == nil {
+            throw MessageError(
+                .invalidValue, field: "input_push_token",
+                detail: "false needs channel_id: an activity without an update token or a channel could never be updated")
+        }
     }
 }
 
@@ -95,6 +112,9 @@ extension StartActivityRequest: CMessageConvertible {
         targets = m.targets.map { Targets(c: $0) }
         idempotencyKey = cOptionalString(m.idempotency_key)
         waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
+        channelID = cOptionalString(m.channel_id)
+        inputPushToken = cOptional(m.has_input_push_token, cBool(m.input_push_token))
+        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityRequest> {
@@ -113,6 +133,12 @@ extension StartActivityRequest: CMessageConvertible {
         if let targets { c.pointee.targets = targets.build(in: &a) }
         c.pointee.idempotency_key = a.copy(idempotencyKey)
         if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
+        c.pointee.channel_id = a.copy(channelID)
+        if let inputPushToken { c.pointee.has_input_push_token = 1; c.pointee.input_push_token = cBool(inputPushToken) }
+        if let strictPriorityBudget {
+            c.pointee.has_strict_priority_budget = 1
+            c.pointee.strict_priority_budget = cBool(strictPriorityBudget)
+        }
         return c
     }
 }
@@ -132,12 +158,19 @@ public struct UpdateActivityRequest: LiveRelayMessage {
     public var endActivity: Bool?
     public var idempotencyKey: String?
     public var waitForDelivery: Bool?
+    /// Also sends to this broadcast channel: one send for every subscribed device.
+    public var channelID: String?
+    /// True: only the channel, not the activity's update tokens. Needs channelID.
+    public var channelOnly: Bool?
+    /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
+    public var strictPriorityBudget: Bool?
 
     public init(
         appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
         staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
         priority: Priority? = nil, endActivity: Bool? = nil, idempotencyKey: String? = nil,
-        waitForDelivery: Bool? = nil
+        waitForDelivery: Bool? = nil, channelID: String? = nil, channelOnly: Bool? = nil,
+        strictPriorityBudget: Bool? = nil
     ) {
         self.appID = appID
         self.activityID = activityID
@@ -150,6 +183,9 @@ public struct UpdateActivityRequest: LiveRelayMessage {
         self.endActivity = endActivity
         self.idempotencyKey = idempotencyKey
         self.waitForDelivery = waitForDelivery
+        self.channelID = channelID
+        self.channelOnly = channelOnly
+        self.strictPriorityBudget = strictPriorityBudget
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -171,6 +207,7 @@ public struct UpdateActivityRequest: LiveRelayMessage {
         try Rules.finite(relevanceScore, "relevance_score")
         try Rules.priority(priority)
         try Rules.idempotencyKey(idempotencyKey)
+        try Rules.channel(channelID, only: channelOnly)
     }
 }
 
@@ -190,6 +227,9 @@ extension UpdateActivityRequest: CMessageConvertible {
         endActivity = cOptional(m.has_end_activity, cBool(m.end_activity))
         idempotencyKey = cOptionalString(m.idempotency_key)
         waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
+        channelID = cOptionalString(m.channel_id)
+        channelOnly = cOptional(m.has_channel_only, cBool(m.channel_only))
+        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityRequest> {
@@ -206,6 +246,12 @@ extension UpdateActivityRequest: CMessageConvertible {
         if let endActivity { c.pointee.has_end_activity = 1; c.pointee.end_activity = cBool(endActivity) }
         c.pointee.idempotency_key = a.copy(idempotencyKey)
         if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
+        c.pointee.channel_id = a.copy(channelID)
+        if let channelOnly { c.pointee.has_channel_only = 1; c.pointee.channel_only = cBool(channelOnly) }
+        if let strictPriorityBudget {
+            c.pointee.has_strict_priority_budget = 1
+            c.pointee.strict_priority_budget = cBool(strictPriorityBudget)
+        }
         return c
     }
 }
@@ -223,11 +269,22 @@ public struct EndActivityRequest: LiveRelayMessage {
     public var waitForDelivery: Bool?
     public var alert: Alert?
     public var priority: Priority?
+    /// UNIX seconds (aps `stale-date`), as on an update.
+    public var staleDate: Int64?
+    /// aps `relevance-score`, as on an update.
+    public var relevanceScore: Double?
+    /// Also sends the end to this broadcast channel.
+    public var channelID: String?
+    /// True: only the channel, not the activity's update tokens. Needs channelID.
+    public var channelOnly: Bool?
+    /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
+    public var strictPriorityBudget: Bool?
 
     public init(
         appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil,
         dismissalDate: Int64? = nil, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
-        alert: Alert? = nil, priority: Priority? = nil
+        alert: Alert? = nil, priority: Priority? = nil, staleDate: Int64? = nil, relevanceScore: Double? = nil,
+        channelID: String? = nil, channelOnly: Bool? = nil, strictPriorityBudget: Bool? = nil
     ) {
         self.appID = appID
         self.activityID = activityID
@@ -237,6 +294,11 @@ public struct EndActivityRequest: LiveRelayMessage {
         self.waitForDelivery = waitForDelivery
         self.alert = alert
         self.priority = priority
+        self.staleDate = staleDate
+        self.relevanceScore = relevanceScore
+        self.channelID = channelID
+        self.channelOnly = channelOnly
+        self.strictPriorityBudget = strictPriorityBudget
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -255,6 +317,9 @@ public struct EndActivityRequest: LiveRelayMessage {
         try Rules.idempotencyKey(idempotencyKey)
         try alert?.validate(prefix: "alert.")
         try Rules.priority(priority)
+        try Rules.nonNegative(staleDate, "stale_date")
+        try Rules.finite(relevanceScore, "relevance_score")
+        try Rules.channel(channelID, only: channelOnly)
     }
 }
 
@@ -271,6 +336,11 @@ extension EndActivityRequest: CMessageConvertible {
         waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
         alert = m.alert.map { Alert(c: $0) }
         priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
+        staleDate = cOptional(m.has_stale_date, m.stale_date)
+        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
+        channelID = cOptionalString(m.channel_id)
+        channelOnly = cOptional(m.has_channel_only, cBool(m.channel_only))
+        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityRequest> {
@@ -284,6 +354,14 @@ extension EndActivityRequest: CMessageConvertible {
         if let waitForDelivery { c.pointee.has_wait_for_delivery = 1; c.pointee.wait_for_delivery = cBool(waitForDelivery) }
         if let alert { c.pointee.alert = alert.build(in: &a) }
         if let priority { c.pointee.has_priority = 1; c.pointee.priority = cEnum(priority.rawValue) }
+        if let staleDate { c.pointee.has_stale_date = 1; c.pointee.stale_date = staleDate }
+        if let relevanceScore { c.pointee.has_relevance_score = 1; c.pointee.relevance_score = relevanceScore }
+        c.pointee.channel_id = a.copy(channelID)
+        if let channelOnly { c.pointee.has_channel_only = 1; c.pointee.channel_only = cBool(channelOnly) }
+        if let strictPriorityBudget {
+            c.pointee.has_strict_priority_budget = 1
+            c.pointee.strict_priority_budget = cBool(strictPriorityBudget)
+        }
         return c
     }
 }

@@ -105,11 +105,14 @@ public struct DeliverySummary: LiveRelayMessage {
     public var expired: UInt32
     public var unresolved: [UnresolvedTarget]
     public var complete: Bool
+    /// Pushes sent at priority 5 instead of 10 because the activity's (or the
+    /// channel's) priority-10 budget for the hour was spent.
+    public var downgraded: UInt32
 
     public init(
         targeted: UInt32 = 0, queued: UInt32 = 0, delivered: UInt32 = 0, failed: UInt32 = 0,
         failures: [FailureCount] = [], pruned: UInt32 = 0, superseded: UInt32 = 0, expired: UInt32 = 0,
-        unresolved: [UnresolvedTarget] = [], complete: Bool = false
+        unresolved: [UnresolvedTarget] = [], complete: Bool = false, downgraded: UInt32 = 0
     ) {
         self.targeted = targeted
         self.queued = queued
@@ -121,6 +124,7 @@ public struct DeliverySummary: LiveRelayMessage {
         self.expired = expired
         self.unresolved = unresolved
         self.complete = complete
+        self.downgraded = downgraded
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -152,7 +156,7 @@ extension DeliverySummary: CMessageConvertible {
             failures: cMessages(m.n_failures, m.failures, as: FailureCount.self),
             pruned: m.pruned, superseded: m.superseded, expired: m.expired,
             unresolved: cMessages(m.n_unresolved, m.unresolved, as: UnresolvedTarget.self),
-            complete: cBool(m.complete))
+            complete: cBool(m.complete), downgraded: m.downgraded)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrDeliverySummary> {
@@ -178,6 +182,7 @@ extension DeliverySummary: CMessageConvertible {
             c.pointee.unresolved = array
         }
         c.pointee.complete = cBool(complete)
+        c.pointee.downgraded = downgraded
         return c
     }
 }

@@ -173,3 +173,35 @@ public enum Priority: Sendable, Hashable {
     public static func == (a: Self, b: Self) -> Bool { a.rawValue == b.rawValue }
     public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 }
+
+/// liverelay.v1.ChannelStoragePolicy: how APNs keeps a broadcast channel's
+/// messages for offline devices, fixed when the channel is created.
+///
+/// Not named `ChannelStoragePolicy`: that is LiveRelayAPNs's type (the policy as
+/// APNs's `message-storage-policy` numbers it, 0 and 1), and the modules that
+/// import both would find the name ambiguous. This one is the wire's, with
+/// UNSPECIFIED at 0 as proto3 requires, so its numbers differ from APNs's.
+public enum BroadcastStoragePolicy: Sendable, Hashable {
+    case unspecified, noStorage, mostRecentMessage, unrecognized(Int32)
+
+    public init(rawValue: Int32) {
+        switch rawValue {
+        case 0: self = .unspecified
+        case 1: self = .noStorage
+        case 2: self = .mostRecentMessage
+        default: self = .unrecognized(rawValue)
+        }
+    }
+
+    public var rawValue: Int32 {
+        switch self {
+        case .unspecified: 0
+        case .noStorage: 1
+        case .mostRecentMessage: 2
+        case let .unrecognized(value): value
+        }
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.rawValue == b.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+}

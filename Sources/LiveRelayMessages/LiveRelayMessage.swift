@@ -73,6 +73,9 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
     case updateActivity = "/liverelay.v1.LiveRelay/UpdateActivity"
     case endActivity = "/liverelay.v1.LiveRelay/EndActivity"
     case ping = "/liverelay.v1.LiveRelay/Ping"
+    case createChannel = "/liverelay.v1.LiveRelay/CreateChannel"
+    case listChannels = "/liverelay.v1.LiveRelay/ListChannels"
+    case deleteChannel = "/liverelay.v1.LiveRelay/DeleteChannel"
 
     public var requestProtoName: String { requestType.protoName }
     public var replyProtoName: String { replyType.protoName }
@@ -85,6 +88,9 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
         case .updateActivity: UpdateActivityRequest.self
         case .endActivity: EndActivityRequest.self
         case .ping: PingRequest.self
+        case .createChannel: CreateChannelRequest.self
+        case .listChannels: ListChannelsRequest.self
+        case .deleteChannel: DeleteChannelRequest.self
         }
     }
 
@@ -96,6 +102,9 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
         case .updateActivity: UpdateActivityReply.self
         case .endActivity: EndActivityReply.self
         case .ping: PingReply.self
+        case .createChannel: CreateChannelReply.self
+        case .listChannels: ListChannelsReply.self
+        case .deleteChannel: DeleteChannelReply.self
         }
     }
 

@@ -119,6 +119,43 @@ enum Rules {
         try text(value, max: maxIdentifier, "idempotency_key")
     }
 
+    /// APNs's channel ids are base64 of a few dozen bytes; 128 leaves room and bounds the store's key.
+    static let maxChannelID = 128
+
+    /// A broadcast channel id: 1-128 characters of the base64 alphabets (standard
+    /// and URL-safe, `=` padding). The same rule as LiveRelayAPNs's
+    /// `isPlausibleChannelID`, which this module cannot import (it would bring
+    /// OpenSSL into the codec and the client library): a malformed id is
+    /// INVALID_ARGUMENT at decode, never a store lookup or a send. A proto2
+    /// field that is present but empty is refused too: leaving it out is how to
+    /// name no channel.
+    static func channelID(_ value: String?, required: Bool, _ name: String = "channel_id") throws(MessageError) {
+        guard let value else {
+            if required { throw MessageError(.missing, field: name) }
+            return
+        }
+        if value.isEmpty {
+            if required { throw MessageError(.missing, field: name) }
+            throw MessageError(.invalidValue, field: name, detail: "empty: leave it out to name no channel")
+        }
+        let n = value.utf8.count
+        if n > maxChannelID { throw MessageError(.tooLong(length: n, max: maxChannelID), field: name) }
+        let ok = withBytes(value) { bytes in allInSet(bytes, channelIDSet) }
+        if !ok {
+            throw MessageError(
+                .invalidValue, field: name, detail: "only base64 characters (A-Z, a-z, 0-9, '+', '/', '=', '-', '_') are allowed")
+        }
+    }
+
+    /// channel_id and channel_only of an update or end: channel_only = true sends
+    /// to the channel alone, so without a channel the call would reach nobody.
+    static func channel(_ channelID: String?, only channelOnly: Bool?) throws(MessageError) {
+        try Rules.channelID(channelID, required: false)
+        if channelOnly == true, channelID == nil {
+            throw MessageError(.invalidValue, field: "channel_only", detail: "true needs channel_id: the call would reach nobody")
+        }
+    }
+
     // MARK: Byte-class checks
     //
     // ASCII sets as 128-bit masks (bit c set when byte c is allowed): one shift and
@@ -132,6 +169,8 @@ enum Rules {
 
     /// [A-Za-z0-9._-]
     static var identifierSet: ByteSet { ByteSet(low: 0x03FF_6000_0000_0000, high: 0x07FF_FFFE_87FF_FFFE) }
+    /// [A-Za-z0-9+/=_-]: both base64 alphabets and the padding.
+    static var channelIDSet: ByteSet { ByteSet(low: 0x23FF_A800_0000_0000, high: 0x07FF_FFFE_87FF_FFFE) }
     /// [A-Za-z_]
     static var typeNameStartSet: ByteSet { ByteSet(low: 0, high: 0x07FF_FFFE_87FF_FFFE) }
     /// [A-Za-z0-9_.]

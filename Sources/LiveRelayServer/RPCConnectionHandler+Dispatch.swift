@@ -48,6 +48,12 @@ extension RPCConnectionHandler {
             invoke(dispatch, callContext, service.endActivity)
         case .ping:
             invoke(dispatch, callContext, service.ping)
+        case .createChannel:
+            invoke(dispatch, callContext, service.createChannel)
+        case .listChannels:
+            invoke(dispatch, callContext, service.listChannels)
+        case .deleteChannel:
+            invoke(dispatch, callContext, service.deleteChannel)
         }
     }
 

@@ -20,6 +20,37 @@ public protocol LiveRelayService: Sendable {
     func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply>
     func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply>
     func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply>
+    /// Creates a broadcast channel with APNs and keeps it in the store.
+    func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply>
+    /// The app's broadcast channels, a page at a time.
+    func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply>
+    /// Deletes a broadcast channel at APNs and in the store.
+    func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply>
+}
+
+/// The broadcast channel RPCs answer UNIMPLEMENTED unless a service provides
+/// them: they came after the service protocol, and a service that does not
+/// manage channels (the null service, test doubles, a build without them)
+/// must still compile and say so to the caller rather than fail INTERNAL.
+extension LiveRelayService {
+    public func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply> {
+        context.fail(.channelsUnimplemented(.createChannel))
+    }
+
+    public func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply> {
+        context.fail(.channelsUnimplemented(.listChannels))
+    }
+
+    public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
+        context.fail(.channelsUnimplemented(.deleteChannel))
+    }
+}
+
+extension RPCError {
+    /// UNIMPLEMENTED for a channel RPC this service does not provide.
+    static func channelsUnimplemented(_ method: LiveRelayMethod) -> RPCError {
+        RPCError(.unimplemented, "this server does not serve \(method.methodName): broadcast channels are not enabled")
+    }
 }
 
 /// Everything a service needs to know about the call besides its message.

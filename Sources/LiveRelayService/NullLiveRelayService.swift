@@ -1,7 +1,8 @@
 import LiveRelayMessages
 import NIOCore
 
-/// Answers every call at once with an empty OK reply, on the caller's loop.
+/// Answers every call at once with an empty OK reply, on the caller's loop
+/// (the channel RPCs too, where LiveRelayService's defaults answer UNIMPLEMENTED).
 ///
 /// It measures the protocol's ceiling (framing, TLS, decoding, validation,
 /// dispatch) with no domain work behind it: `liverelay serve --null-service`.
@@ -26,5 +27,17 @@ public struct NullLiveRelayService: LiveRelayService {
 
     public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {
         context.eventLoop.makeSucceededFuture(PingReply(payload: request.payload))
+    }
+
+    public func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply> {
+        context.eventLoop.makeSucceededFuture(CreateChannelReply())
+    }
+
+    public func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply> {
+        context.eventLoop.makeSucceededFuture(ListChannelsReply())
+    }
+
+    public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
+        context.eventLoop.makeSucceededFuture(DeleteChannelReply())
     }
 }

@@ -9,8 +9,9 @@ direction, after generating the Python classes with `protoc --python_out=GEN -I 
                                      prints JSON {name: [differences]} (empty list: equal)
 
 VECTORS is the Vectors directory: cases.json (valid messages in protobuf JSON form, with
-optional extra fields of unknown numbers) and invalid.json (requests Swift must reject), and
-admin.json with both kinds for the admin API (liverelay.admin.v1).
+optional extra fields of unknown numbers) and invalid.json (requests Swift must reject),
+admin.json with both kinds for the admin API (liverelay.admin.v1), and channels.json with
+both kinds for the broadcast channel RPCs and the channel fields of the activity requests.
 The large cases are generated here (generated_cases) and, by the same rules, in Swift.
 """
 import base64
@@ -86,6 +87,19 @@ def generated_admin_cases():
          "json": {"apps": [{"appId": f"app-{i}", "bundleId": f"com.example.app{i}", "enabled": i % 2 == 0,
                             "queueCapacity": i, "createdAtMs": str(-i)} for i in range(300)],
                   "nextPageToken": large_text(50)}},
+    ]
+
+
+def generated_channel_cases():
+    """A page of the largest size: 1000 channels, every id of the longest length."""
+    ids = [base64.b64encode(b"channel-%05d-" % i + bytes(82)).decode() for i in range(1000)]
+    return [
+        {"name": "list_channels_reply_1000_channels", "type": "liverelay.v1.ListChannelsReply",
+         "json": {"channels": [{"appId": "com.example.app", "channelId": c,
+                                "environment": "ENVIRONMENT_PRODUCTION" if i % 2 else "ENVIRONMENT_SANDBOX",
+                                "storagePolicy": "CHANNEL_STORAGE_POLICY_NO_STORAGE",
+                                "createdAt": str(1_893_456_000 + i)} for i, c in enumerate(ids)],
+                  "nextPageToken": "c" * 256}},
     ]
 
 
@@ -184,6 +198,10 @@ def load(vectors):
         admin = json.load(f)
     cases += admin["cases"] + generated_admin_cases()
     invalid += admin["invalid"]
+    with open(f"{vectors}/channels.json", encoding="utf-8") as f:
+        channels = json.load(f)
+    cases += channels["cases"] + generated_channel_cases()
+    invalid += channels["invalid"]
     names = [c["name"] for c in cases + invalid]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

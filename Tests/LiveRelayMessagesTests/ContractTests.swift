@@ -14,11 +14,11 @@ import Testing
 
     @Test func theProtocSideSeesTheWholeContract() throws {
         // Guards the reader itself: an empty model on both sides would compare equal.
-        // (v1 has 17 messages, 6 enums and 5 methods; the contract may only grow.)
+        // (v1 has 24 messages, 7 enums and 8 methods; the contract may only grow.)
         let proto = try ProtocContract.load()
-        #expect(proto.messages.count >= 17)
-        #expect(proto.enums.count >= 6)
-        #expect(proto.methods.count >= 5)
+        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.v1.") }.count >= 24)
+        #expect(proto.enums.count >= 7)
+        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.v1.LiveRelay/") }.count >= 8)
         #expect(
             proto.messages["liverelay.v1.StartActivityRequest"]?["alert"]
                 == ContractModel.Field(number: 6, type: "message liverelay.v1.Alert", label: "optional"))
@@ -32,6 +32,44 @@ import Testing
         #expect(
             proto.methods["/liverelay.v1.LiveRelay/Ping"]
                 == ContractModel.Method(request: "liverelay.v1.PingRequest", reply: "liverelay.v1.PingReply"))
+    }
+
+    @Test func theProtocSideSeesTheChannelContract() throws {
+        // Issue 13: the broadcast channel RPCs and the new fields of the activity requests.
+        let proto = try ProtocContract.load()
+        #expect(
+            proto.methods["/liverelay.v1.LiveRelay/DeleteChannel"]
+                == ContractModel.Method(request: "liverelay.v1.DeleteChannelRequest", reply: "liverelay.v1.DeleteChannelReply"))
+        #expect(proto.messages["liverelay.v1.DeleteChannelReply"] == [:])
+        #expect(
+            proto.enums["liverelay.v1.ChannelStoragePolicy"]
+                == [
+                    "CHANNEL_STORAGE_POLICY_UNSPECIFIED": 0, "CHANNEL_STORAGE_POLICY_NO_STORAGE": 1,
+                    "CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE": 2,
+                ])
+        #expect(
+            proto.messages["liverelay.v1.Channel"]?["storage_policy"]
+                == ContractModel.Field(number: 4, type: "enum liverelay.v1.ChannelStoragePolicy", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.ListChannelsReply"]?["channels"]
+                == ContractModel.Field(number: 1, type: "message liverelay.v1.Channel", label: "repeated"))
+        #expect(
+            proto.messages["liverelay.v1.DeliverySummary"]?["downgraded"]
+                == ContractModel.Field(number: 11, type: "uint32", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.StartActivityRequest"]?["input_push_token"]
+                == ContractModel.Field(number: 15, type: "bool", label: "optional"))
+        #expect(
+            proto.messages["liverelay.v1.UpdateActivityRequest"]?["channel_only"]
+                == ContractModel.Field(number: 13, type: "bool", label: "optional"))
+        #expect(
+            proto.messages["liverelay.v1.EndActivityRequest"]?["relevance_score"]
+                == ContractModel.Field(number: 10, type: "double", label: "optional"))
+        // The bindings side: the new types are registered and LiveRelayMethod has the new cases.
+        let bindings = BindingContract.load()
+        #expect(bindings.messages["liverelay.v1.DeleteChannelReply"] == [:])
+        #expect(bindings.swiftTypes.contains("liverelay.v1.Channel"))
+        #expect(bindings.methods["/liverelay.v1.LiveRelay/CreateChannel"]?.reply == "liverelay.v1.CreateChannelReply")
     }
 
     @Test func theProtocSideSeesTheAdminContract() throws {
@@ -83,6 +121,9 @@ import Testing
         bindings.messages["liverelay.admin.v1.Quotas"]?["calls_per_second"]?.type = "float"
         bindings.methods["/liverelay.admin.v1.Admin/RevokeAPIKey"] = nil
         bindings.swiftTypes.remove("liverelay.admin.v1.AppStats")
+        bindings.messages["liverelay.v1.EndActivityRequest"]?["channel_only"]?.number = 11
+        bindings.enums["liverelay.v1.ChannelStoragePolicy"]?["CHANNEL_STORAGE_POLICY_NO_STORAGE"] = 0
+        bindings.methods["/liverelay.v1.LiveRelay/ListChannels"]?.request = "liverelay.v1.ListChannelsReply"
         let differences = ContractModel.differences(proto: proto, bindings: bindings)
         for expected in [
             "field liverelay.admin.v1.APIKey.app_ids: label repeated in the .proto, optional in the bindings",
@@ -95,6 +136,9 @@ import Testing
             "enum value liverelay.v1.TokenKind.TOKEN_KIND_UPDATE: in the .proto, missing from the bindings",
             "method /liverelay.v1.LiveRelay/Ping: reply liverelay.v1.PingReply in the .proto, liverelay.v1.PingRequest in the bindings",
             "Swift type for message liverelay.v1.Alert: in the .proto, missing from the bindings",
+            "field liverelay.v1.EndActivityRequest.channel_only: number 12 in the .proto, 11 in the bindings",
+            "enum value liverelay.v1.ChannelStoragePolicy.CHANNEL_STORAGE_POLICY_NO_STORAGE: number 1 in the .proto, 0 in the bindings",
+            "method /liverelay.v1.LiveRelay/ListChannels: request liverelay.v1.ListChannelsRequest in the .proto, liverelay.v1.ListChannelsReply in the bindings",
         ] {
             #expect(differences.contains(expected), "missing: \(expected)\ngot:\n\(differences.joined(separator: "\n"))")
         }

@@ -13,15 +13,15 @@ import Testing
     }
 
     @Test func registriesListEverything() {
-        #expect(Self.messages.count == 17)
-        #expect(Self.enums.count == 6)
-        #expect(lr_message_descriptor_at(17) == nil)
-        #expect(lr_enum_descriptor_at(6) == nil)
+        #expect(Self.messages.count == 24)
+        #expect(Self.enums.count == 7)
+        #expect(lr_message_descriptor_at(24) == nil)
+        #expect(lr_enum_descriptor_at(7) == nil)
         // The accessor returns the real, stable address (not a copy).
         #expect(lr_alert_descriptor() == lr_alert_descriptor())
     }
 
-    @Test(arguments: 0..<17)
+    @Test(arguments: 0..<24)
     func messageDescriptorInvariants(index: Int) throws {
         let d = Self.messages[index].pointee
         let name = String(cString: d.name)
@@ -60,7 +60,7 @@ import Testing
         #expect(TestWire.check([], Self.messages[index]))
     }
 
-    @Test(arguments: 0..<6)
+    @Test(arguments: 0..<7)
     func enumDescriptorInvariants(index: Int) {
         let e = Self.enums[index]
         let d = e.pointee
@@ -84,6 +84,31 @@ import Testing
         #expect(protobuf_c_enum_descriptor_get_value(d, 6) == nil)
     }
 
+    /// DeleteChannelReply has no fields: NULL field tables, as protoc-c makes them, and
+    /// only the closing range entry, which protobuf-c's lookups and the invariants read.
+    @Test func theEmptyMessageHasNoFieldsAndOneClosingRange() throws {
+        let d = lr_delete_channel_reply_descriptor()!
+        #expect(d.pointee.n_fields == 0)
+        #expect(d.pointee.fields == nil)
+        #expect(d.pointee.fields_sorted_by_name == nil)
+        #expect(d.pointee.n_field_ranges == 0)
+        #expect(d.pointee.field_ranges[0].start_value == 0 && d.pointee.field_ranges[0].orig_index == 0)
+        #expect(protobuf_c_message_descriptor_get_field(d, 1) == nil)
+        #expect(protobuf_c_message_descriptor_get_field_by_name(d, "channel") == nil)
+        // Unknown fields are skipped, as in every message.
+        #expect(TestWire.check(TestWire.string(1, "x") + TestWire.int(2, 7), d))
+        #expect(try DeleteChannelReply(serializedBytes: TestWire.string(1, "x")) == DeleteChannelReply())
+    }
+
+    @Test func channelStoragePolicyIsDense() {
+        let d = lr_channel_storage_policy_enum_descriptor()!
+        #expect(d.pointee.n_values == 3)
+        #expect(d.pointee.n_value_ranges == 1)
+        let mostRecent = protobuf_c_enum_descriptor_get_value(d, 2).map { String(cString: $0.pointee.name) }
+        #expect(mostRecent == "CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE")
+        #expect(protobuf_c_enum_descriptor_get_value(d, 3) == nil)
+    }
+
     @Test func initSetsProto3StringDefaults() {
         var m = LrRegisterTokenRequest()
         lr_register_token_request_init(&m)
@@ -96,7 +121,7 @@ import Testing
     }
 
     @Test func methodsNameTheirMessages() {
-        #expect(LiveRelayMethod.allCases.count == 5)
+        #expect(LiveRelayMethod.allCases.count == 8)
         #expect(LiveRelayMethod.registerToken.rawValue == "/liverelay.v1.LiveRelay/RegisterToken")
         #expect(LiveRelayMethod.startActivity.requestProtoName == "liverelay.v1.StartActivityRequest")
         #expect(LiveRelayMethod.ping.replyProtoName == "liverelay.v1.PingReply")

@@ -55,6 +55,8 @@ enum TestWire {
 enum Fixtures {
     static let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
     static let token2 = "00112233445566778899aabbccddeeff"
+    /// A broadcast channel id as APNs makes them: base64 of 16 bytes.
+    static let channel = "dHdvLWNoYW5uZWwtaWQtMQ=="
 
     static var register: RegisterTokenRequest {
         RegisterTokenRequest(
@@ -70,21 +72,24 @@ enum Fixtures {
             alert: Alert(title: "Order", body: "Cooking", sound: "default"), staleDate: 1_900_000_100,
             dismissalDate: 1_900_000_200, relevanceScore: 0.5, priority: .high,
             targets: Targets(pushToStartTokens: [token, token2], externalUserIDs: ["user-1"], allDevices: false),
-            idempotencyKey: "key-1", waitForDelivery: true)
+            idempotencyKey: "key-1", waitForDelivery: true, channelID: channel, inputPushToken: false,
+            strictPriorityBudget: true)
     }
 
     static var update: UpdateActivityRequest {
         UpdateActivityRequest(
             appID: "com.example.app", activityID: "order-42", contentStateJSON: #"{"eta":5}"#,
             alert: Alert(title: "Soon", body: "5 minutes"), staleDate: 1_900_000_300, dismissalDate: 0,
-            relevanceScore: 1, priority: .low, endActivity: false, idempotencyKey: "key-2", waitForDelivery: false)
+            relevanceScore: 1, priority: .low, endActivity: false, idempotencyKey: "key-2", waitForDelivery: false,
+            channelID: channel, channelOnly: true, strictPriorityBudget: false)
     }
 
     static var end: EndActivityRequest {
         EndActivityRequest(
             appID: "com.example.app", activityID: "order-42", contentStateJSON: #"{"status":"delivered"}"#,
             dismissalDate: 1_900_000_400, idempotencyKey: "key-3", waitForDelivery: true,
-            alert: Alert(title: "Delivered"), priority: .high)
+            alert: Alert(title: "Delivered"), priority: .high, staleDate: 1_900_000_500, relevanceScore: 0.25,
+            channelID: channel, channelOnly: false, strictPriorityBudget: true)
     }
 
     static var summary: DeliverySummary {
@@ -96,6 +101,6 @@ enum Fixtures {
                 UnresolvedTarget(kind: .externalUserID, value: "user-9", reason: "no push-to-start token registered"),
                 UnresolvedTarget(kind: .allDevices, value: "", reason: "none"),
             ],
-            complete: true)
+            complete: true, downgraded: 2)
     }
 }

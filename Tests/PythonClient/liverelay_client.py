@@ -132,6 +132,10 @@ METHODS = {
     "UpdateActivity": ("UpdateActivityRequest", "UpdateActivityReply"),
     "EndActivity": ("EndActivityRequest", "EndActivityReply"),
     "Ping": ("PingRequest", "PingReply"),
+    # broadcast channels, section 16
+    "CreateChannel": ("CreateChannelRequest", "CreateChannelReply"),
+    "ListChannels": ("ListChannelsRequest", "ListChannelsReply"),
+    "DeleteChannel": ("DeleteChannelRequest", "DeleteChannelReply"),
 }
 
 
@@ -749,7 +753,8 @@ class Client:
         reply.ParseFromString(payload)
         return reply
 
-    # convenience wrappers
+    # convenience wrappers; the fields are the .proto's (the activity requests take the
+    # channel ones too: channel_id, input_push_token, channel_only, strict_priority_budget)
     def register_token(self, **fields):
         return self.call("RegisterToken", self.pb.RegisterTokenRequest(**fields))
 
@@ -764,6 +769,30 @@ class Client:
 
     def ping_rpc(self, payload: bytes = b""):
         return self.call("Ping", self.pb.PingRequest(payload=payload))
+
+    def create_channel(self, app_id: str, environment, storage_policy, **kw):
+        """A broadcast channel (section 16). `environment` and `storage_policy` are the enums'
+        numbers or names ("ENVIRONMENT_PRODUCTION", "CHANNEL_STORAGE_POLICY_NO_STORAGE")."""
+        return self.call("CreateChannel", self.pb.CreateChannelRequest(
+            app_id=app_id, environment=environment, storage_policy=storage_policy), **kw)
+
+    def list_channels(self, app_id: str, environment=0, page_size: int = 0, page_token: str = "", **kw):
+        """One page of the app's channels; environment 0 (UNSPECIFIED) lists both."""
+        return self.call("ListChannels", self.pb.ListChannelsRequest(
+            app_id=app_id, environment=environment, page_size=page_size, page_token=page_token), **kw)
+
+    def all_channels(self, app_id: str, environment=0, page_size: int = 0) -> list:
+        """Every channel, following next_page_token until the last (empty) one."""
+        channels, token = [], ""
+        while True:
+            page = self.list_channels(app_id, environment, page_size, token)
+            channels.extend(page.channels)
+            token = page.next_page_token
+            if not token:
+                return channels
+
+    def delete_channel(self, app_id: str, channel_id: str, **kw):
+        return self.call("DeleteChannel", self.pb.DeleteChannelRequest(app_id=app_id, channel_id=channel_id), **kw)
 
     def ping_frame(self, data: bytes, timeout: Optional[float] = None) -> bytes:
         """PING frame; waits for the PONG with the same 8 bytes."""

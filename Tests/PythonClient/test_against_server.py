@@ -481,6 +481,23 @@ class RpcTests(ServerTest):
         # the connection is unharmed
         self.assertEqual(self.c.ping_rpc(b"ok").payload, b"ok")
 
+    def test_channel_fields_and_requests_are_validated(self):
+        # Section 16: checked when the request is decoded, before any service sees it.
+        cases = [
+            ("page_size", self.c.list_channels, (self.app,), dict(page_size=1001)),
+            ("channel_id", self.c.delete_channel, (self.app, "not base64!"), {}),
+            ("environment", self.c.create_channel, (self.app, 0, PB.CHANNEL_STORAGE_POLICY_NO_STORAGE), {}),
+            ("storage_policy", self.c.create_channel, (self.app, PB.ENVIRONMENT_SANDBOX, 0), {}),
+            ("channel_only", self.c.update_activity, (),
+             dict(app_id=self.app, activity_id=uid("act"), content_state_json="{}", channel_only=True)),
+            ("input_push_token", self.c.start_activity, (),
+             self.start_req(targets=PB.Targets(push_to_start_tokens=[token()]), input_push_token=False)),
+        ]
+        for field, fn, args, kw in cases:
+            e = self.assertRpcError(Status.INVALID_ARGUMENT, fn, *args, **kw)
+            self.assertIn(field, self.violations(e), e.details(PB))
+        self.assertEqual(self.c.ping_rpc(b"ok").payload, b"ok")
+
     def test_malformed_protobuf_is_invalid_argument(self):
         r = self.c.call_raw("RegisterToken", b"\x0a\xff\xff\xff")  # field 1, length runs past the end
         self.assertEqual(r.status, Status.INVALID_ARGUMENT, r)

@@ -70,6 +70,13 @@ typedef enum {
   PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(LR_ACTIVITY_STATE)
 } LrActivityState;
 
+typedef enum {
+  LR_CHANNEL_STORAGE_POLICY_UNSPECIFIED = 0,
+  LR_CHANNEL_STORAGE_POLICY_NO_STORAGE = 1,
+  LR_CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE = 2
+  PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(LR_CHANNEL_STORAGE_POLICY)
+} LrChannelStoragePolicy;
+
 /* ---- enums: activity.proto ---- */
 
 typedef enum {
@@ -128,6 +135,7 @@ typedef struct LrDeliverySummary {
   size_t n_unresolved;
   LrUnresolvedTarget **unresolved;
   protobuf_c_boolean complete;
+  uint32_t downgraded;
 } LrDeliverySummary;
 
 typedef struct LrStartActivityReply {
@@ -181,6 +189,53 @@ typedef struct LrErrorDetails {
   char *reason;
 } LrErrorDetails;
 
+typedef struct LrChannel {
+  ProtobufCMessage base;
+  char *app_id;
+  char *channel_id;
+  LrEnvironment environment;
+  LrChannelStoragePolicy storage_policy;
+  int64_t created_at;
+} LrChannel;
+
+typedef struct LrCreateChannelRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  LrEnvironment environment;
+  LrChannelStoragePolicy storage_policy;
+} LrCreateChannelRequest;
+
+typedef struct LrCreateChannelReply {
+  ProtobufCMessage base;
+  LrChannel *channel;
+} LrCreateChannelReply;
+
+typedef struct LrListChannelsRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  LrEnvironment environment;
+  uint32_t page_size;
+  char *page_token;
+} LrListChannelsRequest;
+
+typedef struct LrListChannelsReply {
+  ProtobufCMessage base;
+  size_t n_channels;
+  LrChannel **channels;
+  char *next_page_token;
+} LrListChannelsReply;
+
+typedef struct LrDeleteChannelRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  char *channel_id;
+} LrDeleteChannelRequest;
+
+/* No fields: only the base. */
+typedef struct LrDeleteChannelReply {
+  ProtobufCMessage base;
+} LrDeleteChannelReply;
+
 /* ---- messages: activity.proto (proto2) ---- */
 
 typedef struct LrAlert {
@@ -220,6 +275,11 @@ typedef struct LrStartActivityRequest {
   char *idempotency_key;
   protobuf_c_boolean has_wait_for_delivery;
   protobuf_c_boolean wait_for_delivery;
+  char *channel_id;
+  protobuf_c_boolean has_input_push_token;
+  protobuf_c_boolean input_push_token;
+  protobuf_c_boolean has_strict_priority_budget;
+  protobuf_c_boolean strict_priority_budget;
 } LrStartActivityRequest;
 
 typedef struct LrUpdateActivityRequest {
@@ -241,6 +301,11 @@ typedef struct LrUpdateActivityRequest {
   char *idempotency_key;
   protobuf_c_boolean has_wait_for_delivery;
   protobuf_c_boolean wait_for_delivery;
+  char *channel_id;
+  protobuf_c_boolean has_channel_only;
+  protobuf_c_boolean channel_only;
+  protobuf_c_boolean has_strict_priority_budget;
+  protobuf_c_boolean strict_priority_budget;
 } LrUpdateActivityRequest;
 
 typedef struct LrEndActivityRequest {
@@ -256,6 +321,15 @@ typedef struct LrEndActivityRequest {
   LrAlert *alert;
   protobuf_c_boolean has_priority;
   LrPriority priority;
+  protobuf_c_boolean has_stale_date;
+  int64_t stale_date;
+  protobuf_c_boolean has_relevance_score;
+  double relevance_score;
+  char *channel_id;
+  protobuf_c_boolean has_channel_only;
+  protobuf_c_boolean channel_only;
+  protobuf_c_boolean has_strict_priority_budget;
+  protobuf_c_boolean strict_priority_budget;
 } LrEndActivityRequest;
 
 /* ---- messages: admin/v1/admin.proto (proto2, package liverelay.admin.v1) ---- */
@@ -495,6 +569,13 @@ LR_DECLARE_MESSAGE(ping_request, LrPingRequest)
 LR_DECLARE_MESSAGE(ping_reply, LrPingReply)
 LR_DECLARE_MESSAGE(error_details, LrErrorDetails)
 LR_DECLARE_MESSAGE(field_violation, LrFieldViolation)
+LR_DECLARE_MESSAGE(channel, LrChannel)
+LR_DECLARE_MESSAGE(create_channel_request, LrCreateChannelRequest)
+LR_DECLARE_MESSAGE(create_channel_reply, LrCreateChannelReply)
+LR_DECLARE_MESSAGE(list_channels_request, LrListChannelsRequest)
+LR_DECLARE_MESSAGE(list_channels_reply, LrListChannelsReply)
+LR_DECLARE_MESSAGE(delete_channel_request, LrDeleteChannelRequest)
+LR_DECLARE_MESSAGE(delete_channel_reply, LrDeleteChannelReply)
 LR_DECLARE_MESSAGE(alert, LrAlert)
 LR_DECLARE_MESSAGE(targets, LrTargets)
 LR_DECLARE_MESSAGE(start_activity_request, LrStartActivityRequest)
@@ -530,6 +611,7 @@ const ProtobufCEnumDescriptor *lr_environment_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_register_token_result_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_target_kind_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_activity_state_enum_descriptor(void);
+const ProtobufCEnumDescriptor *lr_channel_storage_policy_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_priority_enum_descriptor(void);
 
 /* Registries, for the contract check against protoc's descriptor set: the

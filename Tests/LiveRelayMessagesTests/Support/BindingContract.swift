@@ -16,6 +16,8 @@ enum BindingContract {
         PingRequest.self, PingReply.self,
         DeliverySummary.self, FailureCount.self, UnresolvedTarget.self,
         Alert.self, Targets.self, ErrorDetails.self, FieldViolation.self,
+        BroadcastChannel.self, CreateChannelRequest.self, CreateChannelReply.self,
+        ListChannelsRequest.self, ListChannelsReply.self, DeleteChannelRequest.self, DeleteChannelReply.self,
     ]
 
     /// liverelay.admin.v1 (admin.proto).

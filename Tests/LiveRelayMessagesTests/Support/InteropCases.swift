@@ -3,7 +3,8 @@ import LiveRelayMessages
 /// The Swift value every interop case must decode to, written out field by field so that
 /// a wrong field mapping (a swapped number, a lost presence bit) fails. The names and the
 /// values match Vectors/cases.json and the generated cases in Tests/Interop/interop.py; the
-/// admin API's are in AdminInteropCases.swift (Vectors/admin.json).
+/// admin API's are in AdminInteropCases.swift (Vectors/admin.json), the broadcast channels'
+/// in ChannelInteropCases.swift (Vectors/channels.json).
 enum InteropCases {
     static let app = "com.example.scores"
     static let token16 = "0123456789abcdef"
@@ -29,6 +30,8 @@ enum InteropCases {
         .merging(adminApps) { a, _ in a }
         .merging(adminCredentialsAndKeys) { a, _ in a }
         .merging(adminGenerated) { a, _ in a }
+        .merging(channels) { a, _ in a }
+        .merging(channelsGenerated) { a, _ in a }
 
     static let registerToken: [String: any LiveRelayMessage] = [
         "register_push_to_start_every_field": RegisterTokenRequest(

@@ -213,5 +213,29 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
             name: "admin: remove a method", file: admin,
             old: "\(appStats)\n", new: "",
             expected: ["method /liverelay.admin.v1.Admin/GetAppStats: in the bindings, not in the .proto"]),
+        // Issue 13: broadcast channels.
+        ProtoMutation(
+            name: "channels: renumber a new activity field", file: "activity.proto",
+            old: "  optional bool channel_only = 13;", new: "  optional bool channel_only = 15;",
+            expected: ["field liverelay.v1.UpdateActivityRequest.channel_only: number 15 in the .proto, 13 in the bindings"]),
+        ProtoMutation(
+            name: "channels: change the type of downgraded", file: "liverelay.proto",
+            old: "  uint32 downgraded = 11;", new: "  uint64 downgraded = 11;",
+            expected: ["field liverelay.v1.DeliverySummary.downgraded: type uint64 in the .proto, uint32 in the bindings"]),
+        ProtoMutation(
+            name: "channels: add a storage policy", file: "liverelay.proto",
+            old: "  CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE = 2;",
+            new: "  CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE = 2;\n  CHANNEL_STORAGE_POLICY_FOREVER = 3;",
+            expected: [
+                "enum value liverelay.v1.ChannelStoragePolicy.CHANNEL_STORAGE_POLICY_FOREVER: in the .proto, missing from the bindings"
+            ]),
+        ProtoMutation(
+            name: "channels: a field in the empty reply", file: "liverelay.proto",
+            old: "message DeleteChannelReply {}", new: "message DeleteChannelReply {\n  bool deleted = 1;\n}",
+            expected: ["field liverelay.v1.DeleteChannelReply.deleted: in the .proto, missing from the bindings"]),
+        ProtoMutation(
+            name: "channels: remove a method", file: "liverelay.proto",
+            old: "  rpc DeleteChannel(DeleteChannelRequest) returns (DeleteChannelReply);\n", new: "",
+            expected: ["method /liverelay.v1.LiveRelay/DeleteChannel: in the bindings, not in the .proto"]),
     ]
 }
