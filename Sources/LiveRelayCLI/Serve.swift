@@ -241,6 +241,8 @@ struct Serve: AsyncParsableCommand {
             nullService: setup.nullService, dataDirectory: setup.dataDirectory)
         let (store, storeDescription) = try await selection.open(logger: logger)
         let tenantRegistry = try await selection.openRegistry(logger: logger)
+        // The broadcast channels' store, for the service that creates and sends to channels.
+        let channelStore = try await selection.openChannels(logger: logger)
         // The services in start order; graceful shutdown runs them down in reverse:
         // the RPC server drains first, then the sweeper stops, the dispatcher sends or
         // accounts for what is queued, the APNs client closes its connections, the
@@ -266,6 +268,7 @@ struct Serve: AsyncParsableCommand {
         }
         var services: [any Service] = ops.map { [$0] } ?? []
         services.append(ActivityStoreService(store, logger: logger))
+        services.append(ChannelStoreService(channelStore))
         let (defaultQuota, quotaNodes) = setup.quotaDefaults
         let quotas = QuotaGate(settings: QuotaSettings(defaults: defaultQuota, nodes: quotaNodes))
         var parts = TenantRuntime.Parts(

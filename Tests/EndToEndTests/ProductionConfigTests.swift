@@ -197,6 +197,7 @@ struct ProductionConfigTests {
         // Device tokens on disk are the owner's only, whatever the umask was.
         for (file, mode) in [
             ("data", 0o700), ("data/liverelay.sqlite3", 0o600), ("data/liverelay.sqlite3-wal", 0o600), ("mock.jsonl", 0o600),
+            ("data/channels.sqlite3", 0o600),
         ] {
             let found = try FileManager.default.attributesOfItem(atPath: "\(op.path)/\(file)")[.posixPermissions] as? Int
             #expect(found == mode, "\(file): \(String(found ?? 0, radix: 8))")
