@@ -6,7 +6,8 @@ import LiveRelayDomain
 ///
 /// ```json
 /// "quotas": { "calls_per_second": 500, "burst": 1000, "pushes_per_hour": 250000,
-///             "max_tokens": 1000000, "max_live_activities": 50000, "nodes": 2 }
+///             "max_tokens": 1000000, "max_live_activities": 50000,
+///             "priority_budget_per_hour": 60, "nodes": 2 }
 /// ```
 ///
 /// Each limit is a number or `"unlimited"`; one left out is the default's
@@ -14,6 +15,11 @@ import LiveRelayDomain
 /// defaults to 250,000 and the others to unlimited. `nodes` (top level only,
 /// default 1) is how many nodes serve the apps: each enforces its share of the
 /// rates, so the deployment as a whole holds them.
+///
+/// `priority_budget_per_hour` is not split over the nodes: it is per activity
+/// and per channel (``PriorityBudgets``), and an activity's calls are rarely
+/// spread over nodes. It stays out of the tenant registry, which has no column
+/// for it: an app added through the admin API has the section's default.
 struct QuotaConfiguration: Decodable {
     /// A limit, or no limit said by name (to lift a default).
     enum Limit: Decodable {
@@ -39,11 +45,38 @@ struct QuotaConfiguration: Decodable {
     var pushesPerHour: Limit?
     var maxTokens: Limit?
     var maxLiveActivities: Limit?
+    var priorityBudgetPerHour: Limit?
     var nodes: Int?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case callsPerSecond = "calls_per_second", burst, pushesPerHour = "pushes_per_hour", maxTokens = "max_tokens"
-        case maxLiveActivities = "max_live_activities", nodes
+        case maxLiveActivities = "max_live_activities", priorityBudgetPerHour = "priority_budget_per_hour", nodes
+    }
+
+    /// This section's priority-10 budget: nil when left out, `.some(nil)` for
+    /// "unlimited" (no guard, lifting a default), else a whole number from 1.
+    /// One parser for the top level and an app's own section.
+    func priorityBudget(where place: String) throws -> Int?? {
+        switch priorityBudgetPerHour {
+        case nil: return nil
+        case .unlimited: return .some(nil)
+        case let .value(number):
+            guard let budget = PriorityBudgets.validated(number) else {
+                throw CLIError(
+                    "\(place).\(CodingKeys.priorityBudgetPerHour.rawValue) must be a whole number from 1 to \(Int32.max), or \"unlimited\"")
+            }
+            return .some(budget)
+        }
+    }
+
+    /// The file's default priority-10 budget (unset: no guard) and the apps' own.
+    static func priorityBudgets(section: QuotaConfiguration?, apps: [AppConfiguration]) throws -> PriorityBudgets {
+        var budgets = PriorityBudgets(defaultPerHour: try section?.priorityBudget(where: "quotas") ?? nil)
+        for (i, app) in apps.enumerated() {
+            guard let own = try app.quotas?.priorityBudget(where: "apps[\(i)].quotas") else { continue }
+            budgets.perApp.updateValue(own, forKey: app.id)
+        }
+        return budgets
     }
 
     /// `base` with this section's limits on top: a limit left out keeps `base`'s, "unlimited" lifts it.

@@ -65,6 +65,7 @@ struct Serve: AsyncParsableCommand {
                   "retry_after_ms": 50, "refuse_unreachable_deadlines": true}
               "quotas": {"calls_per_second", "burst", "pushes_per_hour"
                   (default 250000), "max_tokens", "max_live_activities",
+                  "priority_budget_per_hour" (default unlimited),
                   "nodes": 1}   each a number or "unlimited"; rates are
                   split over "nodes", counts are the store's
               "apps": [{"id", "bundle_id", "queue_capacity", "weight",
@@ -241,6 +242,8 @@ struct Serve: AsyncParsableCommand {
             nullService: setup.nullService, dataDirectory: setup.dataDirectory)
         let (store, storeDescription) = try await selection.open(logger: logger)
         let tenantRegistry = try await selection.openRegistry(logger: logger)
+        // The broadcast channels' store, for the service that creates and sends to channels.
+        let channelStore = try await selection.openChannels(logger: logger)
         // The services in start order; graceful shutdown runs them down in reverse:
         // the RPC server drains first, then the sweeper stops, the dispatcher sends or
         // accounts for what is queued, the APNs client closes its connections, the
@@ -266,6 +269,7 @@ struct Serve: AsyncParsableCommand {
         }
         var services: [any Service] = ops.map { [$0] } ?? []
         services.append(ActivityStoreService(store, logger: logger))
+        services.append(ChannelStoreService(channelStore))
         let (defaultQuota, quotaNodes) = setup.quotaDefaults
         let quotas = QuotaGate(settings: QuotaSettings(defaults: defaultQuota, nodes: quotaNodes))
         var parts = TenantRuntime.Parts(
@@ -435,6 +439,8 @@ struct Serve: AsyncParsableCommand {
         var quotaDefaults: (quota: AppQuota, nodes: Int) = (AppQuota(), 1)
         /// The config file's apps as the tenant registry's seed.
         var seedApps: [RegisteredApp] = []
+        /// The config file's priority-10 budgets, for a ``PriorityBudgetGate``; none in the development setup.
+        var priorityBudgets = PriorityBudgets()
     }
 
     /// The operations address from the flags over the config file's "ops"; nil when disabled.
@@ -512,7 +518,8 @@ struct Serve: AsyncParsableCommand {
             ops: try opsAddress(file: file.ops, defaultPort: 9090),
             admission: try file.admissionLimits,
             quotaDefaults: try QuotaConfiguration.defaults(section: file.quotas),
-            seedApps: try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) }
+            seedApps: try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) },
+            priorityBudgets: try QuotaConfiguration.priorityBudgets(section: file.quotas, apps: file.apps ?? [])
         )
     }
 }

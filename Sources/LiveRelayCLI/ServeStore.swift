@@ -61,6 +61,31 @@ struct StoreSelection {
         }
     }
 
+    /// The broadcast channels beside the registry: `<data dir>/channels.sqlite3`
+    /// with SQLite, the `channels` table of the same database (and schema)
+    /// with PostgreSQL, memory otherwise.
+    func openChannels(logger: Logger) async throws -> any ChannelStore {
+        if nullService || kind == .memory { return InMemoryChannelStore() }
+        switch kind {
+        case .memory:
+            return InMemoryChannelStore()
+        case .sqlite:
+            guard let directory = dataDirectory else { throw CLIError("the channel store needs a data directory") }
+            do {
+                return try SQLiteChannelStore(dataDirectory: directory)
+            } catch {
+                throw CLIError("cannot open the channel store in \(directory): \(error)")
+            }
+        case .postgres:
+            let configuration = try postgresConfiguration()
+            do {
+                return try await PostgresChannelStore(configuration: configuration, logger: logger)
+            } catch {
+                throw CLIError("cannot open the channel store in PostgreSQL \(configuration): \(error)")
+            }
+        }
+    }
+
     func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
         if nullService || kind == .memory {
             return (InMemoryActivityStore(), "in-memory store")

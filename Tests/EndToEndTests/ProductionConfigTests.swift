@@ -90,7 +90,7 @@ struct ProductionConfigTests {
             "tls": ["certificate": "server.pem", "private_key": "server-key.pem", "client_ca": "ca.pem", "client_auth": "require"],
             "api_key_file": "api-keys.json",
             "data_dir": "data",
-            "quotas": ["pushes_per_hour": 1000],
+            "quotas": ["pushes_per_hour": 1000, "priority_budget_per_hour": 60],
             "apps": [
                 [
                     "id": "orders", "bundle_id": "com.example.orders",
@@ -100,7 +100,7 @@ struct ProductionConfigTests {
                     ],
                 ],
                 [
-                    "id": "rides", "bundle_id": "com.example.rides", "quotas": ["max_tokens": 2],
+                    "id": "rides", "bundle_id": "com.example.rides", "quotas": ["max_tokens": 2, "priority_budget_per_hour": "unlimited"],
                     "apns": [
                         "team_id": "RIDESTEAM1", "key_id": "RIDESKEY01", "key_file": "rides.p8",
                         "endpoint": "127.0.0.1:\(mockPort)", "trust_certificate": "mock.pem",
@@ -197,6 +197,7 @@ struct ProductionConfigTests {
         // Device tokens on disk are the owner's only, whatever the umask was.
         for (file, mode) in [
             ("data", 0o700), ("data/liverelay.sqlite3", 0o600), ("data/liverelay.sqlite3-wal", 0o600), ("mock.jsonl", 0o600),
+            ("data/channels.sqlite3", 0o600),
         ] {
             let found = try FileManager.default.attributesOfItem(atPath: "\(op.path)/\(file)")[.posixPermissions] as? Int
             #expect(found == mode, "\(file): \(String(found ?? 0, radix: 8))")
@@ -253,6 +254,29 @@ struct ProductionConfigTests {
         #expect(prefer.status != 0)
         #expect(prefer.output.contains("sslmode=prefer falls back to plaintext"), "\(prefer.output)")
         #expect(!prefer.output.contains("hunter2"), "the password never reaches the output")
+    }
+
+    @Test func aPriorityBudgetBelowOneIsRefusedAtStart() throws {
+        let binary = try E2E.liverelayBinary()
+        let directory = try E2E.makeTemporaryDirectory(prefix: "liverelay-priority-budget")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile =
+            #"{"keys": [{"key_id": "abcdefghijkl", "secret_sha256": "\#(String(repeating: "ab", count: 32))", "all_apps": true, "allowed_methods": ["Ping"], "created_at": "2026-01-01T00:00:00Z"}]}"#
+        try Data(keyFile.utf8).write(to: directory.appendingPathComponent("keys.json"))
+        let base =
+            #""insecure_plaintext": true, "listen": {"port": \#(try E2E.freePort())}, "ops": {"port": -1}, "api_key_file": "keys.json", "store": {"kind": "memory"}"#
+        for (value, expected) in [
+            ("0", "quotas.priority_budget_per_hour must be a whole number from 1"),
+            ("-3", "quotas.priority_budget_per_hour must be a whole number from 1"),
+            ("2.5", "quotas.priority_budget_per_hour must be a whole number from 1"),
+            (#""lots""#, #"a number or "unlimited", not "lots""#),
+        ] {
+            try Data("{\(base), \"quotas\": {\"priority_budget_per_hour\": \(value)}}".utf8)
+                .write(to: directory.appendingPathComponent("budget.json"))
+            let run = try E2E.run(binary.path, ["serve", "--config", "\(directory.path)/budget.json"], environment: [:], timeout: 60)
+            #expect(run.status != 0, "\(value) was accepted")
+            #expect(run.output.contains(expected), "\(value): \(run.output)")
+        }
     }
 
     /// The JSON object a client command printed.
