@@ -45,6 +45,10 @@ public struct ActivityService: LiveRelayService {
     private let admission: AdmissionGate
     private let quotas: QuotaGate
     private let metrics = AppCallMetrics()
+    /// The apps' broadcast channels; nil on a server that keeps none (a request naming one is FAILED_PRECONDITION).
+    let channels: ChannelService?
+    /// The priority-10 budgets of activities and channels.
+    private let priorityBudget: PriorityBudgetGate
 
     /// - Parameters:
     ///   - store: where state lives (SQLite, PostgreSQL, or memory).
@@ -57,6 +61,8 @@ public struct ActivityService: LiveRelayService {
     ///     without `expires_at` lives after its last registration; nil keeps it until removed.
     ///   - admission: how much work is accepted before calls are refused (``AdmissionLimits``' defaults unless given).
     ///   - quotas: each app's quotas (none unless given).
+    ///   - channels: the apps' broadcast channels.
+    ///   - priorityBudget: the apps' hourly priority-10 budgets (none unless given).
     public init(
         store: any ActivityStore,
         clock: any WallClock = SystemClock(),
@@ -67,8 +73,12 @@ public struct ActivityService: LiveRelayService {
         intents: IntentLease? = nil,
         pushToStartRetention: UnixTime.Duration? = nil,
         admission: AdmissionGate = AdmissionGate(),
-        quotas: QuotaGate = QuotaGate()
+        quotas: QuotaGate = QuotaGate(),
+        channels: ChannelService? = nil,
+        priorityBudget: PriorityBudgetGate = PriorityBudgetGate()
     ) {
+        self.channels = channels
+        self.priorityBudget = priorityBudget
         self.quotas = quotas
         self.intents = intents
         self.pushToStartRetention = pushToStartRetention
@@ -111,10 +121,19 @@ public struct ActivityService: LiveRelayService {
 
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
         let activityID = request.activityID ?? ""
-        return activityCall(
-            "StartActivity", appID: request.appID, wait: request.waitForDelivery, adds: .liveActivities, context: context
-        ) {
-            StartActivity(request, app: $0, intents: intents, activityQuota: $1)
+        // The channel is looked up only to refuse one the app does not have: the start names it in its payload.
+        return withChannel(request.channelID, appID: request.appID, context: context) { _ in
+            activityCall(
+                "StartActivity", appID: request.appID, wait: request.waitForDelivery, adds: .liveActivities,
+                ask: PriorityAsk(
+                    activityID: activityID, channelID: request.channelID, priority: request.priority.apnsPriority,
+                    strict: request.strictPriorityBudget == true),
+                context: context
+            ) { app, quota, priority in
+                var start = StartActivity(request, app: app, intents: intents, activityQuota: quota)
+                start.command.priority = priority
+                return start
+            }
         }
         .map {
             StartActivityReply(
@@ -124,8 +143,19 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
-        activityCall("UpdateActivity", appID: request.appID, wait: request.waitForDelivery, context: context) { app, _ in
-            ChangeActivity(request, app: app, intents: intents)
+        withChannel(request.channelID, appID: request.appID, context: context) { channel in
+            activityCall(
+                "UpdateActivity", appID: request.appID, wait: request.waitForDelivery,
+                ask: PriorityAsk(
+                    activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
+                    strict: request.strictPriorityBudget == true),
+                context: context
+            ) { app, _, priority in
+                var change = ChangeActivity(request, app: app, intents: intents)
+                change.channel = channel?.target
+                change.priority = priority
+                return change
+            }
         }
         .map {
             UpdateActivityReply(
@@ -135,13 +165,75 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        activityCall("EndActivity", appID: request.appID, wait: request.waitForDelivery, context: context) { app, _ in
-            ChangeActivity(request, app: app, intents: intents)
+        withChannel(request.channelID, appID: request.appID, context: context) { channel in
+            activityCall(
+                "EndActivity", appID: request.appID, wait: request.waitForDelivery,
+                ask: PriorityAsk(
+                    activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
+                    strict: request.strictPriorityBudget == true),
+                context: context
+            ) { app, _, priority in
+                var change = ChangeActivity(request, app: app, intents: intents)
+                change.channel = channel?.target
+                change.priority = priority
+                return change
+            }
         }
         .map {
             EndActivityReply(
                 timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
                 state: $0.state.proto)
+        }
+    }
+
+    /// Runs `call` with the app's channel named `channelID` (nil when the
+    /// request names none). The caller's permission for the app is checked
+    /// first, so a key learns nothing about the channels of apps it may not
+    /// act for; an unknown channel, or another app's, is NOT_FOUND before
+    /// anything is stored or sent.
+    private func withChannel<Reply>(
+        _ channelID: String?, appID: String?, context: CallContext,
+        _ call: @escaping (ChannelRecord?) -> EventLoopFuture<Reply>
+    ) -> EventLoopFuture<Reply> {
+        guard let channelID, !channelID.isEmpty else { return call(nil) }
+        if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
+        guard let channels else {
+            return context.fail(Self.noChannels)
+        }
+        return channels.resolve(appID: appID ?? "", channelID: channelID, context: context).flatMap(call)
+    }
+
+    // MARK: Channels
+
+    static let noChannels = RPCError(
+        .failedPrecondition, "this server keeps no broadcast channels", details: ErrorDetails(reason: "ChannelsNotConfigured"))
+
+    public func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply> {
+        channelCall("CreateChannel", appID: request.appID, context: context) { $0.create(request, app: $1, context: context) }
+    }
+
+    public func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply> {
+        channelCall("ListChannels", appID: request.appID, context: context) { $0.list(request, app: $1, context: context) }
+    }
+
+    public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
+        channelCall("DeleteChannel", appID: request.appID, context: context) { $0.delete(request, app: $1, context: context) }
+    }
+
+    private func channelCall<Reply>(
+        _ method: String, appID: String, context: CallContext,
+        _ call: (ChannelService, App) -> EventLoopFuture<Reply>
+    ) -> EventLoopFuture<Reply> {
+        measured(method, appID: appID) {
+            switch admit(appID: appID, context: context) {
+            case let .failure(error):
+                return context.fail(error)
+            case let .success(app):
+                guard let channels else {
+                    return context.fail(Self.noChannels)
+                }
+                return call(channels, app)
+            }
         }
     }
 
@@ -151,17 +243,17 @@ public struct ActivityService: LiveRelayService {
     /// accepted call adds to the app's count quotas (a Start: a live activity);
     /// the rule gets that quota when the app is at it.
     private func activityCall<M: StoreMutation>(
-        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind? = nil, context: CallContext,
-        mutation: (App, CountQuota?) -> M
+        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind? = nil, ask: PriorityAsk, context: CallContext,
+        mutation: (App, CountQuota?, Int) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         measured(call, appID: appID ?? "") {
-            activityCallUnmeasured(call, appID: appID, wait: wait, adds: adds, context: context, mutation: mutation)
+            activityCallUnmeasured(call, appID: appID, wait: wait, adds: adds, ask: ask, context: context, mutation: mutation)
         }
     }
 
     private func activityCallUnmeasured<M: StoreMutation>(
-        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind?, context: CallContext,
-        mutation: (App, CountQuota?) -> M
+        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind?, ask: PriorityAsk, context: CallContext,
+        mutation: (App, CountQuota?, Int) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         switch admit(appID: appID ?? "", context: context) {
         case let .failure(error):
@@ -169,6 +261,16 @@ public struct ActivityService: LiveRelayService {
         case let .success(app):
             if let refusal = quotas.admitCall(appID: app.id, pushes: true) { return context.fail(refusal) }
             if let refusal = Self.refusal(sink.admit(appID: app.id), appID: app.id) { return context.fail(refusal) }
+            // Over the hour's priority-10 budget: priority 5 instead, or a refusal in strict mode.
+            var priority = ask.priority
+            switch priorityBudget.decide(
+                appID: app.id, activityID: ask.activityID, channelID: ask.channelID, priority: ask.priority, strict: ask.strict)
+            {
+            case .send: break
+            case .downgrade: priority = 5
+            case let .refuse(retryAfterMS): return context.fail(PriorityBudgetGate.rpcError(appID: app.id, retryAfterMS: retryAfterMS))
+            }
+            let downgraded = priority != ask.priority
             let ticket: AdmissionTicket
             switch admission.admit(appID: app.id, deadline: context.deadline) {
             case let .success(admitted): ticket = admitted
@@ -178,15 +280,25 @@ public struct ActivityService: LiveRelayService {
                 waitForDelivery: wait ?? false, deadline: context.deadline,
                 requestID: UInt64(context.requestID.rawValue))
             let countQuota = adds.flatMap { quotas.countQuota($0, appID: app.id) }
-            let stored = store.apply(mutation(app, countQuota), now: clock.now(), on: context.eventLoop)
+            let stored = store.apply(mutation(app, countQuota, priority), now: clock.now(), on: context.eventLoop)
             // The slot is freed before the caller can see the answer, so a caller's next call never
             // finds its previous one still counted. Registered first: it runs before the failure reaches the caller.
             stored.whenFailure { [admission] _ in admission.finish(ticket) }
             return stored.flatMap { outcome in
                 if case let .accepted(accepted) = outcome {
                     self.quotas.accepted(appID: app.id, pushes: accepted.batch.targets.count, added: adds)
+                    self.priorityBudget.record(
+                        appID: app.id, activityID: ask.activityID, channelID: ask.channelID, priority: priority)
                 }
-                let answered = self.finish(outcome, options: options, context: context)
+                var answered = self.finish(outcome, options: options, context: context)
+                if downgraded, outcome.accepted != nil {
+                    // Every push of the call went at priority 5 instead of the 10 asked for.
+                    answered = answered.map {
+                        var reply = $0
+                        reply.summary.downgraded = reply.summary.targeted
+                        return reply
+                    }
+                }
                 // The pushes are with the sink now: a call that waits for delivery leaves
                 // admission here, and the dispatcher's queue bounds its pushes.
                 self.admission.finish(ticket)
@@ -244,6 +356,14 @@ public struct ActivityService: LiveRelayService {
     }
 
     // MARK: Internals
+
+    /// What a Start, Update or End asks of the priority-10 budget: its activity, its channel, the priority asked for.
+    struct PriorityAsk {
+        var activityID: String
+        var channelID: String?
+        var priority: Int
+        var strict: Bool
+    }
 
     /// The parts of a reply the three activity RPCs share.
     private struct CallReply {

@@ -3,6 +3,7 @@ import LiveRelayService
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 /// Every app's priority-10 budget: sends per hour per activity and per
 /// channel, from the config file's `"priority_budget_per_hour"` (top-level
@@ -119,5 +120,31 @@ public final class PriorityBudgetGate: Sendable {
             "app \"\(appID)\" has used the priority-10 budget of this activity or channel for the last hour; "
                 + "send at priority 5, or retry after \(retryAfterMS) ms",
             details: ErrorDetails(retryAfterMS: retryAfterMS, reason: refusalReason))
+    }
+}
+
+/// Forgets the priority-10 sends that left the hour, every `interval` until
+/// graceful shutdown: the calls sweep as they come, but an idle server would
+/// otherwise keep its last hour's keys for good.
+public struct PriorityBudgetSweeper: Service {
+    private let gate: PriorityBudgetGate
+    private let interval: Duration
+
+    public init(gate: PriorityBudgetGate, every interval: Duration = .seconds(60)) {
+        self.gate = gate
+        self.interval = interval
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: interval)
+                    gate.sweep()
+                }
+            }
+        } catch is CancellationError {
+            // Graceful shutdown.
+        }
     }
 }

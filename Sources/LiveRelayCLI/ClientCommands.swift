@@ -201,9 +201,12 @@ struct StartActivity: AsyncParsableCommand {
     @Option(help: "low or high.") var priority: PriorityOption?
     @Option(help: "Idempotency key (default: a new random key).") var idempotencyKey: String?
     @Flag(help: "Wait for delivery results before replying.") var waitForDelivery = false
+    @OptionGroup var channel: ChannelTargetOptions
+    @Flag(help: "With --channel: do not ask the activity for an update token (updates then reach it only through the channel).")
+    var noUpdateToken = false
 
     func run() async throws {
-        let request = StartActivityRequest(
+        var request = StartActivityRequest(
             appID: self.app, activityID: self.activity, attributesType: self.attributesType,
             attributesJSON: try jsonArgument(self.attributes, option: "--attributes"),
             contentStateJSON: try jsonArgument(self.contentState, option: "--content-state"),
@@ -212,7 +215,10 @@ struct StartActivity: AsyncParsableCommand {
             targets: Targets(pushToStartTokens: self.token, externalUserIDs: self.externalUser, allDevices: self.allDevices ? true : nil),
             idempotencyKey: self.idempotencyKey ?? defaultIdempotencyKey(), waitForDelivery: self.waitForDelivery ? true : nil
         )
-        try await self.connection.run { client, timeout throws(LiveRelayClientError) in
+        request.channelID = self.channel.channel
+        request.inputPushToken = self.noUpdateToken ? false : nil
+        request.strictPriorityBudget = self.channel.strictPriorityBudget ? true : nil
+        try await self.connection.run { [request] client, timeout throws(LiveRelayClientError) in
             try await client.startActivity(request, timeout: timeout)
         }
     }
@@ -235,16 +241,21 @@ struct UpdateActivity: AsyncParsableCommand {
     @Flag(help: "End the activity with this update.") var end = false
     @Option(help: "Idempotency key (default: a new random key).") var idempotencyKey: String?
     @Flag(help: "Wait for delivery results before replying.") var waitForDelivery = false
+    @OptionGroup var channel: ChannelTargetOptions
+    @Flag(help: "With --channel: send to the channel only, not to the activity's update tokens.") var channelOnly = false
 
     func run() async throws {
-        let request = UpdateActivityRequest(
+        var request = UpdateActivityRequest(
             appID: self.app, activityID: self.activity,
             contentStateJSON: try jsonArgument(self.contentState, option: "--content-state"),
             alert: self.alert.alert, staleDate: self.staleDate, dismissalDate: self.dismissalDate,
             relevanceScore: self.relevanceScore, priority: self.priority?.priority, endActivity: self.end ? true : nil,
             idempotencyKey: self.idempotencyKey ?? defaultIdempotencyKey(), waitForDelivery: self.waitForDelivery ? true : nil
         )
-        try await self.connection.run { client, timeout throws(LiveRelayClientError) in
+        request.channelID = self.channel.channel
+        request.channelOnly = self.channelOnly ? true : nil
+        request.strictPriorityBudget = self.channel.strictPriorityBudget ? true : nil
+        try await self.connection.run { [request] client, timeout throws(LiveRelayClientError) in
             try await client.updateActivity(request, timeout: timeout)
         }
     }
@@ -258,19 +269,28 @@ struct EndActivity: AsyncParsableCommand {
     @Option(help: "The activity id.") var activity: String
     @Option(help: "The final content state, a JSON object (inline or @file); default: the last one.") var contentState: String?
     @Option(help: "Dismissal date, UNIX seconds.") var dismissalDate: Int64?
+    @Option(help: "Stale date, UNIX seconds.") var staleDate: Int64?
+    @Option(help: "Relevance score.") var relevanceScore: Double?
     @OptionGroup var alert: AlertOptions
     @Option(help: "low or high.") var priority: PriorityOption?
     @Option(help: "Idempotency key (default: a new random key).") var idempotencyKey: String?
     @Flag(help: "Wait for delivery results before replying.") var waitForDelivery = false
+    @OptionGroup var channel: ChannelTargetOptions
+    @Flag(help: "With --channel: send to the channel only, not to the activity's update tokens.") var channelOnly = false
 
     func run() async throws {
-        let request = EndActivityRequest(
+        var request = EndActivityRequest(
             appID: self.app, activityID: self.activity,
             contentStateJSON: try jsonArgument(self.contentState, option: "--content-state"),
             dismissalDate: self.dismissalDate, idempotencyKey: self.idempotencyKey ?? defaultIdempotencyKey(),
             waitForDelivery: self.waitForDelivery ? true : nil, alert: self.alert.alert, priority: self.priority?.priority
         )
-        try await self.connection.run { client, timeout throws(LiveRelayClientError) in
+        request.staleDate = self.staleDate
+        request.relevanceScore = self.relevanceScore
+        request.channelID = self.channel.channel
+        request.channelOnly = self.channelOnly ? true : nil
+        request.strictPriorityBudget = self.channel.strictPriorityBudget ? true : nil
+        try await self.connection.run { [request] client, timeout throws(LiveRelayClientError) in
             try await client.endActivity(request, timeout: timeout)
         }
     }

@@ -113,6 +113,31 @@ extension DeliverySummary: JSONRepresentable {
     }
 }
 
+extension BroadcastChannel: JSONRepresentable {
+    var json: JSONValue {
+        .object([
+            ("app_id", .string(self.appID)), ("channel_id", .string(self.channelID)),
+            ("environment", .string(self.environment == .sandbox ? "sandbox" : "production")),
+            ("storage_policy", .string(self.storagePolicy == .noStorage ? "no-storage" : "most-recent-message")),
+            ("created_at", .integer(self.createdAt)),
+        ])
+    }
+}
+
+extension CreateChannelReply: JSONRepresentable {
+    var json: JSONValue { self.channel?.json ?? .object([]) }
+}
+
+extension ListChannelsReply: JSONRepresentable {
+    var json: JSONValue {
+        .object([("channels", .array(self.channels.map(\.json))), ("next_page_token", .string(self.nextPageToken))])
+    }
+}
+
+extension DeleteChannelReply: JSONRepresentable {
+    var json: JSONValue { .object([("deleted", .bool(true))]) }
+}
+
 /// The fields the three activity replies share, in their .proto order after the first.
 private func activityFields(timestamp: Int64, summary: DeliverySummary?, replayed: Bool, state: ActivityState) -> [(String, JSONValue)] {
     var fields: [(String, JSONValue)] = [("timestamp", .integer(timestamp))]

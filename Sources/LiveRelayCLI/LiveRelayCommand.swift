@@ -22,6 +22,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
             Bench.self,
             Soak.self,
             AdminCommand.self,
+            ChannelsCommand.self,
         ]
     )
 }

@@ -282,6 +282,7 @@ struct Serve: AsyncParsableCommand {
             let clock = SystemClock()
             let storeKind = self.store ?? setup.storeKind ?? .sqlite
             let lease = IntentLease(owner: Self.nodeName(), duration: setup.intentLease)
+            let priorityBudget = PriorityBudgetGate(budgets: setup.priorityBudgets)
             var intents: DispatchIntents?
             if self.durableIntents ?? setup.durableIntents ?? (storeKind != .memory) {
                 intents = DispatchIntents(
@@ -300,11 +301,19 @@ struct Serve: AsyncParsableCommand {
                 apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,
                 pushToStartRetention: setup.pushToStartRetention,
                 admission: AdmissionGate(limits: setup.admission),
-                quotas: quotas)
+                quotas: quotas,
+                channels: ChannelService(
+                    store: channelStore,
+                    managers: { [dispatcher = apns.dispatcher, client = apns.client] app in
+                        dispatcher.route(appID: app.id).flatMap { client.channelManager(for: $0) }
+                    },
+                    clock: clock, logger: logger),
+                priorityBudget: priorityBudget)
             // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
             if let intents { services.append(intents) }
             services += apns.services
             services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
+            services.append(PriorityBudgetSweeper(gate: priorityBudget))
             services.append(
                 QuotaUsageRefresher(
                     gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))

@@ -47,6 +47,11 @@ public struct StartCommand: Hashable, Sendable {
     public var idempotencyKey: String?
     /// ``Fingerprint`` of the request, compared with a stored one on replays.
     public var fingerprint: UInt64
+    /// Ask the new activity for an update token (`input-push-token: 1`).
+    public var inputPushToken: Bool
+    /// Subscribe the new activity to this broadcast channel (`input-push-channel`),
+    /// which the service has found to be the app's.
+    public var channelID: String?
 
     /// The fields of a request that passed `StartActivityRequest.validate()` (every decoded request has).
     public init(validated request: StartActivityRequest) {
@@ -61,6 +66,8 @@ public struct StartCommand: Hashable, Sendable {
         targets = request.targets ?? Targets()
         idempotencyKey = request.idempotencyKey?.nonEmpty
         fingerprint = Fingerprint.of(request)
+        inputPushToken = request.inputPushToken ?? true
+        channelID = request.channelID?.nonEmpty
     }
 }
 
@@ -111,7 +118,7 @@ public struct StartActivity: StoreMutation {
         let stamp = now.seconds
         let payload = try APNsPayloadBuilder.start(
             timestamp: stamp, attributesType: attributesType, attributesJSON: command.attributesJSON,
-            content: command.content)
+            content: command.content, inputPushToken: command.inputPushToken, channelID: command.channelID)
 
         // With update tokens already registered, the activity runs on a device: active,
         // and its 8-hour clock runs from the first token.
@@ -151,13 +158,19 @@ public struct ChangeActivity: StoreMutation {
     /// Which RPC the call was, for idempotency records.
     public let operation: IdempotentOperation
     public let content: LiveActivityContent
-    /// `apns-priority`: 10 or 5.
-    public let priority: Int
+    /// `apns-priority`: 10 or 5 (the service lowers it to 5 when the priority-10 budget is spent).
+    public var priority: Int
     public let idempotencyKey: String?
     public let fingerprint: UInt64
     public let app: App
     /// Record the pushes as a durable ``DispatchIntent`` leased to this node; nil records none.
     public var intents: IntentLease?
+    /// The broadcast channel the request named, as the service found it in
+    /// the app's channels (``PushTarget/channel(_:environment:storagePolicy:)``);
+    /// nil: the activity's update tokens only.
+    public var channel: PushTarget?
+    /// Send to the channel only, not to the activity's update tokens.
+    public let channelOnly: Bool
 
     /// The fields of a request that passed `UpdateActivityRequest.validate()` (every decoded request has).
     public init(_ request: UpdateActivityRequest, app: App, intents: IntentLease? = nil) {
@@ -173,6 +186,7 @@ public struct ChangeActivity: StoreMutation {
         self.fingerprint = Fingerprint.of(request)
         self.app = app
         self.intents = intents
+        self.channelOnly = request.channelOnly == true
     }
 
     /// The fields of a request that passed `EndActivityRequest.validate()` (every decoded request has).
@@ -182,12 +196,14 @@ public struct ChangeActivity: StoreMutation {
         self.event = .end
         self.operation = .end
         self.content = LiveActivityContent(
-            contentStateJSON: request.contentStateJSON, alert: request.alert, dismissalDate: request.dismissalDate)
+            contentStateJSON: request.contentStateJSON, alert: request.alert, staleDate: request.staleDate,
+            dismissalDate: request.dismissalDate, relevanceScore: request.relevanceScore)
         self.priority = request.priority.apnsPriority
         self.idempotencyKey = request.idempotencyKey?.nonEmpty
         self.fingerprint = Fingerprint.of(request)
         self.app = app
         self.intents = intents
+        self.channelOnly = request.channelOnly == true
     }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
@@ -212,14 +228,16 @@ public struct ChangeActivity: StoreMutation {
         var writes: [StoreWrite] = []
         let payload: APNsPayload
         let expiration: UnixTime
+        // A send to the channel alone may carry a broadcast's larger payload; one that also goes to tokens may not.
+        let limit = channel != nil && channelOnly ? APNsBroadcast.maxPayloadBytes : APNsPayload.maxBytes
         switch event {
         case .update, .start:
-            payload = try APNsPayloadBuilder.update(timestamp: stamp, content: content)
+            payload = try APNsPayloadBuilder.update(timestamp: stamp, content: content, limit: limit)
             activity.lastContentState = content.contentStateJSON ?? activity.lastContentState
             expiration = activity.expiresAt
         case .end:
             content.contentStateJSON = content.contentStateJSON ?? activity.lastContentState
-            payload = try APNsPayloadBuilder.end(timestamp: stamp, content: content)
+            payload = try APNsPayloadBuilder.end(timestamp: stamp, content: content, limit: limit)
             activity.lastContentState = content.contentStateJSON
             activity.endedAt = now
             activity.dismissAt = content.dismissalDate.map { UnixTime(seconds: $0) } ?? now + ActivityLifetime.dismissalWindow
@@ -231,15 +249,17 @@ public struct ChangeActivity: StoreMutation {
         }
         activity.lastTimestamp = stamp
 
-        let live = tokens.filter { !$0.isExpired(at: now) }
+        var targets =
+            channelOnly && channel != nil
+            ? [] : tokens.filter { !$0.isExpired(at: now) }.map { PushTarget(token: $0.hex, environment: $0.environment) }
+        if let channel { targets.append(channel) }
         var batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
             headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration.seconds),
-            targets: live.map { PushTarget(token: $0.hex, environment: $0.environment) },
-            expiresAt: expiration)
-        let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: live.count)
+            targets: targets, expiresAt: expiration)
+        let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: targets.count)
         writes.insert(.putActivity(activity), at: 0)
-        writes += DispatchIntent.record(&batch, lease: intents, now: now)
+        writes += DispatchIntent.record(&batch, lease: intents, now: now, channelOnly: channelOnly)
         if let idempotencyKey {
             writes.append(
                 .putIdempotencyRecord(
@@ -314,6 +334,9 @@ public struct Fingerprint {
         f.add(9, r.relevanceScore); f.add(10, r.priority)
         f.add(11, r.targets?.pushToStartTokens ?? []); f.add(12, r.targets?.externalUserIDs ?? [])
         f.add(13, r.targets?.allDevices == true ? "all" : nil)
+        // Added with channels: hashed only when set, so keys stored before still match their requests.
+        if let channel = r.channelID { f.add(14, channel) }
+        if r.inputPushToken == false { f.add(15, "no-input-push-token") }
         return f.hash
     }
 
@@ -323,6 +346,8 @@ public struct Fingerprint {
         f.add(1, r.appID); f.add(2, r.activityID); f.add(3, r.contentStateJSON); f.add(4, r.alert)
         f.add(5, r.staleDate); f.add(6, r.dismissalDate); f.add(7, r.relevanceScore); f.add(8, r.priority)
         f.add(9, r.endActivity == true ? "end" : nil)
+        if let channel = r.channelID { f.add(10, channel) }
+        if r.channelOnly == true { f.add(11, "channel-only") }
         return f.hash
     }
 
@@ -331,6 +356,10 @@ public struct Fingerprint {
         f.add(0, "end")
         f.add(1, r.appID); f.add(2, r.activityID); f.add(3, r.contentStateJSON); f.add(4, r.dismissalDate)
         f.add(5, r.alert); f.add(6, r.priority)
+        if let stale = r.staleDate { f.add(7, stale) }
+        if let score = r.relevanceScore { f.add(8, score) }
+        if let channel = r.channelID { f.add(9, channel) }
+        if r.channelOnly == true { f.add(10, "channel-only") }
         return f.hash
     }
 }

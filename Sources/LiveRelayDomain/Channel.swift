@@ -10,8 +10,8 @@ import LiveRelayAPNs
 /// is (``appID``, ``id``), and one app never sees another's, even when it
 /// names the id.
 ///
-/// Named `BroadcastChannel` so as not to clash with the wire type `Channel`.
-public struct BroadcastChannel: Hashable, Sendable {
+/// Named `ChannelRecord` so as not to clash with the wire type (`BroadcastChannel`, liverelay.v1.Channel) or NIO's `Channel`.
+public struct ChannelRecord: Hashable, Sendable {
     /// The LiveRelay app the channel belongs to.
     public var appID: String
     /// APNs's channel id (base64), as APNs answered the channel's creation.

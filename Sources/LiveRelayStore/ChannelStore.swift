@@ -35,19 +35,19 @@ public protocol ChannelStore: Sendable {
     /// or the app already has `limit` channels in its environment
     /// (``ChannelStoreError/limitReached(count:limit:)``); the duplicate is
     /// checked first.
-    func create(_ channel: BroadcastChannel, limit: Int) async throws
+    func create(_ channel: ChannelRecord, limit: Int) async throws
 
     /// Forgets a channel; false when the app has no channel of that id.
     @discardableResult
     func delete(appID: String, channelID: String) async throws -> Bool
 
     /// The app's channel of that id; nil when it has none (another app's included).
-    func channel(appID: String, channelID: String) async throws -> BroadcastChannel?
+    func channel(appID: String, channelID: String) async throws -> ChannelRecord?
 
     /// The app's channels (in `environment`, or in both when nil) with an id
     /// above `after` (from the start when nil), in id order, at most `limit`:
     /// a page, the next one starting after its last id.
-    func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [BroadcastChannel]
+    func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [ChannelRecord]
 
     /// How many channels the app has in `environment` (in both when nil).
     func count(appID: String, environment: APNsEnvironment?) async throws -> Int

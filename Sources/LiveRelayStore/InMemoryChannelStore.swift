@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 public final class InMemoryChannelStore: ChannelStore {
     private struct State {
         /// App id, then channel id.
-        var channels: [String: [String: BroadcastChannel]] = [:]
+        var channels: [String: [String: ChannelRecord]] = [:]
         var closed = false
     }
 
@@ -23,7 +23,7 @@ public final class InMemoryChannelStore: ChannelStore {
         }
     }
 
-    public func create(_ channel: BroadcastChannel, limit: Int) async throws {
+    public func create(_ channel: ChannelRecord, limit: Int) async throws {
         try withState { state in
             let app = state.channels[channel.appID, default: [:]]
             guard app[channel.id] == nil else { throw ChannelStoreError.alreadyExists }
@@ -42,11 +42,11 @@ public final class InMemoryChannelStore: ChannelStore {
         }
     }
 
-    public func channel(appID: String, channelID: String) async throws -> BroadcastChannel? {
+    public func channel(appID: String, channelID: String) async throws -> ChannelRecord? {
         try withState { $0.channels[appID]?[channelID] }
     }
 
-    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [BroadcastChannel] {
+    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [ChannelRecord] {
         try withState { state in
             let matching = (state.channels[appID] ?? [:]).values.filter { channel in
                 (environment.map { channel.environment == $0 } ?? true) && (after.map { $0.precedesAsBytes(channel.id) } ?? true)

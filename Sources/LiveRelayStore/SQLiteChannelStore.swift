@@ -11,9 +11,9 @@ package enum ChannelColumns {
     /// The channel of a row, or nil when a column holds a value no build writes.
     package static func channel(
         appID: String, id: String, environment: Int64, storagePolicy: Int64, createdAt: Int64
-    ) -> BroadcastChannel? {
+    ) -> ChannelRecord? {
         guard (0...1).contains(environment), let policy = ChannelStoragePolicy(rawValue: Int(storagePolicy)) else { return nil }
-        return BroadcastChannel(
+        return ChannelRecord(
             appID: appID, id: id, environment: environment == 0 ? .sandbox : .production, storagePolicy: policy,
             createdAt: UnixTime(milliseconds: createdAt))
     }
@@ -129,7 +129,7 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
 
     static let columns = "app_id, id, environment, storage_policy, created_at"
 
-    private static func channel(_ s: SQLiteStatement) -> Result<BroadcastChannel, SQLiteError> {
+    private static func channel(_ s: SQLiteStatement) -> Result<ChannelRecord, SQLiteError> {
         let (appID, id) = (s.string(0), s.string(1))
         guard
             let channel = ChannelColumns.channel(
@@ -140,7 +140,7 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
         return .success(channel)
     }
 
-    public func create(_ channel: BroadcastChannel, limit: Int) async throws {
+    public func create(_ channel: ChannelRecord, limit: Int) async throws {
         try await run { db in
             try db.execute("BEGIN IMMEDIATE")
             do {
@@ -185,7 +185,7 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
         }
     }
 
-    public func channel(appID: String, channelID: String) async throws -> BroadcastChannel? {
+    public func channel(appID: String, channelID: String) async throws -> ChannelRecord? {
         try await run { db in
             try db.queryFirst("SELECT \(Self.columns) FROM channels WHERE app_id = ? AND id = ?") {
                 $0.bind(1, appID)
@@ -196,7 +196,7 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
         }
     }
 
-    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [BroadcastChannel] {
+    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [ChannelRecord] {
         try await run { db in
             // NULL parameters stand for "any environment" and "from the start": one statement, cached.
             let sql = """

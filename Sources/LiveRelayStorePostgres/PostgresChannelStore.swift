@@ -112,7 +112,7 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
 
     static let columns = "app_id, id, environment, storage_policy, created_at"
 
-    private static func channel(_ row: PostgresRow) throws -> BroadcastChannel {
+    private static func channel(_ row: PostgresRow) throws -> ChannelRecord {
         let (appID, id, environment, policy, createdAt) = try row.decode((String, String, Int16, Int16, Int64).self)
         guard
             let channel = ChannelColumns.channel(
@@ -123,7 +123,7 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
 
     // MARK: ChannelStore
 
-    public func create(_ channel: BroadcastChannel, limit: Int) async throws {
+    public func create(_ channel: ChannelRecord, limit: Int) async throws {
         let lockKey = "liverelay.channels.\(configuration.schema).\(channel.appID)"
         try await withSession { session, commitSent in
             try await session.query("BEGIN")
@@ -176,7 +176,7 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
         }
     }
 
-    public func channel(appID: String, channelID: String) async throws -> BroadcastChannel? {
+    public func channel(appID: String, channelID: String) async throws -> ChannelRecord? {
         try await withSession { session, _ in
             var key = PostgresBindings(capacity: 2)
             key.append(appID)
@@ -187,7 +187,7 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
         }
     }
 
-    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [BroadcastChannel] {
+    public func list(appID: String, environment: APNsEnvironment?, after: String?, limit: Int) async throws -> [ChannelRecord] {
         try await withSession { session, _ in
             var binds = PostgresBindings(capacity: 4)
             binds.append(appID)

@@ -30,11 +30,11 @@ enum ChannelBehaviourSuite {
     static func channel(
         _ id: String, app: String = "orders", _ environment: APNsEnvironment = .production,
         _ policy: ChannelStoragePolicy = .mostRecentMessage, at time: UnixTime = t0
-    ) -> BroadcastChannel {
-        BroadcastChannel(appID: app, id: id, environment: environment, storagePolicy: policy, createdAt: time)
+    ) -> ChannelRecord {
+        ChannelRecord(appID: app, id: id, environment: environment, storagePolicy: policy, createdAt: time)
     }
 
-    static func refusal(_ store: any ChannelStore, _ channel: BroadcastChannel, limit: Int = 100) async -> ChannelStoreError? {
+    static func refusal(_ store: any ChannelStore, _ channel: ChannelRecord, limit: Int = 100) async -> ChannelStoreError? {
         do {
             try await store.create(channel, limit: limit)
             return nil
