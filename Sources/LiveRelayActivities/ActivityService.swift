@@ -125,8 +125,9 @@ public struct ActivityService: LiveRelayService {
         return withChannel(request.channelID, appID: request.appID, context: context) { _ in
             activityCall(
                 "StartActivity", appID: request.appID, wait: request.waitForDelivery, adds: .liveActivities,
+                // The start goes to push-to-start tokens, not through the channel it subscribes to.
                 ask: PriorityAsk(
-                    activityID: activityID, channelID: request.channelID, priority: request.priority.apnsPriority,
+                    activityID: activityID, channelID: nil, priority: request.priority.apnsPriority,
                     strict: request.strictPriorityBudget == true),
                 context: context
             ) { app, quota, priority in
