@@ -498,6 +498,30 @@ class RpcTests(ServerTest):
             self.assertIn(field, self.violations(e), e.details(PB))
         self.assertEqual(self.c.ping_rpc(b"ok").payload, b"ok")
 
+    def test_broadcast_channel_flow(self):
+        """Section 16 end to end: create, subscribe at start, broadcast, refuse an unknown channel, delete."""
+        ch = self.c.create_channel(self.app, PB.ENVIRONMENT_SANDBOX, PB.CHANNEL_STORAGE_POLICY_NO_STORAGE).channel
+        self.assertTrue(ch.channel_id, ch)
+        self.assertEqual(ch.storage_policy, PB.CHANNEL_STORAGE_POLICY_NO_STORAGE)
+        self.assertIn(ch.channel_id, [c.channel_id for c in self.c.all_channels(self.app, page_size=1)])
+        t = token()
+        self.register(token=t, kind=PB.TOKEN_KIND_PUSH_TO_START, attributes_type="MatchAttributes",
+                      device_id=uid("device"))
+        req = self.start_req(targets=PB.Targets(push_to_start_tokens=[t]), channel_id=ch.channel_id,
+                             input_push_token=False, wait_for_delivery=True)
+        self.assertEqual(self.c.start_activity(**req).summary.delivered, 1)
+        u = self.c.update_activity(app_id=self.app, activity_id=req["activity_id"], content_state_json='{"score":"1-0"}',
+                                   channel_id=ch.channel_id, channel_only=True, wait_for_delivery=True,
+                                   idempotency_key=uid("key"))
+        self.assertEqual((u.summary.targeted, u.summary.delivered, u.summary.complete), (1, 1, True), u)
+        e = self.assertRpcError(Status.NOT_FOUND, self.c.update_activity, app_id=self.app,
+                                activity_id=req["activity_id"], content_state_json="{}",
+                                channel_id="bm8tc3VjaC1jaGFubmVs", channel_only=True, idempotency_key=uid("key"))
+        self.assertEqual(e.details(PB).reason, "ChannelNotFound")
+        self.c.delete_channel(self.app, ch.channel_id)
+        self.assertNotIn(ch.channel_id, [c.channel_id for c in self.c.all_channels(self.app)])
+        self.assertRpcError(Status.NOT_FOUND, self.c.delete_channel, self.app, ch.channel_id)
+
     def test_malformed_protobuf_is_invalid_argument(self):
         r = self.c.call_raw("RegisterToken", b"\x0a\xff\xff\xff")  # field 1, length runs past the end
         self.assertEqual(r.status, Status.INVALID_ARGUMENT, r)
