@@ -31,6 +31,8 @@ let package = Package(
         .executableTarget(name: "FuzzPingRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
         // The ten liverelay.admin.v1 requests; byte 0 of an input picks the type.
         .executableTarget(name: "FuzzAdminRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        // The three broadcast channel requests; byte 0 of an input picks the type.
+        .executableTarget(name: "FuzzChannelRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all_targets=(FuzzFrameDecoder FuzzRegisterTokenRequest FuzzStartActivityRequest
-  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest FuzzAdminRequest)
+  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest FuzzAdminRequest FuzzChannelRequest)
 seconds=20
 make_seeds=0
 targets=()
@@ -77,6 +77,11 @@ admin_requests = ("CreateApp", "UpdateApp", "GetApp", "ListApps", "DisableApp", 
                   "CreateAPIKey", "ListAPIKeys", "RevokeAPIKey", "GetAppStats")
 selectors = {f"liverelay.admin.v1.{n}Request": bytes([i]) for i, n in enumerate(admin_requests)}
 targets.update({t: "FuzzAdminRequest" for t in selectors})
+# FuzzChannelRequest: byte 0 picks the request type (CreateChannel, ListChannels, DeleteChannel).
+channel_selectors = {f"liverelay.v1.{n}Request": bytes([i]) for i, n in
+                     enumerate(("CreateChannel", "ListChannels", "DeleteChannel"))}
+targets.update({t: "FuzzChannelRequest" for t in channel_selectors})
+selectors.update(channel_selectors)
 for target in sorted(os.listdir(generated)):
     out = os.path.join(seeds, target)
     shutil.rmtree(out, ignore_errors=True)

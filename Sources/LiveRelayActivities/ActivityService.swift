@@ -144,20 +144,10 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
-        withChannel(request.channelID, appID: request.appID, context: context) { channel in
-            activityCall(
-                "UpdateActivity", appID: request.appID, wait: request.waitForDelivery,
-                ask: PriorityAsk(
-                    activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
-                context: context
-            ) { app, _, priority in
-                var change = ChangeActivity(request, app: app, intents: intents)
-                change.channel = channel?.target
-                change.priority = priority
-                return change
-            }
-        }
+        change(
+            "UpdateActivity", appID: request.appID, activityID: request.activityID, channelID: request.channelID,
+            priority: request.priority, strict: request.strictPriorityBudget, wait: request.waitForDelivery, context: context
+        ) { ChangeActivity(request, app: $0, intents: intents) }
         .map {
             UpdateActivityReply(
                 timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
@@ -166,20 +156,10 @@ public struct ActivityService: LiveRelayService {
     }
 
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
-        withChannel(request.channelID, appID: request.appID, context: context) { channel in
-            activityCall(
-                "EndActivity", appID: request.appID, wait: request.waitForDelivery,
-                ask: PriorityAsk(
-                    activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
-                context: context
-            ) { app, _, priority in
-                var change = ChangeActivity(request, app: app, intents: intents)
-                change.channel = channel?.target
-                change.priority = priority
-                return change
-            }
-        }
+        change(
+            "EndActivity", appID: request.appID, activityID: request.activityID, channelID: request.channelID,
+            priority: request.priority, strict: request.strictPriorityBudget, wait: request.waitForDelivery, context: context
+        ) { ChangeActivity(request, app: $0, intents: intents) }
         .map {
             EndActivityReply(
                 timestamp: $0.timestamp, summary: $0.summary, replayed: $0.replayed,
@@ -187,53 +167,23 @@ public struct ActivityService: LiveRelayService {
         }
     }
 
-    /// Runs `call` with the app's channel named `channelID` (nil when the
-    /// request names none). The caller's permission for the app is checked
-    /// first, so a key learns nothing about the channels of apps it may not
-    /// act for; an unknown channel, or another app's, is NOT_FOUND before
-    /// anything is stored or sent.
-    private func withChannel<Reply>(
-        _ channelID: String?, appID: String?, context: CallContext,
-        _ call: @escaping (ChannelRecord?) -> EventLoopFuture<Reply>
-    ) -> EventLoopFuture<Reply> {
-        guard let channelID, !channelID.isEmpty else { return call(nil) }
-        if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
-        guard let channels else {
-            return context.fail(Self.noChannels)
-        }
-        return channels.resolve(appID: appID ?? "", channelID: channelID, context: context).flatMap(call)
-    }
-
-    // MARK: Channels
-
-    static let noChannels = RPCError(
-        .failedPrecondition, "this server keeps no broadcast channels", details: ErrorDetails(reason: "ChannelsNotConfigured"))
-
-    public func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply> {
-        channelCall("CreateChannel", appID: request.appID, context: context) { $0.create(request, app: $1, context: context) }
-    }
-
-    public func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply> {
-        channelCall("ListChannels", appID: request.appID, context: context) { $0.list(request, app: $1, context: context) }
-    }
-
-    public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
-        channelCall("DeleteChannel", appID: request.appID, context: context) { $0.delete(request, app: $1, context: context) }
-    }
-
-    private func channelCall<Reply>(
-        _ method: String, appID: String, context: CallContext,
-        _ call: (ChannelService, App) -> EventLoopFuture<Reply>
-    ) -> EventLoopFuture<Reply> {
-        measured(method, appID: appID) {
-            switch admit(appID: appID, context: context) {
-            case let .failure(error):
-                return context.fail(error)
-            case let .success(app):
-                guard let channels else {
-                    return context.fail(Self.noChannels)
-                }
-                return call(channels, app)
+    /// Update's and End's path: the channel they name (if any) resolved, the
+    /// priority the budget allows, then the one path of every activity call.
+    private func change(
+        _ call: String, appID: String?, activityID: String?, channelID: String?, priority: Priority?, strict: Bool?,
+        wait: Bool?, context: CallContext, _ make: @escaping (App) -> ChangeActivity
+    ) -> EventLoopFuture<CallReply> {
+        withChannel(channelID, appID: appID, context: context) { channel in
+            activityCall(
+                call, appID: appID, wait: wait,
+                ask: PriorityAsk(
+                    activityID: activityID ?? "", channelID: channel?.id, priority: priority.apnsPriority, strict: strict == true),
+                context: context
+            ) { app, _, priority in
+                var change = make(app)
+                change.channel = channel?.target
+                change.priority = priority
+                return change
             }
         }
     }
@@ -310,7 +260,7 @@ public struct ActivityService: LiveRelayService {
     }
 
     /// Counts the call in `liverelay_app_calls_total` and times it, whatever its outcome.
-    private func measured<Reply>(
+    func measured<Reply>(
         _ method: String, appID: String, _ call: () -> EventLoopFuture<Reply>
     ) -> EventLoopFuture<Reply> {
         let start = NIODeadline.now()
@@ -376,7 +326,7 @@ public struct ActivityService: LiveRelayService {
 
     /// PERMISSION_DENIED, NOT_FOUND for an unknown app, and no new work for a
     /// call that is already cancelled or past its deadline.
-    private func admit(appID: String, context: CallContext) -> Result<App, RPCError> {
+    func admit(appID: String, context: CallContext) -> Result<App, RPCError> {
         if let error = context.principal.checkApp(appID) { return .failure(error) }
         if context.cancellation.isCancelled { return .failure(RPCError(.cancelled, "call cancelled")) }
         if let deadline = context.deadline, deadline <= .now() {

@@ -84,17 +84,11 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
     /// database, cannot switch to WAL, or has a newer channel schema.
     public init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
         self.path = path
-        let db = try SQLiteConnection(path: path, create: true)
+        let (db, version) = try SQLiteConnection.openMigrated(
+            path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, pragmas: "PRAGMA synchronous = FULL",
+            versionTable: SQLiteChannelSchema.versionTable, migrations: SQLiteChannelSchema.migrations)
+        openedSchemaVersion = version
         do {
-            sqlite3_busy_timeout(db.handle, busyTimeoutMilliseconds)
-            let mode = try db.pragma("PRAGMA journal_mode = WAL")
-            guard mode?.lowercased() == "wal" else {
-                throw SQLiteError(code: 1, message: "cannot switch to WAL (journal_mode is \(mode ?? "unknown"))", context: path)
-            }
-            try db.execute("PRAGMA synchronous = FULL")
-            openedSchemaVersion = try SQLiteSchema.migrate(
-                db, versionTable: SQLiteChannelSchema.versionTable, migrations: SQLiteChannelSchema.migrations,
-                now: SystemClock().now().milliseconds)
             let connection = Unchecked(db)
             try startSQLiteThread(name: "sqlite-channels") { [jobs, latch] in
                 while let taken = jobs.take(max: 1) {

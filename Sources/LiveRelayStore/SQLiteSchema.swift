@@ -1,3 +1,6 @@
+import CSQLite
+import LiveRelayAPNs
+
 /// The SQLite schema as an ordered list of migrations, and the code that
 /// brings a file up to date.
 ///
@@ -155,5 +158,31 @@ enum SQLiteSchema {
 
     static func version(_ db: SQLiteConnection, versionTable: String = "schema_version") throws(SQLiteError) -> Int {
         Int(try db.queryFirst("SELECT coalesce(max(version), 0) FROM \(versionTable)") { $0.int64(0) } ?? 0)
+    }
+}
+
+extension SQLiteConnection {
+    /// Opens (creating if needed) the database of a small store beside the
+    /// activities (the tenant registry, the channels) in WAL mode with full
+    /// fsyncs, and migrates it; returns the connection and the schema version.
+    /// The connection is closed again when any step fails.
+    static func openMigrated(
+        path: String, busyTimeoutMilliseconds: Int32, pragmas: String, versionTable: String, migrations: [String]
+    ) throws -> (connection: SQLiteConnection, schemaVersion: Int) {
+        let db = try SQLiteConnection(path: path, create: true)
+        do {
+            sqlite3_busy_timeout(db.handle, busyTimeoutMilliseconds)
+            let mode = try db.pragma("PRAGMA journal_mode = WAL")
+            guard mode?.lowercased() == "wal" else {
+                throw SQLiteError(code: 1, message: "cannot switch to WAL (journal_mode is \(mode ?? "unknown"))", context: path)
+            }
+            try db.execute(pragmas)
+            let version = try SQLiteSchema.migrate(
+                db, versionTable: versionTable, migrations: migrations, now: SystemClock().now().milliseconds)
+            return (db, version)
+        } catch {
+            db.close()
+            throw error
+        }
     }
 }

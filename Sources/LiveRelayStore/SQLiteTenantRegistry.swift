@@ -51,17 +51,11 @@ public final class SQLiteTenantRegistry: TenantRegistry, @unchecked Sendable {
     /// database, cannot switch to WAL, or has a newer registry schema.
     public init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
         self.path = path
-        let db = try SQLiteConnection(path: path, create: true)
+        let (db, version) = try SQLiteConnection.openMigrated(
+            path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, pragmas: "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;",
+            versionTable: SQLiteRegistrySchema.versionTable, migrations: SQLiteRegistrySchema.migrations)
+        openedSchemaVersion = version
         do {
-            sqlite3_busy_timeout(db.handle, busyTimeoutMilliseconds)
-            let mode = try db.pragma("PRAGMA journal_mode = WAL")
-            guard mode?.lowercased() == "wal" else {
-                throw SQLiteError(code: 1, message: "cannot switch to WAL (journal_mode is \(mode ?? "unknown"))", context: path)
-            }
-            try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;")
-            openedSchemaVersion = try SQLiteSchema.migrate(
-                db, versionTable: SQLiteRegistrySchema.versionTable, migrations: SQLiteRegistrySchema.migrations,
-                now: SystemClock().now().milliseconds)
             let connection = Unchecked(db)
             try startSQLiteThread(name: "sqlite-registry") { [jobs, latch] in
                 let tables = SQLiteRegistryTables(db: connection.value)

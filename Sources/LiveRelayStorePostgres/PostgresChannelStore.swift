@@ -83,31 +83,13 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
     ) async throws {
         self.configuration = configuration
         self.logger = logger
-        var own = configuration
-        own.maxConnections = Self.maxConnections
-        own.applicationName = configuration.applicationName + "-channels"
-        let client = PostgresClient(configuration: own.client, backgroundLogger: logger)
-        self.client = client
-        let run = Task { await client.run() }
-        runTask = run
-        do {
-            let schema = configuration.schema
-            openedSchemaVersion = try await withDeadline(startupTimeout, "connecting to \(configuration)") {
-                try await client.withConnection { connection in
-                    try await PostgresSchema.migrate(
-                        connection, schema: schema, versionTable: PostgresChannelSchema.versionTable,
-                        migrations: PostgresChannelSchema.migrations, now: SystemClock().now().milliseconds, logger: logger)
-                }
-            }
-        } catch let error as DeadlineExceeded {
-            // Not awaited: a migration stuck on a dead connection could hold the pool's shutdown.
-            run.cancel()
-            throw PostgresStoreError.unavailable(error.description)
-        } catch {
-            run.cancel()
-            await run.value
-            throw error
-        }
+        let pool = try await PostgresSidePool(
+            configuration: configuration, name: "channels", maxConnections: Self.maxConnections,
+            versionTable: PostgresChannelSchema.versionTable, migrations: PostgresChannelSchema.migrations, logger: logger,
+            startupTimeout: startupTimeout)
+        client = pool.client
+        runTask = pool.runTask
+        openedSchemaVersion = pool.schemaVersion
     }
 
     static let columns = "app_id, id, environment, storage_policy, created_at"

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import Logging
 import PostgresNIO
 
@@ -169,5 +170,50 @@ enum PostgresSchema {
             try? await run("ROLLBACK")
             throw error
         }
+    }
+}
+
+/// A pool of its own for a small store beside the activities (the tenant
+/// registry, the channels), connected and migrated: a store of few rows
+/// needs few connections, and its own application name shows it apart in
+/// `pg_stat_activity`.
+struct PostgresSidePool {
+    let client: PostgresClient
+    /// Runs the pool; cancelled (and awaited) when the store closes.
+    let runTask: Task<Void, Never>
+    let schemaVersion: Int
+
+    /// Throws if the server cannot be reached within `startupTimeout`
+    /// (``PostgresStoreError/unavailable(_:)``), refuses the credentials, or
+    /// holds a newer schema than `migrations` know.
+    init(
+        configuration: PostgresStoreConfiguration, name: String, maxConnections: Int, versionTable: String,
+        migrations: [[String]], logger: Logger, startupTimeout: Duration
+    ) async throws {
+        var own = configuration
+        own.maxConnections = maxConnections
+        own.applicationName = configuration.applicationName + "-" + name
+        let client = PostgresClient(configuration: own.client, backgroundLogger: logger)
+        let run = Task { await client.run() }
+        do {
+            let schema = configuration.schema
+            schemaVersion = try await withDeadline(startupTimeout, "connecting to \(configuration)") {
+                try await client.withConnection { connection in
+                    try await PostgresSchema.migrate(
+                        connection, schema: schema, versionTable: versionTable, migrations: migrations,
+                        now: SystemClock().now().milliseconds, logger: logger)
+                }
+            }
+        } catch let error as DeadlineExceeded {
+            // Not awaited: a migration stuck on a dead connection could hold the pool's shutdown.
+            run.cancel()
+            throw PostgresStoreError.unavailable(error.description)
+        } catch {
+            run.cancel()
+            await run.value
+            throw error
+        }
+        self.client = client
+        self.runTask = run
     }
 }

@@ -69,31 +69,13 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
     ) async throws {
         self.configuration = configuration
         self.logger = logger
-        var own = configuration
-        own.maxConnections = Self.maxConnections
-        own.applicationName = configuration.applicationName + "-registry"
-        let client = PostgresClient(configuration: own.client, backgroundLogger: logger)
-        self.client = client
-        let run = Task { await client.run() }
-        runTask = run
-        do {
-            let schema = configuration.schema
-            openedSchemaVersion = try await withDeadline(startupTimeout, "connecting to \(configuration)") {
-                try await client.withConnection { connection in
-                    try await PostgresSchema.migrate(
-                        connection, schema: schema, versionTable: PostgresRegistrySchema.versionTable,
-                        migrations: PostgresRegistrySchema.migrations, now: SystemClock().now().milliseconds, logger: logger)
-                }
-            }
-        } catch let error as DeadlineExceeded {
-            // Not awaited: a migration stuck on a dead connection could hold the pool's shutdown.
-            run.cancel()
-            throw PostgresStoreError.unavailable(error.description)
-        } catch {
-            run.cancel()
-            await run.value
-            throw error
-        }
+        let pool = try await PostgresSidePool(
+            configuration: configuration, name: "registry", maxConnections: Self.maxConnections,
+            versionTable: PostgresRegistrySchema.versionTable, migrations: PostgresRegistrySchema.migrations, logger: logger,
+            startupTimeout: startupTimeout)
+        client = pool.client
+        runTask = pool.runTask
+        openedSchemaVersion = pool.schemaVersion
     }
 
     /// The payload of a notification: the schema, so that registries sharing a database tell theirs apart.

@@ -1,0 +1,59 @@
+import LiveRelayDomain
+import LiveRelayMessages
+import LiveRelayService
+import NIOCore
+
+// The broadcast channels' part of the service: the three channel RPCs, and
+// the lookup of the channel a Start, Update or End names.
+extension ActivityService {
+    /// Runs `call` with the app's channel named `channelID` (nil when the
+    /// request names none). The caller's permission for the app is checked
+    /// first, so a key learns nothing about the channels of apps it may not
+    /// act for; an unknown channel, or another app's, is NOT_FOUND before
+    /// anything is stored or sent.
+    func withChannel<Reply>(
+        _ channelID: String?, appID: String?, context: CallContext,
+        _ call: @escaping (ChannelRecord?) -> EventLoopFuture<Reply>
+    ) -> EventLoopFuture<Reply> {
+        guard let channelID, !channelID.isEmpty else { return call(nil) }
+        if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
+        guard let channels else {
+            return context.fail(Self.noChannels)
+        }
+        return channels.resolve(appID: appID ?? "", channelID: channelID, context: context).flatMap(call)
+    }
+
+    // MARK: Channels
+
+    static let noChannels = RPCError(
+        .failedPrecondition, "this server keeps no broadcast channels", details: ErrorDetails(reason: "ChannelsNotConfigured"))
+
+    public func createChannel(_ request: CreateChannelRequest, context: CallContext) -> EventLoopFuture<CreateChannelReply> {
+        channelCall("CreateChannel", appID: request.appID, context: context) { $0.create(request, app: $1, context: context) }
+    }
+
+    public func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply> {
+        channelCall("ListChannels", appID: request.appID, context: context) { $0.list(request, app: $1, context: context) }
+    }
+
+    public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
+        channelCall("DeleteChannel", appID: request.appID, context: context) { $0.delete(request, app: $1, context: context) }
+    }
+
+    private func channelCall<Reply>(
+        _ method: String, appID: String, context: CallContext,
+        _ call: (ChannelService, App) -> EventLoopFuture<Reply>
+    ) -> EventLoopFuture<Reply> {
+        measured(method, appID: appID) {
+            switch admit(appID: appID, context: context) {
+            case let .failure(error):
+                return context.fail(error)
+            case let .success(app):
+                guard let channels else {
+                    return context.fail(Self.noChannels)
+                }
+                return call(channels, app)
+            }
+        }
+    }
+}
