@@ -131,6 +131,9 @@ extension MockAPNsValidator {
         // request shapes and should hear so. (MissingTopic and TopicDisallowed would both
         // misdescribe it.)
         if request.header("apns-topic") != nil { return "BadTopic" }
+        // A collapse id names one device's notifications; a broadcast has no device. Refused
+        // rather than ignored for the same reason as the topic.
+        if request.header("apns-collapse-id") != nil { return "BadCollapseId" }
         guard let pushType = request.header("apns-push-type") else { return "MissingPushType" }
         guard pushType == "liveactivity" else { return "InvalidPushType" }
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else { return "MissingChannelId" }
@@ -146,6 +149,14 @@ extension MockAPNsValidator {
         let shape = payloadShape(request.body)
         // Before the shape: a start's missing attributes are beside the point.
         if shape.event == "start" { return MockAPNsReasons.badEvent }
-        return shape.error
+        if let error = shape.error { return error }
+        // The fields of a push-to-start (what the new activity is, the token and channel it
+        // asks for) mean nothing to the activities already subscribed.
+        if let aps = (try? JSONValue.parse(request.body))?["aps"],
+            MockAPNsReasons.startOnlyFields.contains(where: { aps[$0] != nil })
+        {
+            return MockAPNsReasons.startFieldInBroadcast
+        }
+        return nil
     }
 }

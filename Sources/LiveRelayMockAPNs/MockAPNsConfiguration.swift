@@ -258,6 +258,11 @@ public enum MockAPNsReasons {
     /// A channel create whose `message-storage-policy` is missing or not 0 or 1 (APNs's
     /// own reason for it is not in our facts).
     public static let badMessageStoragePolicy = "BadMessageStoragePolicy"
+    /// A broadcast whose `aps` carries a push-to-start's own fields (``startOnlyFields``):
+    /// a broadcast cannot start an activity, so they can only be a sender's mistake.
+    public static let startFieldInBroadcast = "BadBroadcastPayload"
+    /// The `aps` fields that only a push-to-start to a device token may carry.
+    public static let startOnlyFields = ["attributes-type", "attributes", "input-push-token", "input-push-channel"]
 
     /// The status APNs answers with `reason`; 400 for the mock's payload reasons and unknown ones.
     public static func status(for reason: String) -> Int {

@@ -106,6 +106,20 @@ struct MockAPNsChannelRuleTests {
             ("broadcast 5 KiB + 1", broadcast(body: big), 413, "PayloadTooLarge"),
             ("broadcast start", broadcast(body: Fixture.startBody), 400, MockAPNsReasons.badEvent),
             ("broadcast without aps", broadcast(body: #"{"x":1}"#), 400, MockAPNsReasons.missingAps),
+            (
+                "broadcast with a collapse id", broadcast(headers: Fixture.broadcastHeaders(extra: [("apns-collapse-id", "score")])), 400,
+                "BadCollapseId"
+            ),
+            (
+                "broadcast asking for an update token",
+                broadcast(body: #"{"aps":{"timestamp":1,"event":"update","content-state":{},"input-push-token":1}}"#), 400,
+                MockAPNsReasons.startFieldInBroadcast
+            ),
+            (
+                "broadcast naming attributes",
+                broadcast(body: #"{"aps":{"timestamp":1,"event":"end","attributes-type":"Game","attributes":{}}}"#), 400,
+                MockAPNsReasons.startFieldInBroadcast
+            ),
         ]
     }()
 
