@@ -128,7 +128,7 @@ public struct ActivityService: LiveRelayService {
                 // The start goes to push-to-start tokens, not through the channel it subscribes to.
                 ask: PriorityAsk(
                     activityID: activityID, channelID: nil, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
+                    strict: request.strictPriorityBudget == true, idempotent: request.idempotencyKey?.isEmpty == false),
                 context: context
             ) { app, quota, priority in
                 var start = StartActivity(request, app: app, intents: intents, activityQuota: quota)
@@ -149,7 +149,7 @@ public struct ActivityService: LiveRelayService {
                 "UpdateActivity", appID: request.appID, wait: request.waitForDelivery,
                 ask: PriorityAsk(
                     activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
+                    strict: request.strictPriorityBudget == true, idempotent: request.idempotencyKey?.isEmpty == false),
                 context: context
             ) { app, _, priority in
                 var change = ChangeActivity(request, app: app, intents: intents)
@@ -171,7 +171,7 @@ public struct ActivityService: LiveRelayService {
                 "EndActivity", appID: request.appID, wait: request.waitForDelivery,
                 ask: PriorityAsk(
                     activityID: request.activityID ?? "", channelID: channel?.id, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
+                    strict: request.strictPriorityBudget == true, idempotent: request.idempotencyKey?.isEmpty == false),
                 context: context
             ) { app, _, priority in
                 var change = ChangeActivity(request, app: app, intents: intents)
@@ -269,7 +269,11 @@ public struct ActivityService: LiveRelayService {
             {
             case .send: break
             case .downgrade: priority = 5
-            case let .refuse(retryAfterMS): return context.fail(PriorityBudgetGate.rpcError(appID: app.id, retryAfterMS: retryAfterMS))
+            case let .refuse(retryAfterMS):
+                let refusal = PriorityBudgetGate.rpcError(appID: app.id, retryAfterMS: retryAfterMS)
+                // A resent call replays whatever the budget says now (its first attempt was accepted): only a new one is refused.
+                guard ask.idempotent else { return context.fail(refusal) }
+                return replay(mutation(app, nil, priority), or: refusal, context: context)
             }
             let downgraded = priority != ask.priority
             let ticket: AdmissionTicket
@@ -307,6 +311,18 @@ public struct ActivityService: LiveRelayService {
             }
             .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
         }
+    }
+
+    /// The first reply if `mutation` replays an accepted call, else `refusal`; nothing is written either way.
+    private func replay<M: StoreMutation>(
+        _ mutation: M, or refusal: RPCError, context: CallContext
+    ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
+        store.apply(ReplayOnly(mutation: mutation), now: clock.now(), on: context.eventLoop)
+            .flatMapErrorThrowing { _ in throw refusal }
+            .flatMapThrowing { stored in
+                guard let stored else { throw refusal }
+                return CallReply(timestamp: stored.timestamp, summary: Self.replayed(stored), replayed: true, state: stored.state)
+            }
     }
 
     /// Counts the call in `liverelay_app_calls_total` and times it, whatever its outcome.
@@ -364,6 +380,8 @@ public struct ActivityService: LiveRelayService {
         var channelID: String?
         var priority: Int
         var strict: Bool
+        /// The request has an idempotency key: it may be a resend of a call accepted before.
+        var idempotent: Bool
     }
 
     /// The parts of a reply the three activity RPCs share.
@@ -546,5 +564,16 @@ extension UnresolvedStartTarget.Kind {
         case .externalUserID: .externalUserID
         case .allDevices: .allDevices
         }
+    }
+}
+
+/// `mutation`'s stored reply if it replays an earlier call, else nothing at all
+/// (nil, no writes): how a call refused before its rule runs learns whether it
+/// is the resend of one accepted before.
+struct ReplayOnly<M: StoreMutation>: StoreMutation where M.Outcome == ActivityCallOutcome {
+    var mutation: M
+
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<StoredReply?> {
+        MutationPlan(outcome: try mutation.plan(state, now: now).outcome.replayed)
     }
 }
