@@ -128,7 +128,7 @@ public struct ActivityService: LiveRelayService {
                 // The start goes to push-to-start tokens, not through the channel it subscribes to.
                 ask: PriorityAsk(
                     activityID: activityID, channelID: nil, priority: request.priority.apnsPriority,
-                    strict: request.strictPriorityBudget == true),
+                    strict: request.strictPriorityBudget == true, idempotent: request.idempotencyKey?.isEmpty == false),
                 context: context
             ) { app, quota, priority in
                 var start = StartActivity(request, app: app, intents: intents, activityQuota: quota)
@@ -146,7 +146,8 @@ public struct ActivityService: LiveRelayService {
     public func updateActivity(_ request: UpdateActivityRequest, context: CallContext) -> EventLoopFuture<UpdateActivityReply> {
         change(
             "UpdateActivity", appID: request.appID, activityID: request.activityID, channelID: request.channelID,
-            priority: request.priority, strict: request.strictPriorityBudget, wait: request.waitForDelivery, context: context
+            priority: request.priority, strict: request.strictPriorityBudget, idempotencyKey: request.idempotencyKey,
+            wait: request.waitForDelivery, context: context
         ) { ChangeActivity(request, app: $0, intents: intents) }
         .map {
             UpdateActivityReply(
@@ -158,7 +159,8 @@ public struct ActivityService: LiveRelayService {
     public func endActivity(_ request: EndActivityRequest, context: CallContext) -> EventLoopFuture<EndActivityReply> {
         change(
             "EndActivity", appID: request.appID, activityID: request.activityID, channelID: request.channelID,
-            priority: request.priority, strict: request.strictPriorityBudget, wait: request.waitForDelivery, context: context
+            priority: request.priority, strict: request.strictPriorityBudget, idempotencyKey: request.idempotencyKey,
+            wait: request.waitForDelivery, context: context
         ) { ChangeActivity(request, app: $0, intents: intents) }
         .map {
             EndActivityReply(
@@ -171,13 +173,14 @@ public struct ActivityService: LiveRelayService {
     /// priority the budget allows, then the one path of every activity call.
     private func change(
         _ call: String, appID: String?, activityID: String?, channelID: String?, priority: Priority?, strict: Bool?,
-        wait: Bool?, context: CallContext, _ make: @escaping (App) -> ChangeActivity
+        idempotencyKey: String?, wait: Bool?, context: CallContext, _ make: @escaping (App) -> ChangeActivity
     ) -> EventLoopFuture<CallReply> {
         withChannel(channelID, appID: appID, context: context) { channel in
             activityCall(
                 call, appID: appID, wait: wait,
                 ask: PriorityAsk(
-                    activityID: activityID ?? "", channelID: channel?.id, priority: priority.apnsPriority, strict: strict == true),
+                    activityID: activityID ?? "", channelID: channel?.id, priority: priority.apnsPriority, strict: strict == true,
+                    idempotent: idempotencyKey?.isEmpty == false),
                 context: context
             ) { app, _, priority in
                 var change = make(app)
@@ -219,7 +222,11 @@ public struct ActivityService: LiveRelayService {
             {
             case .send: break
             case .downgrade: priority = 5
-            case let .refuse(retryAfterMS): return context.fail(PriorityBudgetGate.rpcError(appID: app.id, retryAfterMS: retryAfterMS))
+            case let .refuse(retryAfterMS):
+                let refusal = PriorityBudgetGate.rpcError(appID: app.id, retryAfterMS: retryAfterMS)
+                // A resent call replays whatever the budget says now (its first attempt was accepted): only a new one is refused.
+                guard ask.idempotent else { return context.fail(refusal) }
+                return replay(mutation(app, nil, priority), or: refusal, context: context)
             }
             let downgraded = priority != ask.priority
             let ticket: AdmissionTicket
@@ -257,6 +264,18 @@ public struct ActivityService: LiveRelayService {
             }
             .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
         }
+    }
+
+    /// The first reply if `mutation` replays an accepted call, else `refusal`; nothing is written either way.
+    private func replay<M: StoreMutation>(
+        _ mutation: M, or refusal: RPCError, context: CallContext
+    ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
+        store.apply(ReplayOnly(mutation: mutation), now: clock.now(), on: context.eventLoop)
+            .flatMapErrorThrowing { _ in throw refusal }
+            .flatMapThrowing { stored in
+                guard let stored else { throw refusal }
+                return CallReply(timestamp: stored.timestamp, summary: Self.replayed(stored), replayed: true, state: stored.state)
+            }
     }
 
     /// Counts the call in `liverelay_app_calls_total` and times it, whatever its outcome.
@@ -314,6 +333,8 @@ public struct ActivityService: LiveRelayService {
         var channelID: String?
         var priority: Int
         var strict: Bool
+        /// The request has an idempotency key: it may be a resend of a call accepted before.
+        var idempotent: Bool
     }
 
     /// The parts of a reply the three activity RPCs share.
@@ -393,54 +414,6 @@ public struct ActivityService: LiveRelayService {
             if context.cancellation.isCancelled { options.waitForDelivery = false }
             return sink.enqueue(call.batch, options: options, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
         }
-    }
-
-    /// RegisterToken's reply for the rule's result.
-    static func reply(to result: TokenRegistration.Result) -> RegisterTokenReply {
-        switch result {
-        case .created: RegisterTokenReply(result: .created)
-        case let .rotated(replaced): RegisterTokenReply(result: .rotated, replacedToken: replaced)
-        case .unchanged: RegisterTokenReply(result: .unchanged)
-        case .removed: RegisterTokenReply(result: .removed)
-        case .notFound: RegisterTokenReply(result: .notFound)
-        }
-    }
-
-    /// The summary as the rule planned it: every target queued, the unresolved ones named.
-    static func planned(_ reply: StoredReply) -> DeliverySummary {
-        let targeted = UInt32(clamping: reply.targeted)
-        return DeliverySummary(
-            targeted: targeted, queued: targeted,
-            unresolved: reply.unresolved.map {
-                UnresolvedTarget(kind: $0.kind.wire, value: $0.value, reason: $0.reason)
-            })
-    }
-
-    /// A replay's summary: the call's final account once its dispatch intent
-    /// was settled (`complete`), or at once for a call that reached no token
-    /// (nothing was ever in flight); until then, or for a call accepted without
-    /// a durable intent, the plan (every push `queued`, not `complete`), since
-    /// whether its pushes are in flight, waiting to be resumed or lost is not
-    /// known here. Nothing is sent again either way: the intent, if any, does that.
-    static func replayed(_ reply: StoredReply) -> DeliverySummary {
-        guard let account = reply.account ?? (reply.targeted == 0 ? EnqueueResult() : nil) else { return planned(reply) }
-        return summary(planned(reply), after: account)
-    }
-
-    /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.
-    static func summary(_ planned: DeliverySummary, after result: EnqueueResult) -> DeliverySummary {
-        var summary = planned
-        summary.queued = UInt32(clamping: result.queued)
-        summary.delivered = UInt32(clamping: result.delivered)
-        summary.pruned = UInt32(clamping: result.pruned)
-        summary.superseded = UInt32(clamping: result.superseded)
-        summary.expired = UInt32(clamping: result.expired)
-        summary.failures = result.failures.sorted { $0.key < $1.key }
-            .map { FailureCount(reason: $0.key, count: UInt32(clamping: $0.value)) }
-        summary.failed = summary.failures.reduce(0) { $0 &+ $1.count }
-        // Final only when nothing is left in flight (no pushes, or none taken).
-        summary.complete = summary.queued == 0
-        return summary
     }
 
     /// Maps a refusal to its status; anything unexpected is logged and reported without its text.

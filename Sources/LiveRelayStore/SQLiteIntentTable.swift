@@ -9,11 +9,21 @@ extension SQLiteTables {
         static let columns = StoreColumns.intent
         static let put = SQLiteQuery(
             22, "INSERT OR REPLACE INTO dispatch_intents (\(columns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)")
+        /// The older updates to the update tokens alone (no target list): superseded by any newer update that reaches the tokens.
         static let supersede = SQLiteQuery(
             23,
             """
             DELETE FROM dispatch_intents
             WHERE app_id = ?1 AND activity_id = ?2 AND event = 'update' AND timestamp < ?3 AND (owner = ?4 OR lease_until <= ?5)
+                AND targets IS NULL
+            """)
+        /// The older updates with a target list (a channel): read, and deleted only if the newer one reaches every target.
+        static let supersedable = SQLiteQuery(
+            31,
+            """
+            SELECT \(columns) FROM dispatch_intents
+            WHERE app_id = ?1 AND activity_id = ?2 AND event = 'update' AND timestamp < ?3 AND (owner = ?4 OR lease_until <= ?5)
+                AND targets IS NOT NULL
             """)
         static let delete = SQLiteQuery(24, "DELETE FROM dispatch_intents WHERE app_id = ?1 AND activity_id = ?2 AND timestamp = ?3")
         static let lease = SQLiteQuery(
@@ -31,12 +41,7 @@ extension SQLiteTables {
     func writeIntent(_ write: StoreWrite) throws(SQLiteError) {
         switch write {
         case let .putIntent(intent):
-            if intent.event != .start {
-                try db.run(IntentSQL.supersede) {
-                    $0.bind(1, intent.key.appID); $0.bind(2, intent.key.activityID); $0.bind(3, intent.key.timestamp)
-                    $0.bind(4, intent.owner); $0.bind(5, intent.createdAt.milliseconds)
-                }
-            }
+            if intent.event != .start { try supersede(by: intent) }
             try db.run(IntentSQL.put) { s in
                 s.bind(1, intent.key.appID)
                 s.bind(2, intent.key.activityID)
@@ -68,6 +73,24 @@ extension SQLiteTables {
             }
         default:
             preconditionFailure("not an intent write: \(write)")
+        }
+    }
+
+    /// Deletes the older update intents `newer` supersedes (``DispatchIntent/isSuperseded(by:)``): an
+    /// older update to the tokens alone if `newer` reaches the tokens, one to a channel only if `newer`
+    /// reaches every target of it (a newer update to the tokens alone leaves a channel's subscribers needing it).
+    private func supersede(by newer: DispatchIntent) throws(SQLiteError) {
+        let bind = { (s: SQLiteStatement) in
+            s.bind(1, newer.key.appID); s.bind(2, newer.key.activityID); s.bind(3, newer.key.timestamp)
+            s.bind(4, newer.owner); s.bind(5, newer.createdAt.milliseconds)
+        }
+        if newer.targets == nil || newer.withUpdateTokens || newer.event == .end { try db.run(IntentSQL.supersede, bind) }
+        // Only a newer intent with a channel can reach every target of an older one with a list.
+        guard newer.targets?.contains(where: \.isChannel) == true else { return }
+        for older in try db.query(IntentSQL.supersedable, bind, row: Self.intent(from:)) where older.isSuperseded(by: newer) {
+            try db.run(IntentSQL.delete) {
+                $0.bind(1, older.key.appID); $0.bind(2, older.key.activityID); $0.bind(3, older.key.timestamp)
+            }
         }
     }
 

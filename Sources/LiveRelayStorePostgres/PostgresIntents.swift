@@ -71,7 +71,14 @@ struct PostgresIntentOverlay {
     static let supersedeSQL = """
         DELETE FROM dispatch_intents d USING unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[]) AS k(a, x, ts, o, c)
         WHERE d.app_id = k.a AND d.activity_id = k.x AND d.event = 'update' AND d.timestamp < k.ts
-            AND (d.owner = k.o OR d.lease_until <= k.c)
+            AND (d.owner = k.o OR d.lease_until <= k.c) AND d.targets IS NULL
+        """
+    /// The older updates with a target list (a channel): read, and deleted only if the newer one reaches every target.
+    static let supersedableSQL = """
+        SELECT \(StoreColumns.intent) FROM dispatch_intents d,
+            unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[]) AS k(a, x, ts, o, c)
+        WHERE d.app_id = k.a AND d.activity_id = k.x AND d.event = 'update' AND d.timestamp < k.ts
+            AND (d.owner = k.o OR d.lease_until <= k.c) AND d.targets IS NOT NULL
         """
     static let deleteSQL = """
         DELETE FROM dispatch_intents d USING unnest($1::text[], $2::text[], $3::int8[]) AS k(a, x, ts)
@@ -107,13 +114,26 @@ struct PostgresIntentOverlay {
             return b
         }
         let order = { (a: IntentKey, b: IntentKey) in (a.appID, a.activityID, a.timestamp) < (b.appID, b.activityID, b.timestamp) }
-        if !superseding.isEmpty {
-            let newer = superseding.values.sorted { order($0.key, $1.key) }
+        func supersessionBindings(_ newer: [DispatchIntent]) -> PostgresBindings {
             var b = keyBindings(newer.map(\.key))
             b.append(newer.map { $0.owner ?? "" }); b.append(newer.map(\.createdAt.milliseconds))
-            try await run(Self.supersedeSQL, b)
+            return b
         }
-        let deleted = rows.filter { $0.value == nil }.map(\.key).sorted(by: order)
+        // ``DispatchIntent/isSuperseded(by:)``: an older update to the tokens alone goes once a newer one reaches
+        // the tokens; one to a channel only once a newer one reaches every target of it.
+        let newer = superseding.values.sorted { order($0.key, $1.key) }
+        let reachingTokens = newer.filter { $0.targets == nil || $0.withUpdateTokens || $0.event == .end }
+        if !reachingTokens.isEmpty { try await run(Self.supersedeSQL, supersessionBindings(reachingTokens)) }
+        var superseded: [IntentKey] = []
+        let withChannels = newer.filter { $0.targets?.contains(where: \.isChannel) == true }
+        if !withChannels.isEmpty {
+            let query = PostgresQuery(unsafeSQL: Self.supersedableSQL, binds: supersessionBindings(withChannels))
+            for row in try await session.query(query) {
+                let older = PostgresTables.intent(try row.decode(PostgresTables.IntentRow.self))
+                if let newest = superseding[older.key.activity], older.isSuperseded(by: newest) { superseded.append(older.key) }
+            }
+        }
+        let deleted = (rows.filter { $0.value == nil }.map(\.key) + superseded).sorted(by: order)
         if !deleted.isEmpty { try await run(Self.deleteSQL, keyBindings(deleted)) }
         let put = rows.values.compactMap { $0 }.sorted { order($0.key, $1.key) }
         if !put.isEmpty {
