@@ -17,6 +17,7 @@
 #   BROADCAST_CALLS  measured UpdateActivity calls to the channel (default 200)
 #   FANOUT_CALLS     measured UpdateActivity calls fanned out to TOKENS tokens (default 10)
 #   NO_DOCS          1: print the table, leave docs/BENCHMARKS.md alone
+#   CONFIG           release (default); debug only to try the script quickly (numbers meaningless)
 #   RESULT           a file to keep the JSON report in (the work directory is removed)
 #
 # Everything it starts is stopped on exit (trap), and has a lifetime cap besides.
@@ -30,20 +31,21 @@ TOKENS=${TOKENS:-100000}
 BROADCAST_CALLS=${BROADCAST_CALLS:-200}
 FANOUT_CALLS=${FANOUT_CALLS:-10}
 NO_DOCS=${NO_DOCS:-0}
+CONFIG=${CONFIG:-release}
 LIFETIME=900
 STARTED=$(date +%s)
 
 if [ "$SKIP_BUILD" != 1 ]; then
-    echo "bench-broadcast: building liverelay (swift build -c release --scratch-path $SCRATCH --product liverelay)" >&2
+    echo "bench-broadcast: building liverelay (swift build -c $CONFIG --scratch-path $SCRATCH --product liverelay)" >&2
     build_log=$(mktemp /tmp/liverelay-bench-broadcast-build.XXXXXX)
-    swift build -c release --scratch-path "$SCRATCH" --product liverelay >"$build_log" 2>&1 || {
+    swift build -c "$CONFIG" --scratch-path "$SCRATCH" --product liverelay >"$build_log" 2>&1 || {
         tail -40 "$build_log" >&2
         rm -f "$build_log"
         exit 1
     }
     rm -f "$build_log"
 fi
-LR="$SCRATCH/release/liverelay"
+LR="$SCRATCH/$CONFIG/liverelay"
 [ -x "$LR" ] || { echo "bench-broadcast: missing $LR (run without SKIP_BUILD=1)" >&2; exit 1; }
 
 # The work directory (removed on exit with every process in PIDS) and the development
@@ -108,16 +110,16 @@ ENVIRONMENT=""
 [ "$BROADCAST_CALLS" != 200 ] && ENVIRONMENT+="BROADCAST_CALLS=$BROADCAST_CALLS "
 [ "$FANOUT_CALLS" != 10 ] && ENVIRONMENT+="FANOUT_CALLS=$FANOUT_CALLS "
 python3 - "$WORK/result.json" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$MACHINE" "$LOAD_BEFORE" "$LOAD_AFTER" \
-    "${ENVIRONMENT}scripts/bench-broadcast.sh" "liverelay bench broadcast --port P --ca-file cert.pem --server-pid PID ${ARGS[*]}" \
+    "${ENVIRONMENT}scripts/bench-broadcast.sh" "liverelay bench broadcast --port P --ca-file cert.pem --server-pid PID ${ARGS[*]}" "$CONFIG" \
     >"$WORK/section.md" <<'PY'
 import json, sys
-path, when, machine, load_before, load_after, script, command = sys.argv[1:8]
+path, when, machine, load_before, load_after, script, command, config = sys.argv[1:9]
 r = json.load(open(path))
 def ms(us): return f"{us / 1000:,.2f}"
 def n(x): return f"{x:,.0f}"
 b, f, reg = r["broadcast"], r["fanout"], r["registration"]
 tokens = r["fanout_tokens"]
-out = [f"Run of {when}, `{script}` (`{command}`), release build, memory store, one `liverelay mock-apns` "
+out = [f"Run of {when}, `{script}` (`{command}`), {config} build, memory store, one `liverelay mock-apns` "
        f"process on loopback; {machine}; load average {load_before} before the run, {load_after} after it "
        "(the server, the mock, the load generator and other engineers' work share the cores).", "",
        "| UpdateActivity, waiting for delivery | Calls | p50 ms | p90 ms | p99 ms | max ms | Calls/s | APNs POSTs per call | Pushes/s answered by the mock |",
