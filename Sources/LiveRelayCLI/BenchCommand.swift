@@ -14,7 +14,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Load a LiveRelay server (open or closed loop) and report latencies per RPC.",
-        subcommands: [BenchRun.self, BenchGate.self, BenchOverload.self],
+        subcommands: [BenchRun.self, BenchGate.self, BenchOverload.self, BenchBroadcast.self],
         defaultSubcommand: BenchRun.self
     )
 }
@@ -317,5 +317,87 @@ struct BenchOverload: AsyncParsableCommand {
         } else {
             writeStandardOutput(report.table())
         }
+    }
+}
+
+struct BenchBroadcast: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "broadcast",
+        abstract: "A broadcast channel update (one APNs POST) vs the same update fanned out to many tokens.",
+        discussion: """
+            Against a server whose app pushes to an APNs (a mock) that implements broadcast channels:
+            creates a no-storage channel of --app-id, starts an activity subscribed to it (waiting for
+            delivery), then sends --broadcast-calls UpdateActivity calls to the channel only, one at a
+            time, each waiting for delivery: its latency is the time until APNs answered the broadcast
+            POST. Then registers --tokens update tokens of a second activity (pipelined:
+            --register-connections x --register-depth in flight) and sends --fanout-calls
+            UpdateActivity calls to it, one at a time, each waiting until APNs answered every token's
+            push. Deletes the channel at the end, also after a failure. The app's queue must hold
+            --tokens pushes (the development app's holds 100,000).
+            """
+    )
+
+    @OptionGroup var server: BenchServerOptions
+    @Option(help: "The app (its key must be allowed to create channels).") var appId = "dev.app"
+    @Option(help: "sandbox or production: the environment of the channel and the tokens.") var environment = "sandbox"
+    @Option(help: "Measured UpdateActivity calls to the channel.") var broadcastCalls = 200
+    @Option(help: "Unmeasured UpdateActivity calls to the channel first.") var warmupCalls = 5
+    @Option(help: "Update tokens of the fan-out activity.") var tokens = 100_000
+    @Option(help: "Measured UpdateActivity calls to the fan-out activity.") var fanoutCalls = 10
+    @Option(help: "Connections registering the fan-out's tokens.") var registerConnections = 4
+    @Option(help: "RegisterToken calls in flight per connection while registering.") var registerDepth = 32
+    @Option(help: "Content-state JSON size in bytes.") var payloadBytes = 200
+    @Option(help: "Per-call timeout in seconds (a fan-out waits for every token's APNs answer).") var timeout = 120.0
+    @Flag(help: "Print the report as JSON on stdout (the summary goes to stderr).") var json = false
+    @Flag(help: "No progress lines.") var quiet = false
+
+    func run() async throws {
+        var scenario = BroadcastScenario()
+        scenario.appID = appId
+        switch environment {
+        case "sandbox": scenario.environment = .sandbox
+        case "production": scenario.environment = .production
+        default: throw ValidationError("--environment must be sandbox or production, got \"\(environment)\"")
+        }
+        scenario.broadcastCalls = broadcastCalls
+        scenario.warmupCalls = warmupCalls
+        scenario.fanoutTokens = tokens
+        scenario.fanoutCalls = fanoutCalls
+        scenario.registerConnections = registerConnections
+        scenario.registerDepth = registerDepth
+        scenario.contentStateBytes = payloadBytes
+        scenario.timeoutSeconds = timeout
+        do {
+            try scenario.validate()
+        } catch {
+            throw ValidationError(error.description)
+        }
+        var progress: (@Sendable (String) -> Void)?
+        if !quiet { progress = { @Sendable (line: String) -> Void in writeStandardError("broadcast: " + line) } }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, server.threads))
+        let result: Result<BroadcastReport, any Error>
+        do {
+            let run = BroadcastRun(
+                scenario: scenario, client: try server.clientConfiguration(), eventLoopGroup: group, logger: benchLogger,
+                serverPID: server.serverPid, progress: progress)
+            result = .success(try await run.run())
+        } catch {
+            result = .failure(error)
+        }
+        try? await group.shutdownGracefully()
+        let report: BroadcastReport
+        switch result {
+        case .success(let r): report = r
+        case .failure(let error as BenchError): throw CLIError(error.description)
+        case .failure(let error): throw error
+        }
+        if json {
+            writeStandardError(report.table())
+            writeStandardOutput(report.json())
+        } else {
+            writeStandardOutput(report.table())
+        }
+        // Every call must have succeeded with every push delivered, or the figures measure something else.
+        if !report.clean { throw ExitCode.failure }
     }
 }
