@@ -18,7 +18,8 @@ DEPLOY = pathlib.Path(__file__).resolve().parent.parent / "Deploy"
 # ServeConfigurationFile.CodingKeys: serve refuses any other key.
 TOP_KEYS = {"listen", "ops", "tls", "insecure_plaintext", "data_dir", "api_key_file", "limits",
             "null_service", "store", "apps", "dispatch", "admission"}
-METHODS = {"RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"}
+METHODS = {"RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping", "CreateChannel", "ListChannels",
+           "DeleteChannel"}
 problems = []
 
 

@@ -66,7 +66,8 @@ if [ ! -f "$dir/api-keys.json" ]; then
     "key_id": "$key_id",
     "secret_sha256": "$hash",
     "app_ids": ["orders"],
-    "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
+    "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping",
+                        "CreateChannel", "ListChannels", "DeleteChannel"],
     "created_at": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
     "label": "compose example, app orders"
   }]
