@@ -11,16 +11,17 @@ extension ActivityService {
     /// first, so a key learns nothing about the channels of apps it may not
     /// act for; an unknown channel, or another app's, is NOT_FOUND before
     /// anything is stored or sent.
-    func withChannel<Reply>(
-        _ channelID: String?, appID: String?, context: CallContext,
-        _ call: @escaping (ChannelRecord?) -> EventLoopFuture<Reply>
+    /// The call is counted and timed in the app's call metrics as `method`, a refusal here included.
+    func withChannel<Reply: Sendable>(
+        _ channelID: String?, appID: String?, method: String, context: CallContext,
+        _ call: @escaping @Sendable (ChannelRecord?) -> EventLoopFuture<Reply>
     ) -> EventLoopFuture<Reply> {
-        guard let channelID, !channelID.isEmpty else { return call(nil) }
-        if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
-        guard let channels else {
-            return context.fail(Self.noChannels)
+        measured(method, appID: appID ?? "") {
+            guard let channelID, !channelID.isEmpty else { return call(nil) }
+            if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
+            guard let channels else { return context.fail(Self.noChannels) }
+            return channels.resolve(appID: appID ?? "", channelID: channelID, context: context).flatMap(call)
         }
-        return channels.resolve(appID: appID ?? "", channelID: channelID, context: context).flatMap(call)
     }
 
     // MARK: Channels

@@ -122,7 +122,7 @@ public struct ActivityService: LiveRelayService {
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
         let activityID = request.activityID ?? ""
         // The channel is looked up only to refuse one the app does not have: the start names it in its payload.
-        return withChannel(request.channelID, appID: request.appID, context: context) { _ in
+        return withChannel(request.channelID, appID: request.appID, method: "StartActivity", context: context) { _ in
             activityCall(
                 "StartActivity", appID: request.appID, wait: request.waitForDelivery, adds: .liveActivities,
                 // The start goes to push-to-start tokens, not through the channel it subscribes to.
@@ -173,9 +173,9 @@ public struct ActivityService: LiveRelayService {
     /// priority the budget allows, then the one path of every activity call.
     private func change(
         _ call: String, appID: String?, activityID: String?, channelID: String?, priority: Priority?, strict: Bool?,
-        idempotencyKey: String?, wait: Bool?, context: CallContext, _ make: @escaping (App) -> ChangeActivity
+        idempotencyKey: String?, wait: Bool?, context: CallContext, _ make: @escaping @Sendable (App) -> ChangeActivity
     ) -> EventLoopFuture<CallReply> {
-        withChannel(channelID, appID: appID, context: context) { channel in
+        withChannel(channelID, appID: appID, method: call, context: context) { channel in
             activityCall(
                 call, appID: appID, wait: wait,
                 ask: PriorityAsk(
@@ -195,18 +195,9 @@ public struct ActivityService: LiveRelayService {
     /// app's quotas, ask the sink for room, apply the rule in the store, hand
     /// the pushes to the sink, map refusals to statuses. `adds` names what an
     /// accepted call adds to the app's count quotas (a Start: a live activity);
-    /// the rule gets that quota when the app is at it.
+    /// the rule gets that quota when the app is at it. (Its caller, ``withChannel``, counts it in the metrics.)
     private func activityCall<M: StoreMutation>(
         _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind? = nil, ask: PriorityAsk, context: CallContext,
-        mutation: (App, CountQuota?, Int) -> M
-    ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
-        measured(call, appID: appID ?? "") {
-            activityCallUnmeasured(call, appID: appID, wait: wait, adds: adds, ask: ask, context: context, mutation: mutation)
-        }
-    }
-
-    private func activityCallUnmeasured<M: StoreMutation>(
-        _ call: String, appID: String?, wait: Bool?, adds: CountQuota.Kind?, ask: PriorityAsk, context: CallContext,
         mutation: (App, CountQuota?, Int) -> M
     ) -> EventLoopFuture<CallReply> where M.Outcome == ActivityCallOutcome {
         switch admit(appID: appID ?? "", context: context) {
