@@ -64,14 +64,16 @@ final class VersionRecorder: Sendable {
     var versions: [Int64] { get async { await seen.versions } }
     var hasEnded: Bool { get async { await seen.ended } }
 
-    /// Waits until the stream has yielded `version` or a later one.
-    func wait(for version: Int64, within timeout: TimeAmount = .seconds(5)) async throws {
+    /// Waits until the stream has yielded `version` or a later one. The bound is a
+    /// ceiling for a hung stream, not a timing claim: on a loaded 2-core machine the
+    /// poll's task can wait seconds for a cooperative thread (a CI run once took 5 s).
+    func wait(for version: Int64, within timeout: TimeAmount = .seconds(30)) async throws {
         try await eventually("version \(version) from the change stream", timeout: timeout) {
             await self.versions.contains { $0 >= version }
         }
     }
 
-    func waitForEnd(within timeout: TimeAmount = .seconds(5)) async throws {
+    func waitForEnd(within timeout: TimeAmount = .seconds(30)) async throws {
         try await eventually("the change stream to end", timeout: timeout) { await self.hasEnded }
     }
 
