@@ -6,7 +6,7 @@
 # than TOLERANCE percent. Instruction counts do not depend on the machine's load, so
 # unlike the throughput gate (scripts/bench.sh gate) a small rise is a real one.
 #
-#   scripts/instruction-gate.sh                   # build (release), count, compare (~1 min after the build)
+#   scripts/instruction-gate.sh                   # build (release), count, compare (~10 s after the build)
 #   scripts/instruction-gate.sh --write-baseline  # re-record Benchmarks/instruction-baseline.json
 #
 # Environment:
