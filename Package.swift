@@ -339,6 +339,34 @@ let package = Package(
             ],
             path: "Tests/Support/LiveRelayTestSupport"
         ),
+        // Valgrind's callgrind client requests (start and stop counting) for the instruction-count gate.
+        .target(
+            name: "CCallgrind",
+            path: "Tests/Support/CCallgrind"
+        ),
+        // Run by scripts/instruction-gate.sh (release, under callgrind): one workload per run, its
+        // measured loop bracketed so callgrind counts only it. In-process, no sockets.
+        .executableTarget(
+            name: "liverelay-instructions",
+            dependencies: [
+                "CCallgrind",
+                "LiveRelayTestSupport",
+                "LiveRelayServer",
+                "LiveRelayService",
+                "LiveRelayActivities",
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayDispatch",
+                "LiveRelayPushOutlet",
+                "LiveRelayAPNs",
+                "LiveRelayMessages",
+                "LiveRelayWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/Support/InstructionCounts"
+        ),
         .testTarget(
             name: "LiveRelayServerTests",
             dependencies: ["LiveRelayTestSupport",

@@ -28,7 +28,8 @@ serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev openssl)
 # nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
 # procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
 # systemd: systemd-analyze, with which scripts/check-deploy.sh verifies Deploy/systemd/liverelay.service.
-test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps systemd)
+# valgrind: callgrind, which counts instructions for scripts/instruction-gate.sh (and <valgrind/callgrind.h>).
+test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps systemd valgrind)
 
 debian_packages=("${serve_packages[@]}")
 if [ "$mode" = all ]; then

@@ -41,3 +41,10 @@ LIVERELAY_HEAVY_E2E=1 timeout --signal=TERM 1800 swift test --skip-build --filte
 if [ -x scripts/fuzz.sh ]; then
   bash scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-20}"
 fi
+
+# The instruction-count gate (docs/BENCHMARKS.md, "Instruction-count gate"): callgrind's
+# instructions per call, per decode and per push of a release build of liverelay-instructions,
+# against Benchmarks/instruction-baseline.json; fails on a rise of more than 5%. Counts do not
+# move with the machine's load. The throughput gate (scripts/bench.sh gate, run by .ci/run
+# after this script) stays as the second signal.
+bash scripts/instruction-gate.sh
