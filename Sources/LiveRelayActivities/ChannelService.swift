@@ -241,17 +241,6 @@ extension ChannelRecord {
     public var target: PushTarget { .channel(id, environment: environment, storagePolicy: storagePolicy) }
 }
 
-extension Environment {
-    /// The APNs environment named; nil for unspecified or unknown values.
-    var apns: APNsEnvironment? {
-        switch self {
-        case .sandbox: .sandbox
-        case .production: .production
-        case .unspecified, .unrecognized: nil
-        }
-    }
-}
-
 extension BroadcastStoragePolicy {
     /// APNs's storage policy named; nil for unspecified or unknown values.
     var apns: ChannelStoragePolicy? {

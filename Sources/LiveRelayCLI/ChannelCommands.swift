@@ -36,7 +36,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let request = CreateChannelRequest(
-                appID: app, environment: environment == .sandbox ? .sandbox : .production, storagePolicy: storagePolicy.wire)
+                appID: app, environment: environment.wire, storagePolicy: storagePolicy.wire)
             try await connection.run { client, timeout throws(LiveRelayClientError) in
                 try await client.createChannel(request, timeout: timeout)
             }
@@ -54,7 +54,7 @@ struct ChannelsCommand: AsyncParsableCommand {
 
         func run() async throws {
             let request = ListChannelsRequest(
-                appID: app, environment: environment.map { $0 == .sandbox ? .sandbox : .production } ?? .unspecified,
+                appID: app, environment: environment?.wire ?? .unspecified,
                 pageSize: pageSize, pageToken: pageToken)
             try await connection.run { client, timeout throws(LiveRelayClientError) in
                 try await client.listChannels(request, timeout: timeout)

@@ -129,6 +129,7 @@ enum TokenKindOption: String, ExpressibleByArgument, CaseIterable {
 
 enum EnvironmentOption: String, ExpressibleByArgument, CaseIterable {
     case sandbox, production
+    var wire: Environment { self == .sandbox ? .sandbox : .production }
 }
 
 /// JSON given inline or as `@path`, read as is: the server's validation
@@ -171,7 +172,7 @@ struct RegisterToken: AsyncParsableCommand {
     func run() async throws {
         let request = RegisterTokenRequest(
             appID: self.app, kind: self.kind == .update ? .update : .pushToStart, token: self.token,
-            environment: self.environment == .sandbox ? .sandbox : .production,
+            environment: self.environment.wire,
             attributesType: self.attributesType ?? "", activityID: self.activity ?? "",
             externalUserID: self.externalUser ?? "", deviceID: self.device ?? "", expiresAt: self.expiresAt ?? 0, remove: self.remove
         )

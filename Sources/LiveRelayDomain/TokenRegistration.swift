@@ -37,12 +37,7 @@ public struct RegistrationCommand: Hashable, Sendable {
             case .update: .update
             default: nil
             }
-        environment =
-            switch request.environment {
-            case .sandbox: .sandbox
-            case .production: .production
-            default: nil
-            }
+        environment = request.environment.apns
         attributesType = request.attributesType.nonEmpty
         activityID = request.activityID.nonEmpty
         externalUserID = request.externalUserID.nonEmpty
@@ -189,4 +184,15 @@ public enum TokenRegistration {
 
 extension String {
     var nonEmpty: String? { isEmpty ? nil : self }
+}
+
+extension Environment {
+    /// The APNs environment the wire value names; nil for unspecified or unknown values.
+    package var apns: APNsEnvironment? {
+        switch self {
+        case .sandbox: .sandbox
+        case .production: .production
+        case .unspecified, .unrecognized: nil
+        }
+    }
 }
