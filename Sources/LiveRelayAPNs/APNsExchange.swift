@@ -217,8 +217,60 @@ public protocol APNsTransport: Sendable {
     /// every APNs answer, errors included, is a successful ``APNsResponse``.
     func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse>
 
+    /// Sends many pushes, each answered (exactly once) to `sink` under its tag.
+    /// A transport that can delivers together the answers that arrived together
+    /// (one read of a connection), so its user takes one lock and makes one
+    /// decision step per read rather than per push; the default sends each
+    /// request by ``send(_:)`` and answers each on its own.
+    func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink)
+
     /// Finishes the streams in flight, then closes every connection.
     func shutdown() -> EventLoopFuture<Void>
+}
+
+/// A request and the number its answer comes back under.
+public struct APNsTaggedRequest: Sendable {
+    public var tag: UInt64
+    public var request: APNsRequest
+
+    public init(tag: UInt64, request: APNsRequest) {
+        self.tag = tag
+        self.request = request
+    }
+}
+
+/// The answer to one tagged request: APNs's response, or why there is none.
+public struct APNsAnswer: Sendable {
+    public var tag: UInt64
+    public var result: Result<APNsResponse, APNsTransportError>
+
+    public init(tag: UInt64, result: Result<APNsResponse, APNsTransportError>) {
+        self.tag = tag
+        self.result = result
+    }
+}
+
+/// Where a transport delivers the answers of ``APNsTransport/send(_:to:)``.
+public protocol APNsAnswerSink: AnyObject, Sendable {
+    /// Answers that arrived together, in arrival order; called on a transport's event loop.
+    func received(_ answers: [APNsAnswer])
+}
+
+extension APNsTransport {
+    public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
+        for tagged in requests {
+            let tag = tagged.tag
+            send(tagged.request).whenComplete { result in
+                let answer: Result<APNsResponse, APNsTransportError> =
+                    switch result {
+                    case let .success(response): .success(response)
+                    case let .failure(error as APNsTransportError): .failure(error)
+                    case let .failure(error): .failure(.malformedResponse("\(error)"))
+                    }
+                sink.received([APNsAnswer(tag: tag, result: answer)])
+            }
+        }
+    }
 }
 
 /// One app's transport when its production and sandbox tokens go to
@@ -235,6 +287,16 @@ public struct APNsEnvironmentRouter: APNsTransport {
 
     public func send(_ request: APNsRequest) -> EventLoopFuture<APNsResponse> {
         request.environment == .sandbox ? sandbox.send(request) : production.send(request)
+    }
+
+    public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
+        var toSandbox: [APNsTaggedRequest] = []
+        var toProduction: [APNsTaggedRequest] = []
+        for tagged in requests {
+            if tagged.request.environment == .sandbox { toSandbox.append(tagged) } else { toProduction.append(tagged) }
+        }
+        if !toProduction.isEmpty { production.send(toProduction, to: sink) }
+        if !toSandbox.isEmpty { sandbox.send(toSandbox, to: sink) }
     }
 
     public func shutdown() -> EventLoopFuture<Void> {

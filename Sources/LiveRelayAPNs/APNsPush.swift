@@ -2,6 +2,8 @@
 // headers and the token's environment. The domain builds them; the
 // dispatcher, the HTTP/2 client and the mock APNs only carry and check them.
 
+import NIOCore
+
 /// The `event` of a Live Activity push.
 public enum APNsEvent: String, Hashable, Sendable {
     case start, update, end
@@ -9,21 +11,29 @@ public enum APNsEvent: String, Hashable, Sendable {
 
 /// The exact bytes of one push's JSON body, `{"aps":{...}}`.
 ///
-/// Bytes rather than a dictionary: the same buffer goes to every token of a
-/// fan-out (arrays are copy-on-write), the size APNs enforces is the size of
+/// Bytes rather than a dictionary: the size APNs enforces is the size of
 /// exactly these bytes, and tests and the mock APNs compare them verbatim.
+///
+/// Held as one `ByteBuffer`, made once per call: every stream of a fan-out
+/// writes that same buffer as its DATA frame (a reference, not a copy per
+/// token), which is what a 100,000-token update costs in payload memory and
+/// copying: once (issue 14).
 public struct APNsPayload: Hashable, Sendable {
     /// APNs's limit for a per-device push (a broadcast's is ``APNsBroadcast/maxPayloadBytes``).
     public static let maxBytes = 4096
 
-    public let bytes: [UInt8]
-    public var count: Int { bytes.count }
+    /// The body as written to the wire; never mutated (so it can be shared across event loops).
+    public let buffer: ByteBuffer
+    public var count: Int { buffer.readableBytes }
+
+    /// A copy of the bytes, for stores, tests and peers that compare them.
+    public var bytes: [UInt8] { Array(buffer.readableBytesView) }
 
     /// Bytes as they are: for peers (the mock APNs, tests) that received a payload, not built one.
-    public init(bytes: [UInt8]) { self.bytes = bytes }
+    public init(bytes: [UInt8]) { self.buffer = ByteBuffer(bytes: bytes) }
 
     /// The JSON as text, for logs and tests.
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    public var text: String { String(buffer: buffer) }
 }
 
 /// The APNs environment of a token: it picks the endpoint, and a token sent to

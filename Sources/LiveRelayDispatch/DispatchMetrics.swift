@@ -59,14 +59,11 @@ final class DispatchMetrics: @unchecked Sendable {
         }
     }
 
-    func record(outcomes: [String: [PushOutcome: Int]], retries: [String: Int], sends: [DispatchSend]) {
-        for (appID, counts) in outcomes {
-            let app = appLabel(appID)
-            for (outcome, count) in counts {
-                var dimensions = [("app", app), ("outcome", outcome.label)]
-                if case let .failed(reason) = outcome { dimensions.append(("reason", reasonLabel(reason))) }
-                counter("liverelay_dispatch_pushes_total", dimensions).increment(by: count)
-            }
+    func record(outcomes: [OutcomeCount], retries: [String: Int], sends: [DispatchSend]) {
+        for run in outcomes {
+            var dimensions = [("app", appLabel(run.appID)), ("outcome", run.outcome.label)]
+            if case let .failed(reason) = run.outcome { dimensions.append(("reason", reasonLabel(reason))) }
+            counter("liverelay_dispatch_pushes_total", dimensions).increment(by: run.count)
         }
         for (app, count) in retries {
             counter("liverelay_dispatch_retries_total", [("app", appLabel(app))]).increment(by: count)

@@ -11,14 +11,29 @@ extension DispatchScheduler {
     /// tells the route's circuit breaker what the answer says about the route,
     /// and the app's mass-pruning guard what it says about the app's tokens.
     public mutating func answered(_ pushID: PushID, _ answer: DispatchAnswer, now: NIODeadline) -> DispatchActions {
+        answered(CollectionOfOne((pushID, answer)), now: now)
+    }
+
+    /// Applies answers that came together (one read of a connection) as one step:
+    /// one pump and one set of actions for all of them.
+    public mutating func answered(
+        _ answers: some Sequence<(PushID, DispatchAnswer)>, now: NIODeadline
+    ) -> DispatchActions {
         var actions = DispatchActions()
+        for (push, answer) in answers { apply(push, answer, now: now, &actions) }
+        pump(now: now, &actions)
+        checkDrained(&actions)
+        return actions
+    }
+
+    private mutating func apply(_ pushID: PushID, _ answer: DispatchAnswer, now: NIODeadline, _ actions: inout DispatchActions) {
         let id = pushID.raw
-        guard let push = pushes[id], push.state == .inFlight else { return actions }
+        guard let push = pushes[id], push.state == .inFlight else { return }
         let a = push.app
         inFlight -= 1
         routeInFlight[push.route] -= 1
         apps[a].counters.inFlight -= 1
-        var lane = apps[a].lanes.removeValue(forKey: push.token) ?? Lane()
+        var lane = apps[a].lanes.take(push.lane)
         if lane.busy == id { lane.busy = nil }
         var credentials: CredentialError?
         let routeOutcome: CircuitBreaker.Outcome
@@ -40,7 +55,7 @@ extension DispatchScheduler {
                 finish(id, .delivered, &actions)
             case .pruneToken:
                 let dead = PrunedToken(
-                    appID: apps[a].id, token: push.token, reason: reason,
+                    appID: apps[a].id, token: lane.token, reason: reason,
                     invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) })
                 let verdict: MassPruneGuard.Answer =
                     switch (response.status, response.reason) {
@@ -114,12 +129,9 @@ extension DispatchScheduler {
         if let transition = breakers[push.route].record(routeOutcome, probe: push.probe, now: now, using: &random) {
             actions.circuitChanges.append((routes[push.route], transition))
         }
-        makeReady(&lane, token: push.token, app: a, front: false)
-        apps[a].lanes[push.token] = lane
+        makeReady(&lane, slot: push.lane, app: a, front: false)
+        apps[a].lanes.put(lane, at: push.lane)
         if let credentials { failUnsent(app: a, .failed(reason: credentials.reason), &actions) }
-        pump(now: now, &actions)
-        checkDrained(&actions)
-        return actions
     }
 
     /// Retries a push unless that would break a rule: past the optional cap on
@@ -210,16 +222,15 @@ extension DispatchScheduler {
             if let transition = breakers[route].advance(now: now) { actions.circuitChanges.append((routes[route], transition)) }
         }
         while let id = retryTimers.popDue(now) {
-            guard let push = pushes[id], push.state == .backingOff,
-                var lane = apps[push.app].lanes.removeValue(forKey: push.token)
-            else { continue }
+            guard let push = pushes[id], push.state == .backingOff else { continue }
+            var lane = apps[push.app].lanes.take(push.lane)
             if lane.busy == id {
                 lane.busy = nil
                 pushes[id]!.state = .queued
                 lane.pending.insert(id, at: 0)
-                makeReady(&lane, token: push.token, app: push.app, front: true)
+                makeReady(&lane, slot: push.lane, app: push.app, front: true)
             }
-            apps[push.app].lanes[push.token] = lane
+            apps[push.app].lanes.put(lane, at: push.lane)
         }
         while let timer = callTimers.popDue(now) {
             switch timer {
@@ -249,7 +260,7 @@ extension DispatchScheduler {
         let retention = configuration.laneRetention
         var remaining = 0
         for a in apps.indices {
-            apps[a].lanes = apps[a].lanes.filter { !$0.value.isIdle || now - $0.value.lastTaken < retention }
+            apps[a].lanes.forget { $0.isIdle && now - $0.lastTaken >= retention }
             remaining += apps[a].lanes.count
         }
         nextSweep = remaining > 0 ? now + retention : nil
@@ -258,11 +269,12 @@ extension DispatchScheduler {
     /// Expires a push that is queued or waiting to retry; one in flight was sent in time.
     private mutating func expireUnsent(_ id: UInt64, _ actions: inout DispatchActions) {
         guard let push = pushes[id], push.state != .inFlight else { return }
-        if push.state == .backingOff, var lane = apps[push.app].lanes.removeValue(forKey: push.token) {
+        if push.state == .backingOff {
+            var lane = apps[push.app].lanes.take(push.lane)
             if lane.busy == id { lane.busy = nil }
             finish(id, .expired, &actions)
-            makeReady(&lane, token: push.token, app: push.app, front: false)
-            apps[push.app].lanes[push.token] = lane
+            makeReady(&lane, slot: push.lane, app: push.app, front: false)
+            apps[push.app].lanes.put(lane, at: push.lane)
         } else {
             // A queued push stays in its lane as a stale id, skipped when the lane comes up.
             finish(id, .expired, &actions)
@@ -271,15 +283,15 @@ extension DispatchScheduler {
 
     /// Ends every push of the app that is not in flight with `outcome`.
     mutating func failUnsent(app a: Int, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
-        for token in Array(apps[a].lanes.keys) {
-            guard var lane = apps[a].lanes.removeValue(forKey: token) else { continue }
+        for slot in apps[a].lanes.allSlots {
+            var lane = apps[a].lanes.take(slot)
             for id in lane.pending { finish(id, outcome, &actions) }
             lane.pending.removeAll()
             if let busy = lane.busy, pushes[busy]?.state == .backingOff {
                 finish(busy, outcome, &actions)
                 lane.busy = nil
             }
-            apps[a].lanes[token] = lane
+            apps[a].lanes.put(lane, at: slot)
         }
     }
 

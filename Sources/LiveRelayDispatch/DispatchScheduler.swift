@@ -37,8 +37,10 @@ public struct DispatchActions: Sendable {
     public var credentialRejections: [(appID: String, error: CredentialError)] = []
     /// Circuit breakers that changed state, by route, for the logs and the metrics.
     public var circuitChanges: [(route: APNsRoute, transition: CircuitBreaker.Transition)] = []
-    /// Final outcomes per app since the last step, for the metrics.
-    public var outcomes: [String: [PushOutcome: Int]] = [:]
+    /// Final outcomes since the last step, for the metrics: runs of one app's
+    /// one outcome (a fan-out's answers are one long run), so counting a push
+    /// hashes nothing.
+    public var outcomes: [OutcomeCount] = []
     /// Retries scheduled per app since the last step, for the metrics.
     public var retries: [String: Int] = [:]
     /// Durable batches whose every push is final, for the ledger.
@@ -69,10 +71,11 @@ public struct DispatchScheduler {
         enum State { case queued, inFlight, backingOff }
         var call: UInt64
         var app: Int
-        var token: String
+        /// The slot of its token's lane in the app's ``LaneTable``.
+        var lane: Int
         /// Where the token was registered: the transport routes by it.
         var environment: APNsEnvironment
-        /// Set when the target is a broadcast channel (`token` is its id).
+        /// Set when the target is a broadcast channel (its lane's token is the channel id).
         var channelPolicy: ChannelStoragePolicy?
         var state = State.queued
         var attempts = 0
@@ -84,21 +87,13 @@ public struct DispatchScheduler {
         /// a second one in a row backs off, so a token source that keeps making
         /// rejected tokens (a skewed clock) cannot spin a push without pause.
         var refreshedAtOnce = false
-    }
 
-    /// One token's pushes of one app.
-    struct Lane {
-        var pending: [UInt64] = []
-        /// The push in flight or waiting to retry; none may be sent to the token meanwhile.
-        var busy: UInt64?
-        /// Whether the token is in its app's ready queue (possibly with stale entries).
-        var inReady = false
-        /// The newest timestamp taken per activity id.
-        var newest: [String: Int64] = [:]
-        /// When a push was last taken: an idle lane is forgotten ``DispatcherConfiguration/laneRetention`` later.
-        var lastTaken = NIODeadline.uptimeNanoseconds(0)
-
-        var isIdle: Bool { pending.isEmpty && busy == nil && !inReady }
+        mutating func sent(route: Int, probe: Bool) {
+            state = .inFlight
+            attempts += 1
+            self.route = route
+            self.probe = probe
+        }
     }
 
     struct AppState {
@@ -106,9 +101,9 @@ public struct DispatchScheduler {
         var capacity: Int
         var route: Int
         var quantum: Int
-        var lanes: [String: Lane] = [:]
-        /// Tokens whose lane can send now.
-        var ready = CircularBuffer<String>()
+        var lanes = LaneTable()
+        /// Lanes (slots) that can send now.
+        var ready = CircularBuffer<Int>()
         var deficit = 0
         var isActive = false
         var credentialError: CredentialError?
@@ -324,7 +319,9 @@ public struct DispatchScheduler {
             if let refusal {
                 settle(call: callID, app: a, .failed(reason: refusal), &actions)
             } else {
-                take(first + UInt64(i), target: target, call: callID, app: a, now: now, &actions)
+                take(
+                    first + UInt64(i), target: target, call: callID, activity: batch.activityID, timestamp: batch.timestamp,
+                    app: a, now: now, &actions)
             }
         }
         if calls[callID] != nil {
@@ -346,15 +343,14 @@ public struct DispatchScheduler {
     /// One target into its token's lane: superseded if a newer push of the
     /// activity was taken for the token, superseding the older one queued or retrying.
     private mutating func take(
-        _ id: UInt64, target: PushTarget, call: UInt64, app a: Int, now: NIODeadline,
+        _ id: UInt64, target: PushTarget, call: UInt64, activity: String, timestamp: Int64, app a: Int, now: NIODeadline,
         _ actions: inout DispatchActions
     ) {
-        let token = target.token
-        let activity = calls[call]!.activityID, timestamp = calls[call]!.timestamp
-        var lane = apps[a].lanes.removeValue(forKey: token) ?? Lane()
+        let slot = apps[a].lanes.slot(for: target.token)
+        var lane = apps[a].lanes.take(slot)
         lane.lastTaken = now
         if nextSweep == nil { nextSweep = now + configuration.laneRetention }
-        defer { apps[a].lanes[token] = lane }
+        defer { apps[a].lanes.put(lane, at: slot) }
         if let newest = lane.newest[activity], timestamp <= newest {
             settle(call: call, app: a, .superseded, &actions)
             return
@@ -372,17 +368,16 @@ public struct DispatchScheduler {
             finish(busy, .superseded, &actions)
             lane.busy = nil
         }
-        pushes[id] = Push(
-            call: call, app: a, token: token, environment: target.environment, channelPolicy: target.channelPolicy)
+        pushes[id] = Push(call: call, app: a, lane: slot, environment: target.environment, channelPolicy: target.channelPolicy)
         lane.pending.append(id)
-        makeReady(&lane, token: token, app: a, front: false)
+        makeReady(&lane, slot: slot, app: a, front: false)
     }
 
     /// Puts an idle lane with pending pushes in its app's ready queue, and the app in the round.
-    mutating func makeReady(_ lane: inout Lane, token: String, app a: Int, front: Bool) {
+    mutating func makeReady(_ lane: inout Lane, slot: Int, app a: Int, front: Bool) {
         guard lane.busy == nil, !lane.pending.isEmpty, !lane.inReady else { return }
         lane.inReady = true
-        if front { apps[a].ready.prepend(token) } else { apps[a].ready.append(token) }
+        if front { apps[a].ready.prepend(slot) } else { apps[a].ready.append(slot) }
         if !apps[a].isActive {
             apps[a].isActive = true
             active.append(a)
@@ -407,43 +402,42 @@ public struct DispatchScheduler {
                 passedOver += 1
                 continue
             }
-            guard let token = apps[a].ready.popFirst() else {
+            guard let slot = apps[a].ready.popFirst() else {
                 active.removeFirst()
                 apps[a].isActive = false
                 apps[a].deficit = 0
                 continue
             }
-            guard var lane = apps[a].lanes.removeValue(forKey: token) else { continue }
+            var lane = apps[a].lanes.take(slot)
             lane.inReady = false
             var chosen: UInt64?
             while lane.busy == nil, chosen == nil, !lane.pending.isEmpty {
                 let id = lane.pending.removeFirst()
                 if pushes[id] != nil { chosen = id }
             }
-            guard let id = chosen else {
-                apps[a].lanes[token] = lane
+            guard let id = chosen, let pushIndex = pushes.index(forKey: id) else {
+                apps[a].lanes.put(lane, at: slot)
                 continue
             }
-            let call = calls[pushes[id]!.call]!
+            let call = calls[pushes.values[pushIndex].call]!
             if let sendBy = call.sendBy, sendBy <= now {
                 finish(id, .expired, &actions)
-                makeReady(&lane, token: token, app: a, front: true)
-                apps[a].lanes[token] = lane
+                makeReady(&lane, slot: slot, app: a, front: true)
+                apps[a].lanes.put(lane, at: slot)
                 continue
             }
             if let error = apps[a].credentialError, now < error.suspendedUntil {
                 finish(id, .failed(reason: error.reason), &actions)
-                makeReady(&lane, token: token, app: a, front: true)
-                apps[a].lanes[token] = lane
+                makeReady(&lane, slot: slot, app: a, front: true)
+                apps[a].lanes.put(lane, at: slot)
                 continue
             }
             if apps[a].deficit <= 0 { apps[a].deficit += apps[a].quantum }
             lane.busy = id
-            apps[a].lanes[token] = lane
-            pushes[id]!.state = .inFlight
-            pushes[id]!.attempts += 1
-            pushes[id]!.route = route
-            pushes[id]!.probe = breakers[route].sent()
+            let token = lane.token
+            apps[a].lanes.put(lane, at: slot)
+            pushes.values[pushIndex].sent(route: route, probe: breakers[route].sent())
+            let push = pushes.values[pushIndex]
             inFlight += 1
             routeInFlight[route] += 1
             apps[a].counters.inFlight += 1
@@ -454,8 +448,8 @@ public struct DispatchScheduler {
                     request: APNsRequest(
                         deviceToken: token, headers: call.headers, payload: call.payload,
                         apnsID: call.apnsCall.apnsID(push: id - call.first),
-                        environment: pushes[id]!.environment, sendBy: call.sendBy,
-                        broadcast: pushes[id]!.channelPolicy.map {
+                        environment: push.environment, sendBy: call.sendBy,
+                        broadcast: push.channelPolicy.map {
                             APNsBroadcast(channelID: token, bundleID: call.headers.bundleID, storagePolicy: $0)
                         })))
             passedOver = 0
@@ -490,10 +484,16 @@ public struct DispatchScheduler {
     mutating func settle(call id: UInt64, app a: Int, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
         apps[a].counters.record(outcome)
         unfinished -= 1
-        actions.outcomes[apps[a].id, default: [:]][outcome, default: 0] += 1
-        guard calls[id] != nil else { return }
-        calls[id]!.account.record(outcome)
-        guard calls[id]!.account.result.queued == 0, let call = calls.removeValue(forKey: id) else { return }
+        if let last = actions.outcomes.indices.last, actions.outcomes[last].app == a, actions.outcomes[last].outcome == outcome {
+            actions.outcomes[last].count += 1
+        } else {
+            actions.outcomes.append(OutcomeCount(appID: apps[a].id, outcome: outcome, count: 1, app: a))
+        }
+        // One lookup for the call's account, not one per access.
+        guard let index = calls.index(forKey: id) else { return }
+        calls.values[index].account.record(outcome)
+        guard calls.values[index].account.result.queued == 0 else { return }
+        let call = calls.remove(at: index).value
         if id == enqueuing { finishedWhileEnqueuing = call.account.result }
         if call.waits, !call.replied { actions.replies.append((CallID(raw: id), call.account.result)) }
         // A push given up for the shutdown is not accounted for: the intent stays for the next start.
@@ -503,6 +503,15 @@ public struct DispatchScheduler {
                     appID: apps[a].id, activityID: call.activityID, timestamp: call.timestamp, account: call.account.result))
         }
     }
+}
+
+/// `count` pushes of one app that ended with one outcome.
+public struct OutcomeCount: Sendable {
+    public var appID: String
+    public var outcome: PushOutcome
+    public var count: Int
+    /// The app's index in the scheduler: compared instead of the id.
+    var app: Int
 }
 
 /// How full one app's queue is: what `/metrics` reports as `liverelay_queue_depth` and `liverelay_queue_capacity`.

@@ -195,19 +195,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
     }
 
     private func perform(_ actions: DispatchActions) {
-        for send in actions.sends {
-            guard let transport = transports.transport(for: send.route) else {
-                answer(send.push, .transportError(.connectFailed("no transport for \(send.route)")))
-                continue
-            }
-            transport.send(send.request).whenComplete { result in
-                switch result {
-                case let .success(response): self.answer(send.push, .response(response))
-                case let .failure(error as APNsTransportError): self.answer(send.push, .transportError(error))
-                case let .failure(error): self.answer(send.push, .transportError(.malformedResponse("\(error)")))
-                }
-            }
-        }
+        if !actions.sends.isEmpty { send(actions.sends) }
         if !actions.replies.isEmpty {
             let promises = lock.withLock { actions.replies.map { (waiters.removeValue(forKey: $0.call), $0.result) } }
             for (promise, result) in promises {
@@ -262,9 +250,30 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         if actions.shutdownComplete { finishShutdown() }
     }
 
-    private func answer(_ push: PushID, _ answer: DispatchAnswer) {
+    /// Hands each route's sends to its transport in one batch (one transport
+    /// lookup and one pool step per route, not per push); answers come back to
+    /// ``received(_:)``.
+    private func send(_ sends: [DispatchSend]) {
+        var start = 0
+        while start < sends.count {
+            // Runs of one route: a step's sends are nearly always one app's, one route's.
+            let route = sends[start].route
+            var end = start + 1
+            while end < sends.count, sends[end].route == route { end += 1 }
+            let run = sends[start..<end]
+            start = end
+            guard let transport = transports.transport(for: route) else {
+                let error = DispatchAnswer.transportError(.connectFailed("no transport for \(route)"))
+                answer(run.map { ($0.push, error) })
+                continue
+            }
+            transport.send(run.map { APNsTaggedRequest(tag: $0.push.raw, request: $0.request) }, to: self)
+        }
+    }
+
+    private func answer(_ answers: [(PushID, DispatchAnswer)]) {
         let now = eventLoop.now
-        lock.withLock { outbox.append(scheduler.answered(push, answer, now: now)) }
+        lock.withLock { outbox.append(scheduler.answered(answers, now: now)) }
         run()
     }
 
@@ -292,5 +301,18 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         let promise = lock.withLock { shutdownPromise }
         logger.info("dispatcher stopped")
         promise?.succeed()
+    }
+}
+
+extension Dispatcher: APNsAnswerSink {
+    /// The answers of one read of a connection: one scheduler step for all of them.
+    public func received(_ answers: [APNsAnswer]) {
+        answer(
+            answers.map { answer in
+                switch answer.result {
+                case let .success(response): (PushID(raw: answer.tag), .response(response))
+                case let .failure(error): (PushID(raw: answer.tag), .transportError(error))
+                }
+            })
     }
 }

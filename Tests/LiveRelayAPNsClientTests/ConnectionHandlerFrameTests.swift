@@ -16,7 +16,10 @@ final class RecordingDelegate: APNsConnectionDelegate, @unchecked Sendable {
     var closed = false
     func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int) {}
     func connectionClosed(_ id: Int, connectError: String?) { lock.withLock { closed = true } }
-    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {}
+    var finished = 0
+    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>]) {
+        lock.withLock { finished += results.count }
+    }
     func bounced(_ pending: APNsPendingRequest, from id: Int) { lock.withLock { bounced.append(pending) } }
 }
 
@@ -165,7 +168,7 @@ struct ConnectionHandlerFrameTests {
         let bounced = delegate.lock.withLock { delegate.bounced }
         #expect(bounced.count == 1)
         #expect(try outbound().isEmpty)
-        bounced.first?.promise.fail(APNsTransportError.shutDown)  // the pool's to finish; here, the test's
+        bounced.first?.complete(.failure(.shutDown))  // the pool's to finish; here, the test's
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
@@ -202,7 +205,7 @@ struct ConnectionHandlerFrameTests {
             headers: APNsHeaders(bundleID: "com.example.app", expiration: 0),
             payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":1,"event":"update"}}"#.utf8)),
             apnsID: APNsCallID(instance: 1, call: 2).apnsID(push: 3))
-        let headers = APNsConnectionHandler.headers(for: request, authority: "api.push.apple.com", bearer: "token")
+        let headers = APNsRequestHeaders.headers(for: request, authority: "api.push.apple.com", bearer: "token")
         var indexing: [String: HPACKIndexing] = [:]
         for header in headers { indexing[header.name] = header.indexable }
         #expect(indexing[":path"] == .nonIndexable)
