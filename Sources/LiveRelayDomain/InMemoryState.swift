@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayPushOutlet
 
 /// The whole state as plain dictionaries with the three hot indexes: the
 /// reference semantics every store must match, the in-memory store's
@@ -164,6 +165,18 @@ public struct InMemoryState: StateReader, Sendable {
 
     public func updateTokens(of activity: ActivityKey) -> [Token] {
         tokens(byActivity[activity], appID: activity.appID)
+    }
+
+    public func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        guard let bucket = byActivity[activity] else { return [] }
+        var targets: [PushTarget] = []
+        targets.reserveCapacity(bucket.hexes.count)
+        for hex in bucket.hexes {
+            if let token = tokens[TokenKey(appID: activity.appID, hex: hex)], !token.isExpired(at: now) {
+                targets.append(PushTarget(token: token.hex, environment: token.environment))
+            }
+        }
+        return targets
     }
 
     public func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
