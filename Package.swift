@@ -411,6 +411,12 @@ let package = Package(
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
         ),
+        // Run by hand (release): bytes per registered token of the in-memory store, for docs/BENCHMARKS.md.
+        .executableTarget(
+            name: "memory-store-benchmark",
+            dependencies: ["LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages"],
+            path: "Tests/Support/MemoryStoreBenchmark"
+        ),
         // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "postgres-store-benchmark",

@@ -223,7 +223,9 @@ public struct ChangeActivity: StoreMutation {
 
         // Devices ignore a timestamp older than or equal to the last: never reuse one.
         let stamp = max(now.seconds, activity.lastTimestamp + 1)
-        let tokens = state.updateTokens(of: key)
+        // Only an end needs the tokens themselves (to delete them); an update reads just its targets.
+        let sendsToTokens = !(channelOnly && channel != nil)
+        let tokens = event == .end ? state.updateTokens(of: key) : []
         var content = self.content
         var writes: [StoreWrite] = []
         let payload: APNsPayload
@@ -249,9 +251,12 @@ public struct ChangeActivity: StoreMutation {
         }
         activity.lastTimestamp = stamp
 
-        var targets =
-            channelOnly && channel != nil
-            ? [] : tokens.filter { !$0.isExpired(at: now) }.map { PushTarget(token: $0.hex, environment: $0.environment) }
+        var targets: [PushTarget] =
+            !sendsToTokens
+            ? []
+            : event == .end
+                ? tokens.filter { !$0.isExpired(at: now) }.map { PushTarget(token: $0.hex, environment: $0.environment) }
+                : state.updateTargets(of: key, at: now)
         if let channel { targets.append(channel) }
         var batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,

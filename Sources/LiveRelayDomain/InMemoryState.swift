@@ -1,43 +1,17 @@
 import LiveRelayAPNs
+import LiveRelayPushOutlet
 
-/// The whole state as plain dictionaries with the three hot indexes: the
-/// reference semantics every store must match, the in-memory store's
-/// storage, and the state domain tests run rules against.
+/// The whole state with the three hot indexes: the reference semantics every
+/// store must match, the in-memory store's storage, and the state domain
+/// tests run rules against. Tokens, by far the most numerous rows, are kept
+/// compact (``TokenTable``); activities, idempotency records and intents are
+/// plain dictionaries.
 ///
 /// A value type: copying it is a snapshot, and applying a plan is a pure
 /// function of the old value and the writes.
 public struct InMemoryState: StateReader, Sendable {
-    /// Hexes with O(1) insert and remove (swap-remove), in a deterministic order.
-    private struct Bucket: Sendable {
-        var hexes: [String] = []
-        var position: [String: Int] = [:]
-
-        mutating func insert(_ hex: String) {
-            guard position[hex] == nil else { return }
-            position[hex] = hexes.count
-            hexes.append(hex)
-        }
-
-        mutating func remove(_ hex: String) {
-            guard let i = position.removeValue(forKey: hex) else { return }
-            let last = hexes.removeLast()
-            if i < hexes.count {
-                hexes[i] = last
-                position[last] = i
-            }
-        }
-    }
-
-    private struct TypeKey: Hashable, Sendable { var appID, attributesType: String }
-    private struct UserKey: Hashable, Sendable { var appID, externalUserID, attributesType: String }
-
-    private var tokens: [TokenKey: Token] = [:]
-    private var slots: [TokenSlot: String] = [:]
-    private var byActivity: [ActivityKey: Bucket] = [:]
-    private var byType: [TypeKey: Bucket] = [:]
-    private var byUser: [UserKey: Bucket] = [:]
-    /// Tokens with their own expiry: the only ones the token sweep must look at.
-    private var expiring: Set<TokenKey> = []
+    /// The tokens and their indexes, compact (``TokenTable``).
+    private var tokens = TokenTable()
     private var activities: [ActivityKey: Activity] = [:]
     private var records: [ActivityKey: [String: IdempotencyRecord]] = [:]
     private var intents: [IntentKey: DispatchIntent] = [:]
@@ -61,12 +35,9 @@ public struct InMemoryState: StateReader, Sendable {
         for write in writes {
             switch write {
             case let .putToken(token):
-                unindex(token.key)
-                tokens[token.key] = token
-                index(token)
+                tokens.put(token)
             case let .deleteToken(key):
-                unindex(key)
-                tokens[key] = nil
+                tokens.delete(key)
             case let .putActivity(activity):
                 activities[activity.key] = activity
             case let .deleteActivity(key):
@@ -93,85 +64,35 @@ public struct InMemoryState: StateReader, Sendable {
         }
     }
 
-    private mutating func index(_ token: Token) {
-        if let slot = token.slot { slots[slot] = token.hex }
-        if token.expiresAt != nil { expiring.insert(token.key) }
-        switch token.kind {
-        case .update:
-            if let activityID = token.activityID {
-                byActivity[ActivityKey(appID: token.appID, activityID: activityID), default: Bucket()].insert(token.hex)
-            }
-        case .pushToStart:
-            guard let type = token.attributesType else { return }
-            byType[TypeKey(appID: token.appID, attributesType: type), default: Bucket()].insert(token.hex)
-            if let user = token.externalUserID {
-                byUser[UserKey(appID: token.appID, externalUserID: user, attributesType: type), default: Bucket()]
-                    .insert(token.hex)
-            }
-        }
-    }
-
-    private mutating func unindex(_ key: TokenKey) {
-        guard let token = tokens[key] else { return }
-        if let slot = token.slot, slots[slot] == token.hex { slots[slot] = nil }
-        expiring.remove(key)
-        switch token.kind {
-        case .update:
-            if let activityID = token.activityID {
-                Self.remove(token.hex, from: &byActivity, ActivityKey(appID: token.appID, activityID: activityID))
-            }
-        case .pushToStart:
-            guard let type = token.attributesType else { return }
-            Self.remove(token.hex, from: &byType, TypeKey(appID: token.appID, attributesType: type))
-            if let user = token.externalUserID {
-                Self.remove(token.hex, from: &byUser, UserKey(appID: token.appID, externalUserID: user, attributesType: type))
-            }
-        }
-    }
-
-    private static func remove<K: Hashable>(_ hex: String, from index: inout [K: Bucket], _ key: K) {
-        index[key]?.remove(hex)
-        if index[key]?.hexes.isEmpty == true { index[key] = nil }
-    }
-
-    private func tokens(_ bucket: Bucket?, appID: String) -> [Token] {
-        guard let bucket else { return [] }
-        return bucket.hexes.compactMap { tokens[TokenKey(appID: appID, hex: $0)] }
-    }
-
     // MARK: StateReader
 
-    public func token(_ key: TokenKey) -> Token? { tokens[key] }
+    public func token(_ key: TokenKey) -> Token? { tokens.token(key) }
 
-    public func token(in slot: TokenSlot) -> Token? {
-        let appID: String
-        switch slot {
-        case let .update(app, _, _), let .pushToStart(app, _, _): appID = app
-        }
-        return slots[slot].flatMap { tokens[TokenKey(appID: appID, hex: $0)] }
-    }
+    public func token(in slot: TokenSlot) -> Token? { tokens.token(in: slot) }
 
     public func activity(_ key: ActivityKey) -> Activity? { activities[key] }
 
-    /// A scan of everything: the memory store serves tests and benchmarks, where this is cheap enough.
+    /// Tokens are counted per app as they come and go; live activities are a scan.
     public func usage(of appID: String, at now: UnixTime) -> AppUsage {
         AppUsage(
-            tokens: tokens.keys.reduce(0) { $0 + ($1.appID == appID ? 1 : 0) },
+            tokens: tokens.count(ofApp: appID),
             liveActivities: activities.values.reduce(0) { $0 + ($1.appID == appID && $1.isLive(at: now) ? 1 : 0) })
     }
 
     public func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? { records[activity]?[key] }
 
-    public func updateTokens(of activity: ActivityKey) -> [Token] {
-        tokens(byActivity[activity], appID: activity.appID)
+    public func updateTokens(of activity: ActivityKey) -> [Token] { tokens.updateTokens(of: activity) }
+
+    public func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        tokens.updateTargets(of: activity, at: now)
     }
 
     public func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
-        tokens(byType[TypeKey(appID: appID, attributesType: attributesType)], appID: appID)
+        tokens.pushToStartTokens(appID: appID, attributesType: attributesType)
     }
 
     public func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {
-        tokens(byUser[UserKey(appID: appID, externalUserID: externalUserID, attributesType: attributesType)], appID: appID)
+        tokens.pushToStartTokens(appID: appID, externalUserID: externalUserID, attributesType: attributesType)
     }
 
     /// A scan: activities are few next to tokens and are purged after their retention.
@@ -184,16 +105,7 @@ public struct InMemoryState: StateReader, Sendable {
         return due
     }
 
-    public func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
-        var due: [Token] = []
-        for key in expiring {
-            if let token = tokens[key], token.isExpired(at: now) {
-                due.append(token)
-                if due.count >= limit { break }
-            }
-        }
-        return due
-    }
+    public func tokensExpired(at now: UnixTime, limit: Int) -> [Token] { tokens.tokensExpired(at: now, limit: limit) }
 
     /// A scan: intents are few (only unfinished calls).
     public func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {

@@ -54,10 +54,7 @@ public struct ClaimIntents: StoreMutation {
                 continue
             }
             let targets = {
-                intent.resolvedTargets {
-                    state.updateTokens(of: intent.key.activity).filter { !$0.isExpired(at: now) }
-                        .map { PushTarget(token: $0.hex, environment: $0.environment) }
-                }
+                intent.resolvedTargets { state.updateTargets(of: intent.key.activity, at: now) }
             }
             if let expiresAt = intent.expiresAt, expiresAt <= now {
                 // Settled unsent: its pushes are the call's final account, so a replay reports them expired.

@@ -116,6 +116,34 @@ enum SQLiteSchema {
         CREATE INDEX dispatch_intents_lease ON dispatch_intents (lease_until);
         CREATE INDEX dispatch_intents_owner ON dispatch_intents (owner);
         """,
+        // 4: an update's fan-out (SQLiteTables.SQL.updateTargets) reads one covering index in
+        // one pass instead of the slot index plus a primary-key lookup per token (100,000
+        // random B-tree probes for a 100k-token activity). The index replaces
+        // tokens_update_slot rather than joining it, so registering an update token still
+        // writes two B-trees, not three: it has the slot's columns first (so the slot lookup
+        // uses it too) and then environment, expires_at and kind (the covered columns; hex
+        // is in every index of a WITHOUT ROWID table). A unique index cannot carry extra
+        // columns in SQLite, so the slot's uniqueness moves to two triggers: a second token
+        // in a taken slot is still a constraint error, never a silent second row.
+        """
+        DROP INDEX tokens_update_slot;
+        CREATE INDEX tokens_update_targets
+            ON tokens (app_id, activity_id, device_id, environment, expires_at, kind) WHERE kind = 0;
+        CREATE TRIGGER tokens_update_slot_insert BEFORE INSERT ON tokens
+            WHEN NEW.kind = 0 AND NEW.device_id IS NOT NULL
+        BEGIN
+            SELECT RAISE(ABORT, 'UNIQUE constraint failed: tokens update slot') FROM tokens
+            WHERE kind = 0 AND app_id = NEW.app_id AND activity_id = NEW.activity_id AND device_id = NEW.device_id
+                AND hex <> NEW.hex;
+        END;
+        CREATE TRIGGER tokens_update_slot_update BEFORE UPDATE OF kind, app_id, activity_id, device_id ON tokens
+            WHEN NEW.kind = 0 AND NEW.device_id IS NOT NULL
+        BEGIN
+            SELECT RAISE(ABORT, 'UNIQUE constraint failed: tokens update slot') FROM tokens
+            WHERE kind = 0 AND app_id = NEW.app_id AND activity_id = NEW.activity_id AND device_id = NEW.device_id
+                AND hex <> NEW.hex;
+        END;
+        """,
     ]
 
     /// The version this build writes.

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayPushOutlet
 
 /// The rows of the four tables as domain values: every read and every
 /// ``StoreWrite`` as a cached prepared statement on one connection.
@@ -20,18 +21,26 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 32
+        static let count = 33
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
-            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3"
+            "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_targets WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND device_id = ?3"
         )
         static let pushToStartSlot = SQLiteQuery(
             2,
             "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND device_id = ?3"
         )
         static let updateTokens = SQLiteQuery(
-            3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_slot WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
+            3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_targets WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
+        /// An update's fan-out: answered from the covering index alone (no row of
+        /// `tokens` is read), expired tokens left out by the query.
+        static let updateTargets = SQLiteQuery(
+            32,
+            """
+            SELECT hex, environment FROM tokens INDEXED BY tokens_update_targets
+            WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND (expires_at IS NULL OR expires_at > ?3)
+            """)
         static let pushToStartOfType = SQLiteQuery(
             4,
             "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_push_to_start_slot WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2"
@@ -134,6 +143,15 @@ struct SQLiteTables {
             {
                 $0.bind(1, activity.appID); $0.bind(2, activity.activityID)
             }, row: Self.token(from:))
+    }
+
+    /// One pass over the covering index: per row one `String` (the target's hex), nothing else.
+    func updateTargets(of activity: ActivityKey, at now: UnixTime) throws(SQLiteError) -> [PushTarget] {
+        try db.query(
+            SQL.updateTargets,
+            {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, now.milliseconds)
+            }, row: { PushTarget(token: $0.string(0), environment: $0.int64(1) == 0 ? .sandbox : .production) })
     }
 
     func pushToStartTokens(appID: String, attributesType: String) throws(SQLiteError) -> [Token] {
@@ -361,6 +379,10 @@ final class SQLiteStateReader: StateReader {
 
     func updateTokens(of activity: ActivityKey) -> [Token] {
         read([]) { () throws(SQLiteError) in try tables.updateTokens(of: activity) }
+    }
+
+    func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        read([]) { () throws(SQLiteError) in try tables.updateTargets(of: activity, at: now) }
     }
 
     func pushToStartTokens(appID: String, attributesType: String) -> [Token] {

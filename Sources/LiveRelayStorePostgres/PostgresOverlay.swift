@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayPushOutlet
 import PostgresNIO
@@ -98,6 +99,24 @@ struct PostgresOverlay {
         var merged = fromDatabase.filter { tokens[$0.key] == nil }
         for case let .some(token) in tokens.values where matches(token) { merged.append(token) }
         return merged
+    }
+
+    /// An activity's update targets from the database with the batch's changes
+    /// (as ``merge(_:where:)`` does for tokens), live at `now`.
+    func merge(_ fromDatabase: [UpdateTargetRow], of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        var targets: [PushTarget] = []
+        targets.reserveCapacity(fromDatabase.count)
+        for row in fromDatabase where row.isLive(at: now) {
+            if !tokens.isEmpty, tokens[TokenKey(appID: activity.appID, hex: row.hex)] != nil { continue }
+            targets.append(PushTarget(token: row.hex, environment: row.environment))
+        }
+        for case let .some(token) in tokens.values
+        where token.kind == .update && token.appID == activity.appID && token.activityID == activity.activityID
+            && !token.isExpired(at: now)
+        {
+            targets.append(PushTarget(token: token.hex, environment: token.environment))
+        }
+        return targets
     }
 
     func merge(_ fromDatabase: [Activity], where matches: (Activity) -> Bool) -> [Activity] {

@@ -117,6 +117,17 @@ enum PostgresSchema {
             "CREATE INDEX dispatch_intents_lease ON dispatch_intents (lease_until)",
             "CREATE INDEX dispatch_intents_owner ON dispatch_intents (owner)",
         ],
+        // 4: an update's fan-out (PostgresTables.updateTargetsSQL) reads only hex, environment
+        // and expires_at: the slot index carries them (INCLUDE), so the read is an index-only
+        // scan once the table's visibility map is set, instead of a heap fetch per token. Still
+        // unique on the slot's columns, under the same name.
+        [
+            "DROP INDEX tokens_update_slot",
+            """
+            CREATE UNIQUE INDEX tokens_update_slot ON tokens (app_id, activity_id, device_id)
+                INCLUDE (hex, environment, expires_at) WHERE kind = 0
+            """,
+        ],
     ]
 
     /// The version this build writes.

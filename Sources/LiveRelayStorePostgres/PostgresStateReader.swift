@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayPushOutlet
 
 /// ``StateReader`` for plans running inside a PostgreSQL batch transaction.
 ///
@@ -67,6 +68,11 @@ final class PostgresStateReader: StateReader {
         tokens(.updateTokens(activity)) {
             $0.kind == .update && $0.appID == activity.appID && $0.activityID == activity.activityID
         }
+    }
+
+    func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        guard case let .targets(rows)? = lookup(.updateTargets(activity)) else { return [] }
+        return overlay.merge(rows, of: activity, at: now)
     }
 
     func pushToStartTokens(appID: String, attributesType: String) -> [Token] {

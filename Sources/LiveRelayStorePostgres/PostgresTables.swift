@@ -12,6 +12,8 @@ enum ReadKey: Hashable, Sendable {
     case activity(ActivityKey)
     case record(ActivityKey, String)
     case updateTokens(ActivityKey)
+    /// An update's fan-out: only what a push needs (``UpdateTargetRow``).
+    case updateTargets(ActivityKey)
     case pushToStartOfType(appID: String, attributesType: String)
     case pushToStartOfUser(appID: String, externalUserID: String, attributesType: String)
     case activitiesDue(now: Int64, limit: Int)
@@ -27,6 +29,18 @@ enum ReadValue: Sendable {
     case activities([Activity])
     case record(IdempotencyRecord?)
     case intents([DispatchIntent])
+    case targets([UpdateTargetRow])
+}
+
+/// One update token as the fan-out reads it: expiry is filtered by the plan
+/// (its `now`), so one cached answer serves every plan of a batch.
+struct UpdateTargetRow: Sendable {
+    var hex: String
+    var environment: APNsEnvironment
+    /// UNIX milliseconds; nil for none.
+    var expiresAt: Int64?
+
+    func isLive(at now: UnixTime) -> Bool { expiresAt.map { $0 > now.milliseconds } ?? true }
 }
 
 /// The SQL of the PostgreSQL store: set-based reads (one statement answers
@@ -70,6 +84,12 @@ enum PostgresTables {
             """
     }()
 
+    /// The fan-out read: three columns of the slot index (`INCLUDE`), decoded without building a `Token`.
+    static let updateTargetsSQL = """
+        SELECT k.i, t.hex, t.environment, t.expires_at FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
+            JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x
+        """
+
     static let activitiesSQL = """
         SELECT k.i, \(prefixed(activityColumns, "v")) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
             JOIN activities v ON v.app_id = k.a AND v.id = k.x
@@ -99,6 +119,7 @@ enum PostgresTables {
         var tokenArrays = Array(repeating: [String](), count: 15)
         var activityKeys: [ReadKey] = [], activityArrays: ([String], [String]) = ([], [])
         var recordKeys: [ReadKey] = [], recordArrays: ([String], [String], [String]) = ([], [], [])
+        var targetKeys: [ReadKey] = [], targetArrays: ([String], [String]) = ([], [])
         for key in keys {
             switch key {
             case let .token(k):
@@ -113,6 +134,9 @@ enum PostgresTables {
             case let .updateTokens(a):
                 tokenQueries[3].append(key); tokenArrays[8].append(a.appID); tokenArrays[9].append(a.activityID)
                 answers[key] = .tokens([])
+            case let .updateTargets(a):
+                targetKeys.append(key); targetArrays.0.append(a.appID); targetArrays.1.append(a.activityID)
+                answers[key] = .targets([])
             case let .pushToStartOfType(app, type):
                 tokenQueries[4].append(key); tokenArrays[10].append(app); tokenArrays[11].append(type)
                 answers[key] = .tokens([])
@@ -156,6 +180,17 @@ enum PostgresTables {
                 if q < 3 { answers[key] = .token(value) } else { lists[key, default: []].append(value) }
             }
             for (key, tokens) in lists { answers[key] = .tokens(tokens) }
+        }
+        if !targetKeys.isEmpty {
+            var binds = PostgresBindings(capacity: 2)
+            binds.append(targetArrays.0); binds.append(targetArrays.1)
+            var lists = Array(repeating: [UpdateTargetRow](), count: targetKeys.count)
+            for row in try await session.query(PostgresQuery(unsafeSQL: updateTargetsSQL, binds: binds)) {
+                let (i, hex, environment, expiresAt) = try row.decode((Int64, String, Int16, Int64?).self)
+                lists[Int(i) - 1].append(
+                    UpdateTargetRow(hex: hex, environment: environment == 0 ? .sandbox : .production, expiresAt: expiresAt))
+            }
+            for (key, rows) in zip(targetKeys, lists) { answers[key] = .targets(rows) }
         }
         if !activityKeys.isEmpty {
             var binds = PostgresBindings(capacity: 2)

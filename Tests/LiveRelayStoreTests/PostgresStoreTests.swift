@@ -109,6 +109,9 @@ struct PostgresStoreTests {
             for index in ["tokens_pkey", "tokens_update_slot", "tokens_push_to_start_slot", "tokens_push_to_start_by_user"] {
                 #expect(all.contains(index), "\(index) unused:\n\(all)")
             }
+            // The fan-out reads the slot index alone (its INCLUDE columns), never the table.
+            let targets = try await plan(PostgresTables.updateTargetsSQL.replacingBinds())
+            #expect(targets.contains("Index Only Scan using tokens_update_slot"), "\(targets)")
         }
     }
 

@@ -183,8 +183,9 @@ func removeDirectory(_ path: String) {
         }
         typealias SQL = SQLiteTables.SQL
         let expectations: [(SQLiteQuery, String)] = [
-            (SQL.updateTokens, "tokens_update_slot"),
-            (SQL.updateSlot, "tokens_update_slot"),
+            (SQL.updateTokens, "tokens_update_targets"),
+            (SQL.updateSlot, "tokens_update_targets"),
+            (SQL.updateTargets, "COVERING INDEX tokens_update_targets"),
             (SQL.pushToStartOfType, "tokens_push_to_start_slot"),
             (SQL.pushToStartSlot, "tokens_push_to_start_slot"),
             (SQL.pushToStartOfUser, "tokens_push_to_start_by_user"),

@@ -1,0 +1,341 @@
+import LiveRelayAPNs
+import LiveRelayPushOutlet
+
+/// The tokens of ``InMemoryState``, compact: one fixed-size record per token
+/// in one array, with the key, the rotation slots and the three hot lookups
+/// as indexes of 4-byte record numbers, so that a registered token costs
+/// about 200 bytes instead of the 1.2 KB of `Token` values in dictionaries
+/// keyed by strings (measured: docs/BENCHMARKS.md, "Stores (issue 14)").
+///
+/// What it answers is exactly what those dictionaries answered: the `Token`s
+/// are rebuilt on the way out (the hex unpacked, the strings taken from the
+/// pool). A value type like the state that holds it: copying is a snapshot.
+struct TokenTable: Sendable {
+    /// One token. Strings shared by many tokens are ``StringPool`` ids (0: nil);
+    /// the device id, mostly one per token, stays a `String` (inline up to 15 bytes).
+    private struct Record: Sendable {
+        var hex: PackedHex
+        /// Bit 0 push-to-start, bit 1 production, bit 2 has its own expiry, bit 3 free.
+        var flags: UInt8
+        /// The interned hex when ``hex`` cannot pack it; 0 otherwise.
+        var hexID: UInt32
+        var app: UInt32
+        var activity: UInt32
+        var type: UInt32
+        var user: UInt32
+        /// The hot lookup's list: an update token's activity, a push-to-start token's type.
+        var next: Int32, prev: Int32
+        /// A push-to-start token's list of its user's tokens of its type.
+        var userNext: Int32, userPrev: Int32
+        var device: String?
+        var createdAt: Int64, updatedAt: Int64, expiresAt: Int64
+
+        var isPushToStart: Bool { flags & 1 != 0 }
+        var hasExpiry: Bool { flags & 4 != 0 }
+        var isFree: Bool { flags & 8 != 0 }
+        /// What the rotation slot is scoped by (activity or type); 0: no slot.
+        var slotScope: UInt32 { device == nil ? 0 : isPushToStart ? type : activity }
+    }
+
+    private struct Pair: Hashable, Sendable { var app, id: UInt32 }
+    private struct Triple: Hashable, Sendable { var app, user, type: UInt32 }
+    /// A doubly linked list through the records, in insertion order.
+    private struct Ends: Sendable { var head, tail: Int32 }
+
+    private var records: [Record] = []
+    private var freeRecords: [Int32] = []
+    private var pool = StringPool()
+    private var byKey = RecordIndex()
+    private var bySlot = RecordIndex()
+    private var byActivity: [Pair: Ends] = [:]
+    private var byType: [Pair: Ends] = [:]
+    private var byUser: [Triple: Ends] = [:]
+    /// Tokens with their own expiry: the only ones the token sweep must look at.
+    private var expiring: Set<Int32> = []
+    private var perApp: [UInt32: Int] = [:]
+    private(set) var count = 0
+
+    // MARK: Hashes
+
+    private static func keyHash(_ app: UInt32, _ hex: PackedHex, _ hexID: UInt32) -> Int {
+        var h = Hasher()
+        h.combine(app)
+        h.combine(hex)
+        h.combine(hexID)
+        return h.finalize()
+    }
+
+    private static func slotHash(_ app: UInt32, _ pushToStart: Bool, _ scope: UInt32, _ device: String) -> Int {
+        var h = Hasher()
+        h.combine(app)
+        h.combine(pushToStart)
+        h.combine(scope)
+        h.combine(device)
+        return h.finalize()
+    }
+
+    private static func keyHash(of r: Record) -> Int { keyHash(r.app, r.hex, r.hexID) }
+
+    private static func slotHash(of r: Record) -> Int { slotHash(r.app, r.isPushToStart, r.slotScope, r.device ?? "") }
+
+    /// `index.insert` with the records passed in, not captured: a closure
+    /// capturing `self` while one of its properties is being modified would
+    /// be an overlapping access.
+    private static func insert(
+        _ i: Int32, hash: Int, into index: inout RecordIndex, records: [Record], hashOf: (Record) -> Int
+    ) {
+        index.insert(i, hash: hash) { hashOf(records[Int($0)]) }
+    }
+
+    // MARK: Reads
+
+    private func find(_ key: TokenKey) -> Int32? {
+        guard let app = pool.id(of: key.appID) else { return nil }
+        var hex = PackedHex.none
+        var hexID: UInt32 = 0
+        if let packed = PackedHex(key.hex) {
+            hex = packed
+        } else {
+            guard let id = pool.id(of: key.hex) else { return nil }
+            hexID = id
+        }
+        return byKey.find(hash: Self.keyHash(app, hex, hexID)) {
+            let r = records[Int($0)]
+            return r.app == app && r.hexID == hexID && r.hex == hex
+        }
+    }
+
+    private func token(at i: Int32) -> Token {
+        let r = records[Int(i)]
+        return Token(
+            kind: r.isPushToStart ? .pushToStart : .update, hex: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "",
+            environment: r.flags & 2 != 0 ? .production : .sandbox, appID: pool[r.app] ?? "",
+            attributesType: pool[r.type], activityID: pool[r.activity], externalUserID: pool[r.user],
+            deviceID: r.device, createdAt: UnixTime(milliseconds: r.createdAt),
+            updatedAt: UnixTime(milliseconds: r.updatedAt),
+            expiresAt: r.hasExpiry ? UnixTime(milliseconds: r.expiresAt) : nil)
+    }
+
+    private func walk(_ ends: Ends?, user: Bool, _ body: (Int32) -> Void) {
+        var i = ends?.head ?? -1
+        while i >= 0 {
+            body(i)
+            i = user ? records[Int(i)].userNext : records[Int(i)].next
+        }
+    }
+
+    private func tokens(_ ends: Ends?, user: Bool = false) -> [Token] {
+        var found: [Token] = []
+        walk(ends, user: user) { found.append(token(at: $0)) }
+        return found
+    }
+
+    func token(_ key: TokenKey) -> Token? { find(key).map(token(at:)) }
+
+    func token(in slot: TokenSlot) -> Token? {
+        let appID: String, pushToStart: Bool, scopeString: String, device: String
+        switch slot {
+        case let .update(a, activity, d): (appID, pushToStart, scopeString, device) = (a, false, activity, d)
+        case let .pushToStart(a, d, type): (appID, pushToStart, scopeString, device) = (a, true, type, d)
+        }
+        guard let app = pool.id(of: appID), let scope = pool.id(of: scopeString) else { return nil }
+        let found = bySlot.find(hash: Self.slotHash(app, pushToStart, scope, device)) {
+            let r = records[Int($0)]
+            return r.app == app && r.isPushToStart == pushToStart && r.slotScope == scope && r.device == device
+        }
+        return found.map(token(at:))
+    }
+
+    private func pair(_ appID: String, _ id: String) -> Pair? {
+        guard let app = pool.id(of: appID), let id = pool.id(of: id) else { return nil }
+        return Pair(app: app, id: id)
+    }
+
+    func updateTokens(of activity: ActivityKey) -> [Token] {
+        tokens(pair(activity.appID, activity.activityID).flatMap { byActivity[$0] })
+    }
+
+    /// The fan-out: one pass over the activity's list, one `String` (the hex) per live token.
+    func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+        guard let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }
+        var targets: [PushTarget] = []
+        walk(ends, user: false) { i in
+            let r = records[Int(i)]
+            guard !r.hasExpiry || r.expiresAt > now.milliseconds else { return }
+            targets.append(
+                PushTarget(
+                    token: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "",
+                    environment: r.flags & 2 != 0 ? .production : .sandbox))
+        }
+        return targets
+    }
+
+    func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
+        tokens(pair(appID, attributesType).flatMap { byType[$0] })
+    }
+
+    func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {
+        guard let app = pool.id(of: appID), let user = pool.id(of: externalUserID), let type = pool.id(of: attributesType)
+        else { return [] }
+        return tokens(byUser[Triple(app: app, user: user, type: type)], user: true)
+    }
+
+    func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
+        var due: [Token] = []
+        for i in expiring where records[Int(i)].expiresAt <= now.milliseconds {
+            due.append(token(at: i))
+            if due.count >= limit { break }
+        }
+        return due
+    }
+
+    func count(ofApp appID: String) -> Int { pool.id(of: appID).flatMap { perApp[$0] } ?? 0 }
+
+    // MARK: Writes
+
+    /// Inserts or replaces the token with this (app, hex), re-indexing it.
+    mutating func put(_ token: Token) {
+        // Retain the new strings before releasing the old ones: an unchanged string keeps its id.
+        let record = makeRecord(token)
+        if let i = find(token.key) {
+            unindex(i)
+            release(records[Int(i)])
+            records[Int(i)] = record
+            index(i)
+            return
+        }
+        let i: Int32
+        if let reused = freeRecords.popLast() {
+            i = reused
+            records[Int(i)] = record
+        } else {
+            i = Int32(records.count)
+            records.append(record)
+        }
+        Self.insert(i, hash: Self.keyHash(of: record), into: &byKey, records: records, hashOf: Self.keyHash(of:))
+        index(i)
+        perApp[record.app, default: 0] += 1
+        count += 1
+    }
+
+    mutating func delete(_ key: TokenKey) {
+        guard let i = find(key) else { return }
+        unindex(i)
+        byKey.remove(i, hash: Self.keyHash(of: records[Int(i)]))
+        let record = records[Int(i)]
+        perApp[record.app, default: 1] -= 1
+        if perApp[record.app] == 0 { perApp[record.app] = nil }
+        release(record)
+        records[Int(i)].device = nil
+        records[Int(i)].flags = 8
+        freeRecords.append(i)
+        count -= 1
+    }
+
+    private mutating func makeRecord(_ token: Token) -> Record {
+        var hex = PackedHex.none
+        var hexID: UInt32 = 0
+        if let packed = PackedHex(token.hex) { hex = packed } else { hexID = pool.retain(token.hex) }
+        let flags: UInt8 =
+            (token.kind == .pushToStart ? 1 : 0) | (token.environment == .production ? 2 : 0) | (token.expiresAt != nil ? 4 : 0)
+        return Record(
+            hex: hex, flags: flags, hexID: hexID, app: pool.retain(token.appID), activity: pool.retain(token.activityID),
+            type: pool.retain(token.attributesType), user: pool.retain(token.externalUserID),
+            next: -1, prev: -1, userNext: -1, userPrev: -1, device: token.deviceID,
+            createdAt: token.createdAt.milliseconds, updatedAt: token.updatedAt.milliseconds,
+            expiresAt: token.expiresAt?.milliseconds ?? 0)
+    }
+
+    private mutating func release(_ r: Record) {
+        pool.release(r.hexID)
+        pool.release(r.app)
+        pool.release(r.activity)
+        pool.release(r.type)
+        pool.release(r.user)
+    }
+
+    /// The list a record belongs in: (activity or type list, user list), as the old dictionaries indexed it.
+    private func lists(of r: Record) -> (main: Pair?, mainIsType: Bool, user: Triple?) {
+        if !r.isPushToStart { return (r.activity == 0 ? nil : Pair(app: r.app, id: r.activity), false, nil) }
+        guard r.type != 0 else { return (nil, true, nil) }
+        return (Pair(app: r.app, id: r.type), true, r.user == 0 ? nil : Triple(app: r.app, user: r.user, type: r.type))
+    }
+
+    private mutating func index(_ i: Int32) {
+        let r = records[Int(i)]
+        if let device = r.device, r.slotScope != 0 {
+            // A slot names one token: a newer one in it takes the slot over, as `slots[slot] = hex` did.
+            let hash = Self.slotHash(r.app, r.isPushToStart, r.slotScope, device)
+            let occupant = bySlot.find(hash: hash) {
+                let o = records[Int($0)]
+                return o.app == r.app && o.isPushToStart == r.isPushToStart && o.slotScope == r.slotScope && o.device == device
+            }
+            if let occupant { bySlot.remove(occupant, hash: hash) }
+            Self.insert(i, hash: hash, into: &bySlot, records: records, hashOf: Self.slotHash(of:))
+        }
+        if r.hasExpiry { expiring.insert(i) }
+        let (main, isType, user) = lists(of: r)
+        if let main {
+            if isType {
+                byType[main] = append(i, to: byType[main], user: false)
+            } else {
+                byActivity[main] = append(i, to: byActivity[main], user: false)
+            }
+        }
+        if let user { byUser[user] = append(i, to: byUser[user], user: true) }
+    }
+
+    private mutating func unindex(_ i: Int32) {
+        let r = records[Int(i)]
+        if r.device != nil, r.slotScope != 0 { bySlot.remove(i, hash: Self.slotHash(of: r)) }
+        if r.hasExpiry { expiring.remove(i) }
+        let (main, isType, user) = lists(of: r)
+        if let main {
+            if isType {
+                if let ends = byType[main] { byType[main] = unlink(i, from: ends, user: false) }
+            } else if let ends = byActivity[main] {
+                byActivity[main] = unlink(i, from: ends, user: false)
+            }
+        }
+        if let user, let ends = byUser[user] { byUser[user] = unlink(i, from: ends, user: true) }
+    }
+
+    private mutating func setLinks(_ i: Int32, prev: Int32, next: Int32, user: Bool) {
+        if user {
+            records[Int(i)].userPrev = prev
+            records[Int(i)].userNext = next
+        } else {
+            records[Int(i)].prev = prev
+            records[Int(i)].next = next
+        }
+    }
+
+    private func links(_ i: Int32, user: Bool) -> (prev: Int32, next: Int32) {
+        let r = records[Int(i)]
+        return user ? (r.userPrev, r.userNext) : (r.prev, r.next)
+    }
+
+    private mutating func append(_ i: Int32, to ends: Ends?, user: Bool) -> Ends {
+        guard var ends else {
+            setLinks(i, prev: -1, next: -1, user: user)
+            return Ends(head: i, tail: i)
+        }
+        let tail = links(ends.tail, user: user)
+        setLinks(ends.tail, prev: tail.prev, next: i, user: user)
+        setLinks(i, prev: ends.tail, next: -1, user: user)
+        ends.tail = i
+        return ends
+    }
+
+    /// The list without `i`; nil when it is empty.
+    private mutating func unlink(_ i: Int32, from ends: Ends, user: Bool) -> Ends? {
+        let (prev, next) = links(i, user: user)
+        if prev >= 0 { setLinks(prev, prev: links(prev, user: user).prev, next: next, user: user) }
+        if next >= 0 { setLinks(next, prev: prev, next: links(next, user: user).next, user: user) }
+        setLinks(i, prev: -1, next: -1, user: user)
+        var ends = ends
+        if ends.head == i { ends.head = next }
+        if ends.tail == i { ends.tail = prev }
+        return ends.head < 0 ? nil : ends
+    }
+}

@@ -1,0 +1,183 @@
+/// The building blocks of ``TokenTable``'s compact storage: packed token
+/// bytes, interned strings and a hash index of 4-byte record numbers.
+///
+/// Why they exist: the memory store kept each token as a `Token` (seven
+/// strings) in a dictionary keyed by two more, plus three index dictionaries
+/// keyed by strings: about 1.2 KB per registered token. These keep the same
+/// facts in about a sixth of that (docs/BENCHMARKS.md, "Stores (issue 14)").
+
+/// Lowercase hex of even length up to 64 characters (an APNs device token
+/// today is 32 bytes), two characters a byte in 32 inline bytes: no heap
+/// allocation per token. Anything else (odd length, longer, not lowercase
+/// hex: only hand-made tokens, validation refuses them) is not packable, and
+/// ``TokenTable`` keeps it as an interned string instead.
+struct PackedHex: Hashable, Sendable {
+    private var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0, w3: UInt64 = 0
+    /// Characters; 0 for "not packed" (the token is interned instead).
+    private(set) var length: UInt8 = 0
+
+    static let none = PackedHex()
+
+    private init() {}
+
+    init?(_ hex: String) {
+        let count = hex.utf8.count
+        guard count > 0, count <= 64, count % 2 == 0 else { return nil }
+        var i = 0
+        for c in hex.utf8 {
+            let nibble: UInt64
+            switch c {
+            case 0x30...0x39: nibble = UInt64(c &- 0x30)
+            case 0x61...0x66: nibble = UInt64(c &- 0x61 &+ 10)
+            default: return nil
+            }
+            let shifted = nibble << UInt64((15 - i % 16) * 4)
+            switch i / 16 {
+            case 0: w0 |= shifted
+            case 1: w1 |= shifted
+            case 2: w2 |= shifted
+            default: w3 |= shifted
+            }
+            i += 1
+        }
+        length = UInt8(count)
+    }
+
+    private func nibble(_ i: Int) -> UInt8 {
+        let word =
+            switch i / 16 {
+            case 0: w0
+            case 1: w1
+            case 2: w2
+            default: w3
+            }
+        return UInt8(truncatingIfNeeded: word >> UInt64((15 - i % 16) * 4)) & 0xF
+    }
+
+    /// The hex it was made from.
+    var string: String {
+        String(unsafeUninitializedCapacity: Int(length)) { buffer in
+            for i in 0..<Int(length) {
+                let v = nibble(i)
+                buffer[i] = v < 10 ? 0x30 &+ v : 0x61 &+ v &- 10
+            }
+            return Int(length)
+        }
+    }
+}
+
+/// Strings shared by many tokens (app ids, activity ids, attributes types,
+/// user ids) kept once and named by a 4-byte id; 0 names "absent". Reference
+/// counted, so the ids of activities that are gone are reused and the pool
+/// does not grow with the history of the server, only with what is stored.
+struct StringPool: Sendable {
+    private var ids: [String: UInt32] = [:]
+    private var strings: [String] = [""]
+    private var counts: [UInt32] = [0]
+    private var free: [UInt32] = []
+
+    /// The id of `string` if some stored token uses it.
+    func id(of string: String) -> UInt32? { ids[string] }
+
+    subscript(id: UInt32) -> String? { id == 0 ? nil : strings[Int(id)] }
+
+    /// The id of `string` (0 for nil), counting one more user of it.
+    mutating func retain(_ string: String?) -> UInt32 {
+        guard let string else { return 0 }
+        if let id = ids[string] {
+            counts[Int(id)] += 1
+            return id
+        }
+        let id: UInt32
+        if let reused = free.popLast() {
+            id = reused
+            strings[Int(id)] = string
+            counts[Int(id)] = 1
+        } else {
+            id = UInt32(strings.count)
+            strings.append(string)
+            counts.append(1)
+        }
+        ids[string] = id
+        return id
+    }
+
+    /// One user fewer; the string is forgotten with its last user.
+    mutating func release(_ id: UInt32) {
+        guard id != 0 else { return }
+        counts[Int(id)] -= 1
+        guard counts[Int(id)] == 0 else { return }
+        ids[strings[Int(id)]] = nil
+        strings[Int(id)] = ""
+        free.append(id)
+    }
+}
+
+/// An open-addressing hash index (linear probing) of record numbers: 4 bytes
+/// a slot, at most 3/4 full, where a `Dictionary` keyed by the token's
+/// strings would hold the key a second time. The keys live in the records;
+/// callers pass a record's hash and a predicate that recognises its key.
+struct RecordIndex: Sendable {
+    private static let empty: Int32 = -1
+    private static let removed: Int32 = -2
+
+    private var slots: [Int32] = []
+    /// Live entries.
+    private(set) var count = 0
+    /// Live entries plus tombstones: what bounds the probe lengths.
+    private var used = 0
+
+    func find(hash: Int, _ matches: (Int32) -> Bool) -> Int32? {
+        guard !slots.isEmpty else { return nil }
+        let mask = slots.count - 1
+        var i = hash & mask
+        while true {
+            let record = slots[i]
+            if record == Self.empty { return nil }
+            if record >= 0 && matches(record) { return record }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Adds `record`, whose key must not be in the index yet; `rehash` gives
+    /// the hash of any record already in it (to grow).
+    mutating func insert(_ record: Int32, hash: Int, rehash: (Int32) -> Int) {
+        if (used + 1) * 4 > slots.count * 3 { rebuild(rehash) }
+        let mask = slots.count - 1
+        var i = hash & mask
+        while slots[i] >= 0 { i = (i + 1) & mask }
+        if slots[i] == Self.empty { used += 1 }
+        slots[i] = record
+        count += 1
+    }
+
+    /// Removes `record` if it is in the index under `hash`.
+    mutating func remove(_ record: Int32, hash: Int) {
+        guard !slots.isEmpty else { return }
+        let mask = slots.count - 1
+        var i = hash & mask
+        while slots[i] != Self.empty {
+            if slots[i] == record {
+                slots[i] = Self.removed
+                count -= 1
+                return
+            }
+            i = (i + 1) & mask
+        }
+    }
+
+    /// Re-places the live entries in a table at most half full after the insert to come.
+    private mutating func rebuild(_ rehash: (Int32) -> Int) {
+        var capacity = 16
+        while (count + 1) * 2 > capacity { capacity *= 2 }
+        let old = slots
+        slots = Array(repeating: Self.empty, count: capacity)
+        used = count
+        let mask = capacity - 1
+        for record in old where record >= 0 {
+            var i = rehash(record) & mask
+            while slots[i] != Self.empty { i = (i + 1) & mask }
+            slots[i] = record
+        }
+    }
+}
