@@ -127,7 +127,7 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("generated apns-ids are lowercase version 4 UUIDs")
     func uuid() {
-        let ids = (0..<50).map { _ in MockAPNsStreamHandler.randomUUID() }
+        let ids = (0..<50).map { _ in MockAPNsIDs.randomUUID() }
         #expect(ids.allSatisfy { MockAPNsValidator.isUUID($0) && $0 == $0.lowercased() && Array($0)[14] == "4" })
         #expect(Set(ids).count == 50)
     }
