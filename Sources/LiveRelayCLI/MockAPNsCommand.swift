@@ -79,7 +79,9 @@ struct MockAPNsCommand: AsyncParsableCommand {
     var limitStreamsUntilAuthenticated = false
     @Option(help: "Append every request and its answer to FILE as JSON lines (JWT signatures redacted).")
     var record: String?
-    @Option(help: "Requests kept in memory (the most recent; default 10000).")
+    @Option(
+        help: "Requests kept in memory (the most recent; default 10000). 0 with no --record: record nothing, only count (a benchmark mock)."
+    )
     var recordingCapacity: Int?
     @Option(help: "The APNs environment this mock plays, sandbox (default) or production: its channels belong to it.")
     var environment: String?

@@ -70,8 +70,12 @@ public struct MockAPNsRecord: Sendable {
     /// How long after its `apns-expiration` (UNIX seconds; 0 means "try once" and
     /// never expires) the push arrived: negative when in time, nil without a valid one.
     public var millisecondsPastExpiration: Int64? {
-        guard let text = header("apns-expiration"), let expiration = Int64(text), expiration > 0,
-            expiration < Int64.max / 1000
+        Self.millisecondsPastExpiration(header("apns-expiration"), receivedAtMilliseconds: receivedAtMilliseconds)
+    }
+
+    /// ``millisecondsPastExpiration`` from the header's text, for a stream that is counted but not recorded.
+    static func millisecondsPastExpiration(_ expirationHeader: String?, receivedAtMilliseconds: Int64) -> Int64? {
+        guard let text = expirationHeader, let expiration = Int64(text), expiration > 0, expiration < Int64.max / 1000
         else { return nil }
         return receivedAtMilliseconds - expiration * 1000
     }
@@ -171,9 +175,15 @@ final class MockAPNsRecorder: Sendable {
 
     private let capacity: Int
     private let state: NIOLockedValueBox<State>
+    /// False with a capacity of 0 and no record file: nothing would be kept, so a stream is
+    /// only counted (``countUnrecorded(status:millisecondsPastExpiration:)``) and nobody
+    /// builds or copies a record for it. A benchmark mock runs so, to measure its client
+    /// rather than its own bookkeeping.
+    let keepsRecords: Bool
 
     init(capacity: Int, recordFile: String?) throws(MockAPNsError) {
         self.capacity = max(0, capacity)
+        self.keepsRecords = capacity > 0 || recordFile != nil
         var file: UnsafeMutablePointer<FILE>?
         if let recordFile {
             // The record holds device tokens: owner-only from creation, never 0644 first.
@@ -193,12 +203,7 @@ final class MockAPNsRecorder: Sendable {
 
     func record(_ record: MockAPNsRecord) {
         state.withLockedValue { state in
-            state.counters.streamsReceived += 1
-            if let late = record.millisecondsPastExpiration, late > 0 {
-                state.counters.receivedAfterExpiration += 1
-                state.counters.mostMillisecondsPastExpiration = max(state.counters.mostMillisecondsPastExpiration, late)
-            }
-            if record.status != 0 { state.counters.responsesByStatus[record.status, default: 0] += 1 }
+            Self.tally(&state.counters, status: record.status, millisecondsPastExpiration: record.millisecondsPastExpiration)
             if let handle = state.file {
                 _ = (record.jsonLine + "\n").withCString { fputs($0, handle) }
                 fflush(handle)
@@ -213,6 +218,24 @@ final class MockAPNsRecorder: Sendable {
             }
             state.records.append(record)
         }
+    }
+
+    /// What ``record(_:)`` counts for a stream, when ``keepsRecords`` is false: the counters
+    /// match those of a recording mock whose capacity is 0 (every stream a discarded record).
+    func countUnrecorded(status: Int, millisecondsPastExpiration: Int64?) {
+        state.withLockedValue { state in
+            Self.tally(&state.counters, status: status, millisecondsPastExpiration: millisecondsPastExpiration)
+            state.counters.recordsDiscarded += 1
+        }
+    }
+
+    private static func tally(_ counters: inout MockAPNsCounters, status: Int, millisecondsPastExpiration: Int64?) {
+        counters.streamsReceived += 1
+        if let late = millisecondsPastExpiration, late > 0 {
+            counters.receivedAfterExpiration += 1
+            counters.mostMillisecondsPastExpiration = max(counters.mostMillisecondsPastExpiration, late)
+        }
+        if status != 0 { counters.responsesByStatus[status, default: 0] += 1 }
     }
 
     func count(_ update: (inout MockAPNsCounters) -> Void) {

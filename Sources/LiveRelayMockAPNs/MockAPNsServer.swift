@@ -88,7 +88,8 @@ public final class MockAPNsServer: Sendable {
             configuration: configuration, serverChannel: serverChannel, shared: shared, logger: logger)
     }
 
-    /// TLS (ALPN h2 only), HTTP/2 with the configured stream limit, one ``MockAPNsStreamHandler`` per stream.
+    /// TLS (ALPN h2 only), HTTP/2 in frame mode with the configured stream limit, and one
+    /// ``MockAPNsConnectionHandler`` for every stream of the connection.
     private static func configureConnection(
         _ channel: Channel, tlsContext: TLSContext, shared: MockAPNsShared, logger: Logger
     ) throws {
@@ -99,23 +100,17 @@ public final class MockAPNsServer: Sendable {
         try sync.addHandler(closer)
         try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .server))
 
+        let streamWindow = 1 << 20
         var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
         connectionConfiguration.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: shared.initialStreamLimit),
             HTTP2Setting(parameter: .maxHeaderListSize, value: 16384),
-            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+            HTTP2Setting(parameter: .initialWindowSize, value: streamWindow),
         ]
-        connectionConfiguration.targetWindowSize = 1 << 24
-        var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
-        streamConfiguration.targetWindowSize = 1 << 20
         let loopBound = NIOLoopBound(connection, eventLoop: channel.eventLoop)
-        _ = try sync.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration
-        ) { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(MockAPNsStreamHandler(connection: loopBound.value))
-            }
-        }
+        try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connectionConfiguration))
+        try sync.addHandler(
+            MockAPNsConnectionHandler(connection: connection, connectionWindowTarget: 1 << 24, streamWindowTarget: streamWindow))
         try sync.addHandler(MockAPNsConnectionErrorHandler(logger: logger, connection: number))
 
         shared.recorder.count { $0.connectionsAccepted += 1 }

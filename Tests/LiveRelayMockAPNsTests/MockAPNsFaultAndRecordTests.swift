@@ -127,8 +127,15 @@ struct MockAPNsFaultAndRecordTests {
 
     @Test("generated apns-ids are lowercase version 4 UUIDs")
     func uuid() {
-        let ids = (0..<50).map { _ in MockAPNsStreamHandler.randomUUID() }
+        let ids = (0..<50).map { _ in MockAPNsIDs.randomUUID() }
         #expect(ids.allSatisfy { MockAPNsValidator.isUUID($0) && $0 == $0.lowercased() && Array($0)[14] == "4" })
+        #expect(ids.allSatisfy { "89ab".contains(Array($0)[19]) })  // the RFC 4122 variant
         #expect(Set(ids).count == 50)
+        var generator = MockAPNsIDs.Generator()
+        let drawn = (0..<1000).map { _ in MockAPNsIDs.randomUUID(using: &generator) }
+        #expect(drawn.allSatisfy { MockAPNsValidator.isUUID($0) && Array($0)[14] == "4" && "89ab".contains(Array($0)[19]) })
+        #expect(Set(drawn).count == 1000)
+        var other = MockAPNsIDs.Generator()
+        #expect(MockAPNsIDs.randomUUID(using: &other) != drawn[0])  // seeded per connection, not fixed
     }
 }
