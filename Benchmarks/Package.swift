@@ -23,6 +23,7 @@ let package = Package(
             dependencies: [
                 .product(name: "SwiftProtobufMessages", package: "SwiftProtobufMessages"),
                 .product(name: "LiveRelayMessages", package: "LiveRelay"),
+                .product(name: "CLiveRelayProto", package: "LiveRelay"),
                 .product(name: "LiveRelayWire", package: "LiveRelay"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),

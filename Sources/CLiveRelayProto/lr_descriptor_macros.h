@@ -7,7 +7,9 @@
 #define LR_DESCRIPTOR_MACROS_H
 
 #include "liverelay_proto.h"
+#include <pthread.h>
 #include <stddef.h>
+#include <string.h>
 
 #define LR_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
@@ -34,6 +36,24 @@
 #define LR_EMPTY ((const void *)protobuf_c_empty_string)
 
 /*
+ * The init functions (protobuf-c's message_init, which unpack calls for every
+ * message and sub-message, and lr_<snake>_init for encoding) copy a template
+ * made once by lr_message_init: one memcpy instead of a memset and a walk over
+ * every field descriptor (2-4% of a small request's decode).
+ */
+#define LR_INIT_FROM_TEMPLATE(snake, S)                                          \
+  static S snake##_template;                                                    \
+  static pthread_once_t snake##_template_once = PTHREAD_ONCE_INIT;              \
+  static void snake##_make_template(void) {                                     \
+    lr_message_init(&snake##_template.base, &snake##_descriptor); }             \
+  static void snake##_init_any(ProtobufCMessage *m) {                           \
+    pthread_once(&snake##_template_once, snake##_make_template);                \
+    memcpy(m, &snake##_template, sizeof(S)); }                                  \
+  const ProtobufCMessageDescriptor *lr_##snake##_descriptor(void) {             \
+    return &snake##_descriptor; }                                               \
+  void lr_##snake##_init(S *message) { snake##_init_any(&message->base); }
+
+/*
  * The message descriptor, its accessor and its init function. Every message
  * here numbers its fields 1..n without gaps, so one range plus the closing
  * {0, n_fields} entry covers them (LR_RANGES_CONTIGUOUS).
@@ -52,12 +72,7 @@
     1, snake##_ranges, snake##_init_any, NULL, NULL, NULL };                    \
   _Static_assert(LR_COUNT(snake##_fields) == LR_COUNT(snake##_by_name),         \
                  #snake ": by-name index size");                                \
-  static void snake##_init_any(ProtobufCMessage *m) {                           \
-    lr_message_init(m, &snake##_descriptor); }                                  \
-  const ProtobufCMessageDescriptor *lr_##snake##_descriptor(void) {             \
-    return &snake##_descriptor; }                                               \
-  void lr_##snake##_init(S *message) {                                          \
-    lr_message_init(&message->base, &snake##_descriptor); }
+  LR_INIT_FROM_TEMPLATE(snake, S)
 
 #define LR_MESSAGE(snake, S, Short) LR_MESSAGE_IN("liverelay.v1", snake, S, Short)
 

@@ -56,20 +56,23 @@ public struct StartActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
     public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
 
-    public func validate() throws(MessageError) {
+    public func validate() throws(MessageError) { try validate(decoded: false) }
+
+    /// `decoded`: called by decode, whose strings hold no NUL (see `Rules.text`).
+    func validate(decoded: Bool) throws(MessageError) {
         try Rules.appID(appID)
         try Rules.activityID(activityID, required: true)
         try Rules.typeName(attributesType, required: true)
         try Rules.jsonObject(attributesJSON, required: true, "attributes_json")
         try Rules.jsonObject(contentStateJSON, required: true, "content_state_json")
-        try alert?.validate(prefix: "alert.")
+        try alert?.validate(prefix: "alert.", decoded: decoded)
         try Rules.nonNegative(staleDate, "stale_date")
         try Rules.nonNegative(dismissalDate, "dismissal_date")
         try Rules.finite(relevanceScore, "relevance_score")
@@ -80,8 +83,8 @@ public struct StartActivityRequest: LiveRelayMessage {
                 .missing, field: "targets",
                 detail: "needs push_to_start_tokens, external_user_ids or all_devices")
         }
-        try targets.validate(prefix: "targets.")
-        try Rules.idempotencyKey(idempotencyKey)
+        try targets.validate(prefix: "targets.", decoded: decoded)
+        try Rules.idempotencyKey(idempotencyKey, decoded: decoded)
         try Rules.channelID(channelID, required: false)
         // Without an update token or a channel the activity could never be updated or ended.
         if inputPushToken == false, channelID == nil {
@@ -92,29 +95,30 @@ public struct StartActivityRequest: LiveRelayMessage {
     }
 }
 
-extension StartActivityRequest: CMessageConvertible {
+extension StartActivityRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_start_activity_request_descriptor() }
 
     // Stored properties are assigned directly: delegating to the memberwise
     // init made the optimizer copy and destroy the whole struct once more.
-    init(c: UnsafePointer<LrStartActivityRequest>) {
+    init(c: UnsafePointer<LrStartActivityRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cOptionalString(m.app_id)
-        activityID = cOptionalString(m.activity_id)
-        attributesType = cOptionalString(m.attributes_type)
-        attributesJSON = cOptionalString(m.attributes_json)
-        contentStateJSON = cOptionalString(m.content_state_json)
-        alert = m.alert.map { Alert(c: $0) }
-        staleDate = cOptional(m.has_stale_date, m.stale_date)
-        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
-        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
-        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
-        targets = m.targets.map { Targets(c: $0) }
-        idempotencyKey = cOptionalString(m.idempotency_key)
-        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
-        channelID = cOptionalString(m.channel_id)
-        inputPushToken = cOptional(m.has_input_push_token, cBool(m.input_push_token))
-        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
+        t.noUnknownFields(m.base)
+        appID = t.optionalString(m.app_id, field: 1)
+        activityID = t.optionalString(m.activity_id, field: 2)
+        attributesType = t.optionalString(m.attributes_type, field: 3)
+        attributesJSON = t.optionalString(m.attributes_json, field: 4)
+        contentStateJSON = t.optionalString(m.content_state_json, field: 5)
+        alert = Alert.read(m.alert, field: 6, tally: &t)
+        staleDate = t.optionalInt64(m.has_stale_date, m.stale_date, field: 7)
+        dismissalDate = t.optionalInt64(m.has_dismissal_date, m.dismissal_date, field: 8)
+        relevanceScore = t.optionalDouble(m.has_relevance_score, m.relevance_score, field: 9)
+        priority = t.optionalPriority(m.has_priority, m.priority, field: 10)
+        targets = Targets.read(m.targets, field: 11, tally: &t)
+        idempotencyKey = t.optionalString(m.idempotency_key, field: 12)
+        waitForDelivery = t.optionalBool(m.has_wait_for_delivery, m.wait_for_delivery, field: 13)
+        channelID = t.optionalString(m.channel_id, field: 14)
+        inputPushToken = t.optionalBool(m.has_input_push_token, m.input_push_token, field: 15)
+        strictPriorityBudget = t.optionalBool(m.has_strict_priority_budget, m.strict_priority_budget, field: 16)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrStartActivityRequest> {
@@ -189,47 +193,51 @@ public struct UpdateActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
     public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
 
     /// content_state_json is required unless end_activity is true (an end may keep the last state).
-    public func validate() throws(MessageError) {
+    public func validate() throws(MessageError) { try validate(decoded: false) }
+
+    /// `decoded`: called by decode, whose strings hold no NUL (see `Rules.text`).
+    func validate(decoded: Bool) throws(MessageError) {
         try Rules.appID(appID)
         try Rules.activityID(activityID, required: true)
         try Rules.jsonObject(contentStateJSON, required: endActivity != true, "content_state_json")
-        try alert?.validate(prefix: "alert.")
+        try alert?.validate(prefix: "alert.", decoded: decoded)
         try Rules.nonNegative(staleDate, "stale_date")
         try Rules.nonNegative(dismissalDate, "dismissal_date")
         try Rules.finite(relevanceScore, "relevance_score")
         try Rules.priority(priority)
-        try Rules.idempotencyKey(idempotencyKey)
+        try Rules.idempotencyKey(idempotencyKey, decoded: decoded)
         try Rules.channel(channelID, only: channelOnly)
     }
 }
 
-extension UpdateActivityRequest: CMessageConvertible {
+extension UpdateActivityRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_update_activity_request_descriptor() }
 
-    init(c: UnsafePointer<LrUpdateActivityRequest>) {
+    init(c: UnsafePointer<LrUpdateActivityRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cOptionalString(m.app_id)
-        activityID = cOptionalString(m.activity_id)
-        contentStateJSON = cOptionalString(m.content_state_json)
-        alert = m.alert.map { Alert(c: $0) }
-        staleDate = cOptional(m.has_stale_date, m.stale_date)
-        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
-        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
-        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
-        endActivity = cOptional(m.has_end_activity, cBool(m.end_activity))
-        idempotencyKey = cOptionalString(m.idempotency_key)
-        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
-        channelID = cOptionalString(m.channel_id)
-        channelOnly = cOptional(m.has_channel_only, cBool(m.channel_only))
-        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
+        t.noUnknownFields(m.base)
+        appID = t.optionalString(m.app_id, field: 1)
+        activityID = t.optionalString(m.activity_id, field: 2)
+        contentStateJSON = t.optionalString(m.content_state_json, field: 3)
+        alert = Alert.read(m.alert, field: 4, tally: &t)
+        staleDate = t.optionalInt64(m.has_stale_date, m.stale_date, field: 5)
+        dismissalDate = t.optionalInt64(m.has_dismissal_date, m.dismissal_date, field: 6)
+        relevanceScore = t.optionalDouble(m.has_relevance_score, m.relevance_score, field: 7)
+        priority = t.optionalPriority(m.has_priority, m.priority, field: 8)
+        endActivity = t.optionalBool(m.has_end_activity, m.end_activity, field: 9)
+        idempotencyKey = t.optionalString(m.idempotency_key, field: 10)
+        waitForDelivery = t.optionalBool(m.has_wait_for_delivery, m.wait_for_delivery, field: 11)
+        channelID = t.optionalString(m.channel_id, field: 12)
+        channelOnly = t.optionalBool(m.has_channel_only, m.channel_only, field: 13)
+        strictPriorityBudget = t.optionalBool(m.has_strict_priority_budget, m.strict_priority_budget, field: 14)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrUpdateActivityRequest> {
@@ -302,20 +310,23 @@ public struct EndActivityRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
     public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
 
-    public func validate() throws(MessageError) {
+    public func validate() throws(MessageError) { try validate(decoded: false) }
+
+    /// `decoded`: called by decode, whose strings hold no NUL (see `Rules.text`).
+    func validate(decoded: Bool) throws(MessageError) {
         try Rules.appID(appID)
         try Rules.activityID(activityID, required: true)
         try Rules.jsonObject(contentStateJSON, required: false, "content_state_json")
         try Rules.nonNegative(dismissalDate, "dismissal_date")
-        try Rules.idempotencyKey(idempotencyKey)
-        try alert?.validate(prefix: "alert.")
+        try Rules.idempotencyKey(idempotencyKey, decoded: decoded)
+        try alert?.validate(prefix: "alert.", decoded: decoded)
         try Rules.priority(priority)
         try Rules.nonNegative(staleDate, "stale_date")
         try Rules.finite(relevanceScore, "relevance_score")
@@ -323,24 +334,25 @@ public struct EndActivityRequest: LiveRelayMessage {
     }
 }
 
-extension EndActivityRequest: CMessageConvertible {
+extension EndActivityRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_end_activity_request_descriptor() }
 
-    init(c: UnsafePointer<LrEndActivityRequest>) {
+    init(c: UnsafePointer<LrEndActivityRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cOptionalString(m.app_id)
-        activityID = cOptionalString(m.activity_id)
-        contentStateJSON = cOptionalString(m.content_state_json)
-        dismissalDate = cOptional(m.has_dismissal_date, m.dismissal_date)
-        idempotencyKey = cOptionalString(m.idempotency_key)
-        waitForDelivery = cOptional(m.has_wait_for_delivery, cBool(m.wait_for_delivery))
-        alert = m.alert.map { Alert(c: $0) }
-        priority = cOptional(m.has_priority, Priority(rawValue: cEnumValue(m.priority)))
-        staleDate = cOptional(m.has_stale_date, m.stale_date)
-        relevanceScore = cOptional(m.has_relevance_score, m.relevance_score)
-        channelID = cOptionalString(m.channel_id)
-        channelOnly = cOptional(m.has_channel_only, cBool(m.channel_only))
-        strictPriorityBudget = cOptional(m.has_strict_priority_budget, cBool(m.strict_priority_budget))
+        t.noUnknownFields(m.base)
+        appID = t.optionalString(m.app_id, field: 1)
+        activityID = t.optionalString(m.activity_id, field: 2)
+        contentStateJSON = t.optionalString(m.content_state_json, field: 3)
+        dismissalDate = t.optionalInt64(m.has_dismissal_date, m.dismissal_date, field: 4)
+        idempotencyKey = t.optionalString(m.idempotency_key, field: 5)
+        waitForDelivery = t.optionalBool(m.has_wait_for_delivery, m.wait_for_delivery, field: 6)
+        alert = Alert.read(m.alert, field: 7, tally: &t)
+        priority = t.optionalPriority(m.has_priority, m.priority, field: 8)
+        staleDate = t.optionalInt64(m.has_stale_date, m.stale_date, field: 9)
+        relevanceScore = t.optionalDouble(m.has_relevance_score, m.relevance_score, field: 10)
+        channelID = t.optionalString(m.channel_id, field: 11)
+        channelOnly = t.optionalBool(m.has_channel_only, m.channel_only, field: 12)
+        strictPriorityBudget = t.optionalBool(m.has_strict_priority_budget, m.strict_priority_budget, field: 13)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrEndActivityRequest> {

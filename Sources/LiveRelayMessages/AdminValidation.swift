@@ -112,7 +112,7 @@ extension Rules {
     }
 
     /// An optional number that must lie in `range` when present.
-    static func inRange(_ value: UInt32?, _ range: ClosedRange<UInt32>, _ name: String, prefix: String = "") throws(MessageError) {
+    public static func inRange(_ value: UInt32?, _ range: ClosedRange<UInt32>, _ name: String, prefix: String = "") throws(MessageError) {
         guard let value, !range.contains(value) else { return }
         throw MessageError(
             .outOfRange, field: path(prefix, name), detail: "\(value) is outside \(range.lowerBound)...\(range.upperBound)")

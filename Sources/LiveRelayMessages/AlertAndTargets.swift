@@ -23,8 +23,8 @@ public struct Alert: LiveRelayMessage {
 
     /// Validates on decode: an Alert only ever arrives as part of a request.
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(prefix: "", decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -33,20 +33,33 @@ public struct Alert: LiveRelayMessage {
     public func validate() throws(MessageError) { try validate(prefix: "") }
 
     /// Each text at most 1024 bytes: APNs caps the whole payload at 4 KB (5 KB for VoIP).
-    func validate(prefix: String) throws(MessageError) {
-        try Rules.text(title, max: Rules.maxAlertText, "title", prefix: prefix)
-        try Rules.text(body, max: Rules.maxAlertText, "body", prefix: prefix)
-        try Rules.text(sound, max: Rules.maxAlertText, "sound", prefix: prefix)
+    /// `decoded`: see `Rules.text`.
+    func validate(prefix: String, decoded: Bool = false) throws(MessageError) {
+        try Rules.text(title, max: Rules.maxAlertText, "title", prefix: prefix, decoded: decoded)
+        try Rules.text(body, max: Rules.maxAlertText, "body", prefix: prefix, decoded: decoded)
+        try Rules.text(sound, max: Rules.maxAlertText, "sound", prefix: prefix, decoded: decoded)
     }
 }
 
-extension Alert: CMessageConvertible {
+extension Alert: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_alert_descriptor() }
 
-    init(c: UnsafePointer<LrAlert>) {
-        title = cOptionalString(c.pointee.title)
-        body = cOptionalString(c.pointee.body)
-        sound = cOptionalString(c.pointee.sound)
+    init(c: UnsafePointer<LrAlert>, tally t: inout WireTally) {
+        let m = c.pointee
+        t.noUnknownFields(m.base)
+        title = t.optionalString(m.title, field: 1)
+        body = t.optionalString(m.body, field: 2)
+        sound = t.optionalString(m.sound, field: 3)
+    }
+
+    /// A sub-message field: its content counted in its own tally, then as one field of the parent's.
+    @inline(__always)
+    static func read(_ c: UnsafeMutablePointer<LrAlert>?, field: Int, tally: inout WireTally) -> Alert? {
+        guard let c else { return nil }
+        var sub = WireTally()
+        let alert = Alert(c: c, tally: &sub)
+        tally.message(sub, field: field)
+        return alert
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAlert> {
@@ -75,8 +88,8 @@ public struct Targets: LiveRelayMessage {
 
     /// Validates on decode: Targets only ever arrive as part of a request.
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(prefix: "", decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -89,7 +102,8 @@ public struct Targets: LiveRelayMessage {
     /// True when the targets name at least one recipient set.
     var isEmpty: Bool { pushToStartTokens.isEmpty && externalUserIDs.isEmpty && allDevices != true }
 
-    func validate(prefix: String) throws(MessageError) {
+    /// `decoded`: see `Rules.text`.
+    func validate(prefix: String, decoded: Bool = false) throws(MessageError) {
         let max = MessageLimits.maxTargets
         if pushToStartTokens.count > max {
             throw MessageError(
@@ -113,19 +127,30 @@ public struct Targets: LiveRelayMessage {
             if n > Rules.maxUserID {
                 throw MessageError(.tooLong(length: n, max: Rules.maxUserID), field: "\(prefix)external_user_ids[\(i)]")
             }
-            try Rules.noNUL(id, "\(prefix)external_user_ids[\(i)]")
+            if !decoded { try Rules.noNUL(id, "\(prefix)external_user_ids[\(i)]") }
         }
     }
 }
 
-extension Targets: CMessageConvertible {
+extension Targets: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_targets_descriptor() }
 
-    init(c: UnsafePointer<LrTargets>) {
+    init(c: UnsafePointer<LrTargets>, tally t: inout WireTally) {
         let m = c.pointee
-        pushToStartTokens = cStrings(m.n_push_to_start_tokens, m.push_to_start_tokens)
-        externalUserIDs = cStrings(m.n_external_user_ids, m.external_user_ids)
-        allDevices = cOptional(m.has_all_devices, cBool(m.all_devices))
+        t.noUnknownFields(m.base)
+        pushToStartTokens = t.strings(m.n_push_to_start_tokens, m.push_to_start_tokens, field: 1)
+        externalUserIDs = t.strings(m.n_external_user_ids, m.external_user_ids, field: 2)
+        allDevices = t.optionalBool(m.has_all_devices, m.all_devices, field: 3)
+    }
+
+    /// A sub-message field: its content counted in its own tally, then as one field of the parent's.
+    @inline(__always)
+    static func read(_ c: UnsafeMutablePointer<LrTargets>?, field: Int, tally: inout WireTally) -> Targets? {
+        guard let c else { return nil }
+        var sub = WireTally()
+        let targets = Targets(c: c, tally: &sub)
+        tally.message(sub, field: field)
+        return targets
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrTargets> {

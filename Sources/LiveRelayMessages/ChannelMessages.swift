@@ -88,7 +88,7 @@ public struct CreateChannelRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
+        try self.init(onePass: bytes, limit: limit)
         try validate()
     }
 
@@ -110,14 +110,15 @@ public struct CreateChannelRequest: LiveRelayMessage {
     }
 }
 
-extension CreateChannelRequest: CMessageConvertible {
+extension CreateChannelRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_create_channel_request_descriptor() }
 
-    init(c: UnsafePointer<LrCreateChannelRequest>) {
+    init(c: UnsafePointer<LrCreateChannelRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cString(m.app_id)
-        environment = Environment(rawValue: cEnumValue(m.environment))
-        storagePolicy = BroadcastStoragePolicy(rawValue: cEnumValue(m.storage_policy))
+        t.noUnknownFields(m.base)
+        appID = t.string3(m.app_id, field: 1)
+        environment = Environment(rawValue: t.enum3(m.environment, field: 2))
+        storagePolicy = BroadcastStoragePolicy(rawValue: t.enum3(m.storage_policy, field: 3))
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrCreateChannelRequest> {
@@ -193,8 +194,8 @@ public struct ListChannelsRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
@@ -203,23 +204,27 @@ public struct ListChannelsRequest: LiveRelayMessage {
     /// The page size that applies: 0 asks for the default.
     public var effectivePageSize: Int { Int(pageSize == 0 ? Self.defaultPageSize : pageSize) }
 
-    public func validate() throws(MessageError) {
+    public func validate() throws(MessageError) { try validate(decoded: false) }
+
+    /// `decoded`: called by decode, whose strings hold no NUL (see `Rules.text`).
+    func validate(decoded: Bool) throws(MessageError) {
         try Rules.appID(appID)
         if case let .unrecognized(n) = environment { throw MessageError(.enumOutOfRange(n), field: "environment") }
         try Rules.inRange(pageSize, 0...Self.maxPageSize, "page_size")
-        try Rules.text(pageToken, max: Self.maxPageTokenBytes, "page_token")
+        try Rules.text(pageToken, max: Self.maxPageTokenBytes, "page_token", decoded: decoded)
     }
 }
 
-extension ListChannelsRequest: CMessageConvertible {
+extension ListChannelsRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_list_channels_request_descriptor() }
 
-    init(c: UnsafePointer<LrListChannelsRequest>) {
+    init(c: UnsafePointer<LrListChannelsRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cString(m.app_id)
-        environment = Environment(rawValue: cEnumValue(m.environment))
-        pageSize = m.page_size
-        pageToken = cString(m.page_token)
+        t.noUnknownFields(m.base)
+        appID = t.string3(m.app_id, field: 1)
+        environment = Environment(rawValue: t.enum3(m.environment, field: 2))
+        pageSize = t.uint32_3(m.page_size, field: 3)
+        pageToken = t.string3(m.page_token, field: 4)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrListChannelsRequest> {
@@ -296,7 +301,7 @@ public struct DeleteChannelRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
+        try self.init(onePass: bytes, limit: limit)
         try validate()
     }
 
@@ -309,12 +314,14 @@ public struct DeleteChannelRequest: LiveRelayMessage {
     }
 }
 
-extension DeleteChannelRequest: CMessageConvertible {
+extension DeleteChannelRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_delete_channel_request_descriptor() }
 
-    init(c: UnsafePointer<LrDeleteChannelRequest>) {
-        appID = cString(c.pointee.app_id)
-        channelID = cString(c.pointee.channel_id)
+    init(c: UnsafePointer<LrDeleteChannelRequest>, tally t: inout WireTally) {
+        let m = c.pointee
+        t.noUnknownFields(m.base)
+        appID = t.string3(m.app_id, field: 1)
+        channelID = t.string3(m.channel_id, field: 2)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrDeleteChannelRequest> {

@@ -11,7 +11,9 @@ import NIOCore
 /// Decoding enforces, in this order: the size limit (before protobuf-c sees a
 /// byte), a descriptor-guided pre-scan that every string field, at any depth,
 /// is UTF-8 without NUL (protobuf-c checks neither and cuts strings at NUL),
-/// `protobuf_c_message_unpack`, and for requests `validate()`.
+/// `protobuf_c_message_unpack`, and for requests `validate()`. Requests prove
+/// the pre-scan's result while reading the unpacked struct instead, and run it
+/// only when that proof fails (see OnePassDecode.swift): same errors, one walk.
 /// Unknown fields are accepted and dropped: a newer client's additions must not
 /// break an older server, and LiveRelay never forwards messages it did not build.
 public protocol LiveRelayMessage: Sendable, Hashable {
@@ -173,6 +175,34 @@ enum Codec {
         let p = base.assumingMemoryBound(to: UInt8.self)
         try WireScan.check(p, count: bytes.count, descriptor: descriptor)
         return try unpack(p, count: bytes.count, descriptor: descriptor)
+    }
+
+    /// The size limit, then protobuf-c's unpack without the pre-scan (for
+    /// `OnePassDecodable`, which proves what the pre-scan would). When unpack
+    /// fails, the pre-scan still runs first so that its more precise error
+    /// (a byte offset, a field path) is the one reported, as before.
+    static func unpackUnscanned(
+        _ bytes: UnsafeRawBufferPointer, limit: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws(MessageError) -> UnsafeMutablePointer<ProtobufCMessage> {
+        if bytes.count > limit {
+            throw MessageError(.tooLarge(size: bytes.count, limit: limit))
+        }
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            var zero: UInt8 = 0
+            return try unpack(&zero, count: 0, descriptor: descriptor)
+        }
+        let p = base.assumingMemoryBound(to: UInt8.self)
+        if let message = lr_unpack(descriptor, bytes.count, p) { return message }
+        try WireScan.check(p, count: bytes.count, descriptor: descriptor)
+        return try unpack(p, count: bytes.count, descriptor: descriptor)  // fails again, with protobuf-c's error
+    }
+
+    /// The pre-scan alone (`WireScan`).
+    static func scan(
+        _ bytes: UnsafeRawBufferPointer, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+    ) throws(MessageError) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        try WireScan.check(base.assumingMemoryBound(to: UInt8.self), count: bytes.count, descriptor: descriptor)
     }
 
     private static func unpack(

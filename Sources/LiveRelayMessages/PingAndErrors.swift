@@ -13,7 +13,7 @@ public struct PingRequest: LiveRelayMessage {
     public init(payload: [UInt8] = []) { self.payload = payload }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
+        try self.init(onePass: bytes, limit: limit)
         try validate()
     }
 
@@ -24,10 +24,13 @@ public struct PingRequest: LiveRelayMessage {
     public func validate() throws(MessageError) {}
 }
 
-extension PingRequest: CMessageConvertible {
+extension PingRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_ping_request_descriptor() }
 
-    init(c: UnsafePointer<LrPingRequest>) { self.init(payload: cBytes(c.pointee.payload)) }
+    init(c: UnsafePointer<LrPingRequest>, tally t: inout WireTally) {
+        t.noUnknownFields(c.pointee.base)
+        payload = t.bytes3(c.pointee.payload, field: 1)
+    }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrPingRequest> {
         let c = a.allocate(LrPingRequest.self)

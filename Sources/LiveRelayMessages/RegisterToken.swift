@@ -37,14 +37,17 @@ public struct RegisterTokenRequest: LiveRelayMessage {
     }
 
     public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        try self.init(unpacking: bytes, limit: limit)
-        try validate()
+        try self.init(onePass: bytes, limit: limit)
+        try validate(decoded: true)
     }
 
     public func serializedBytes() -> [UInt8] { Codec.encode(self) }
     public func serialize(into buffer: inout ByteBuffer) { Codec.encode(self, into: &buffer) }
 
-    public func validate() throws(MessageError) {
+    public func validate() throws(MessageError) { try validate(decoded: false) }
+
+    /// `decoded`: called by decode, whose strings hold no NUL (see `Rules.text`).
+    func validate(decoded: Bool) throws(MessageError) {
         try Rules.appID(appID)
         switch kind {
         case .unspecified: throw MessageError(.missing, field: "kind")
@@ -59,29 +62,30 @@ public struct RegisterTokenRequest: LiveRelayMessage {
         }
         try Rules.typeName(attributesType, required: kind == .pushToStart)
         try Rules.activityID(activityID, required: kind == .update)
-        try Rules.text(externalUserID, max: Rules.maxUserID, "external_user_id")
-        try Rules.text(deviceID, max: Rules.maxIdentifier, "device_id")
+        try Rules.text(externalUserID, max: Rules.maxUserID, "external_user_id", decoded: decoded)
+        try Rules.text(deviceID, max: Rules.maxIdentifier, "device_id", decoded: decoded)
         try Rules.nonNegative(expiresAt, "expires_at")
     }
 }
 
-extension RegisterTokenRequest: CMessageConvertible {
+extension RegisterTokenRequest: OnePassDecodable {
     static var cDescriptor: UnsafePointer<ProtobufCMessageDescriptor> { lr_register_token_request_descriptor() }
 
     // Stored properties are assigned directly: delegating to the memberwise
     // init made the optimizer copy and destroy the whole struct once more.
-    init(c: UnsafePointer<LrRegisterTokenRequest>) {
+    init(c: UnsafePointer<LrRegisterTokenRequest>, tally t: inout WireTally) {
         let m = c.pointee
-        appID = cString(m.app_id)
-        kind = TokenKind(rawValue: cEnumValue(m.kind))
-        token = cString(m.token)
-        environment = Environment(rawValue: cEnumValue(m.environment))
-        attributesType = cString(m.attributes_type)
-        activityID = cString(m.activity_id)
-        externalUserID = cString(m.external_user_id)
-        deviceID = cString(m.device_id)
-        expiresAt = m.expires_at
-        remove = cBool(m.remove)
+        t.noUnknownFields(m.base)
+        appID = t.string3(m.app_id, field: 1)
+        kind = TokenKind(rawValue: t.enum3(m.kind, field: 2))
+        token = t.string3(m.token, field: 3)
+        environment = Environment(rawValue: t.enum3(m.environment, field: 4))
+        attributesType = t.string3(m.attributes_type, field: 5)
+        activityID = t.string3(m.activity_id, field: 6)
+        externalUserID = t.string3(m.external_user_id, field: 7)
+        deviceID = t.string3(m.device_id, field: 8)
+        expiresAt = t.int64_3(m.expires_at, field: 9)
+        remove = t.bool3(m.remove, field: 10)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrRegisterTokenRequest> {

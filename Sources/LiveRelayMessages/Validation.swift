@@ -1,6 +1,10 @@
 // The field rules shared by the request validators. Each check names the field
 // by its proto path; `prefix` ("alert.", "targets.") is only joined on failure,
 // so the happy path allocates nothing.
+//
+// The rules are SPI (`@_spi(Benchmarks)`) for one reason: the codec benchmark
+// validates swift-protobuf's messages with these very functions, so that its
+// "decode + validation" comparison runs the same checks on both sides.
 
 #if canImport(Glibc)
 import Glibc
@@ -8,17 +12,17 @@ import Glibc
 import Darwin
 #endif
 
-enum Rules {
-    static let maxIdentifier = 128
-    static let maxUserID = 256
-    static let maxAlertText = 1024
+@_spi(Benchmarks) public enum Rules {
+    public static let maxIdentifier = 128
+    public static let maxUserID = 256
+    public static let maxAlertText = 1024
     static let tokenLengths = 16...512
 
     @inline(__always)
     static func path(_ prefix: String, _ name: String) -> String { prefix.isEmpty ? name : prefix + name }
 
     /// app_id: required, 1-128 bytes of [A-Za-z0-9._-].
-    static func appID(_ value: String?, _ name: String = "app_id") throws(MessageError) {
+    public static func appID(_ value: String?, _ name: String = "app_id") throws(MessageError) {
         guard let value, !value.isEmpty else { throw MessageError(.missing, field: name) }
         let n = value.utf8.count
         if n > maxIdentifier { throw MessageError(.tooLong(length: n, max: maxIdentifier), field: name) }
@@ -29,7 +33,7 @@ enum Rules {
     }
 
     /// activity_id: 1-128 bytes, no control characters (C0, DEL or C1).
-    static func activityID(_ value: String?, required: Bool, _ name: String = "activity_id") throws(MessageError) {
+    public static func activityID(_ value: String?, required: Bool, _ name: String = "activity_id") throws(MessageError) {
         guard let value, !value.isEmpty else {
             if required { throw MessageError(.missing, field: name) }
             return
@@ -41,7 +45,7 @@ enum Rules {
     }
 
     /// A device token: lowercase hex, even length, 16-512 characters.
-    static func token(_ value: String, _ name: @autoclosure () -> String) throws(MessageError) {
+    public static func token(_ value: String, _ name: @autoclosure () -> String) throws(MessageError) {
         if value.isEmpty { throw MessageError(.missing, field: name()) }
         let n = value.utf8.count
         if !tokenLengths.contains(n) {
@@ -53,7 +57,7 @@ enum Rules {
     }
 
     /// attributes_type: a Swift type name, [A-Za-z_][A-Za-z0-9_.]*, 1-128 bytes.
-    static func typeName(_ value: String?, required: Bool, _ name: String = "attributes_type") throws(MessageError) {
+    public static func typeName(_ value: String?, required: Bool, _ name: String = "attributes_type") throws(MessageError) {
         guard let value, !value.isEmpty else {
             if required { throw MessageError(.missing, field: name) }
             return
@@ -68,22 +72,26 @@ enum Rules {
     }
 
     /// Free text with only a length cap; NUL is refused because protobuf-c would cut it.
+    /// `decoded`: the value comes from a decode, which already refused any NUL (see
+    /// `WireTally`), so the scan for one would find nothing and is skipped.
     @inline(__always)
-    static func text(_ value: String?, max: Int, _ name: String, prefix: String = "") throws(MessageError) {
+    public static func text(
+        _ value: String?, max: Int, _ name: String, prefix: String = "", decoded: Bool = false
+    ) throws(MessageError) {
         guard let value, !value.isEmpty else { return }
         let n = value.utf8.count
         if n > max { throw MessageError(.tooLong(length: n, max: max), field: path(prefix, name)) }
-        try noNUL(value, path(prefix, name))
+        if !decoded { try noNUL(value, path(prefix, name)) }
     }
 
     @inline(__always)
-    static func noNUL(_ value: String, _ name: @autoclosure () -> String) throws(MessageError) {
+    public static func noNUL(_ value: String, _ name: @autoclosure () -> String) throws(MessageError) {
         let hasNUL = withBytes(value) { bytes in containsNUL(bytes) }
         if hasNUL { throw MessageError(.embeddedNUL, field: name()) }
     }
 
     /// A *_json field: a single JSON object of at most 4096 bytes.
-    static func jsonObject(_ value: String?, required: Bool, _ name: String) throws(MessageError) {
+    public static func jsonObject(_ value: String?, required: Bool, _ name: String) throws(MessageError) {
         guard let value else {
             if required { throw MessageError(.missing, field: name) }
             return
@@ -103,11 +111,11 @@ enum Rules {
         }
     }
 
-    static func nonNegative(_ value: Int64?, _ name: String) throws(MessageError) {
+    public static func nonNegative(_ value: Int64?, _ name: String) throws(MessageError) {
         if let value, value < 0 { throw MessageError(.outOfRange, field: name, detail: "must not be negative") }
     }
 
-    static func finite(_ value: Double?, _ name: String) throws(MessageError) {
+    public static func finite(_ value: Double?, _ name: String) throws(MessageError) {
         if let value, !value.isFinite { throw MessageError(.outOfRange, field: name, detail: "must be finite") }
     }
 
@@ -115,12 +123,12 @@ enum Rules {
         if case let .unrecognized(n)? = value { throw MessageError(.enumOutOfRange(n), field: name) }
     }
 
-    static func idempotencyKey(_ value: String?) throws(MessageError) {
-        try text(value, max: maxIdentifier, "idempotency_key")
+    public static func idempotencyKey(_ value: String?, decoded: Bool = false) throws(MessageError) {
+        try text(value, max: maxIdentifier, "idempotency_key", decoded: decoded)
     }
 
     /// APNs's channel ids are base64 of a few dozen bytes; 128 leaves room and bounds the store's key.
-    static let maxChannelID = 128
+    public static let maxChannelID = 128
 
     /// A broadcast channel id: 1-128 characters of the base64 alphabets (standard
     /// and URL-safe, `=` padding). The same rule as LiveRelayAPNs's
@@ -129,7 +137,7 @@ enum Rules {
     /// INVALID_ARGUMENT at decode, never a store lookup or a send. A proto2
     /// field that is present but empty is refused too: leaving it out is how to
     /// name no channel.
-    static func channelID(_ value: String?, required: Bool, _ name: String = "channel_id") throws(MessageError) {
+    public static func channelID(_ value: String?, required: Bool, _ name: String = "channel_id") throws(MessageError) {
         guard let value else {
             if required { throw MessageError(.missing, field: name) }
             return
@@ -149,7 +157,7 @@ enum Rules {
 
     /// channel_id and channel_only of an update or end: channel_only = true sends
     /// to the channel alone, so without a channel the call would reach nobody.
-    static func channel(_ channelID: String?, only channelOnly: Bool?) throws(MessageError) {
+    public static func channel(_ channelID: String?, only channelOnly: Bool?) throws(MessageError) {
         try Rules.channelID(channelID, required: false)
         if channelOnly == true, channelID == nil {
             throw MessageError(.invalidValue, field: "channel_only", detail: "true needs channel_id: the call would reach nobody")

@@ -58,6 +58,20 @@ enum Fixture {
 
     static var lrPing: PingRequest { PingRequest(payload: pingPayload) }
 
+    /// A channel id as APNs answers it (base64 of 16 bytes) and a page token as the server makes it.
+    static let channelID = "dHJhY2tpbmctY2hhbm5lbDE="
+    static let pageToken = "cHJvZHVjdGlvbjo0Mg"
+
+    static var lrCreateChannel: CreateChannelRequest {
+        CreateChannelRequest(appID: appID, environment: .production, storagePolicy: .mostRecentMessage)
+    }
+
+    static var lrListChannels: ListChannelsRequest {
+        ListChannelsRequest(appID: appID, environment: .production, pageSize: 50, pageToken: pageToken)
+    }
+
+    static var lrDeleteChannel: DeleteChannelRequest { DeleteChannelRequest(appID: appID, channelID: channelID) }
+
     // MARK: swift-protobuf
 
     static var spRegister: Liverelay_V1_RegisterTokenRequest {
@@ -131,6 +145,30 @@ enum Fixture {
     static var spPing: Liverelay_V1_PingRequest {
         var m = Liverelay_V1_PingRequest()
         m.payload = Data(pingPayload)
+        return m
+    }
+
+    static var spCreateChannel: Liverelay_V1_CreateChannelRequest {
+        var m = Liverelay_V1_CreateChannelRequest()
+        m.appID = appID
+        m.environment = .production
+        m.storagePolicy = .mostRecentMessage
+        return m
+    }
+
+    static var spListChannels: Liverelay_V1_ListChannelsRequest {
+        var m = Liverelay_V1_ListChannelsRequest()
+        m.appID = appID
+        m.environment = .production
+        m.pageSize = 50
+        m.pageToken = pageToken
+        return m
+    }
+
+    static var spDeleteChannel: Liverelay_V1_DeleteChannelRequest {
+        var m = Liverelay_V1_DeleteChannelRequest()
+        m.appID = appID
+        m.channelID = channelID
         return m
     }
 }

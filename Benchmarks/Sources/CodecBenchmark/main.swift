@@ -4,6 +4,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLiveRelayProto
 import Foundation
 import LiveRelayMessages
 import LiveRelayWire
@@ -35,8 +36,51 @@ struct DecodeParts {
 }
 var decodeParts: [DecodeParts] = []
 
+/// What a server does with a request (issue 14, goal 5): decode plus validation, on both
+/// sides, and the parts that bound it.
+struct ServerDecodeRow {
+    var message: String
+    var size: Int
+    /// LiveRelayMessages' decode (it validates requests).
+    var ours: Measurement
+    /// swift-protobuf's decode, then `ServerValidated.validate()` (the same rules).
+    var swiftProtobuf: Measurement
+    /// swift-protobuf's decode alone.
+    var swiftProtobufDecode: Measurement
+    /// LiveRelayMessages' validate() alone, on a decoded value.
+    var validate: Measurement
+    /// `lr_unpack` + `lr_free_unpacked` alone: protobuf-c's part, which no conversion layer removes.
+    var unpack: Measurement
+    /// Making (and freeing) the message's Swift `String`s from their UTF-8 bytes alone: both sides pay it.
+    var strings: Measurement
+    /// What no decode through protobuf-c can go below: unpack + strings + validate.
+    var floor: Double { unpack.median + strings.median + validate.median }
+    var ratio: Double { swiftProtobuf.median / ours.median }
+}
+var serverRows: [ServerDecodeRow] = []
+/// The goal: ours at least this much faster.
+let serverGoal = 1.5
+
+/// The UTF-8 bytes of every string in a message value, sub-messages and arrays included.
+func stringBytes(of value: Any) -> [[UInt8]] {
+    var out: [[UInt8]] = []
+    for child in Mirror(reflecting: value).children {
+        switch child.value {
+        case let s as String: out.append(Array(s.utf8))
+        case let s as String?: if let s { out.append(Array(s.utf8)) }
+        case let a as [String]: out += a.map { Array($0.utf8) }
+        case let v as any LiveRelayMessage: out += stringBytes(of: v)
+        case let v as (any LiveRelayMessage)?: if let v { out += stringBytes(of: v) }
+        default: break
+        }
+    }
+    return out.filter { !$0.isEmpty }
+}
+
 @MainActor
-func benchmark<L: LiveRelayMessage, S: SwiftProtobuf.Message & Equatable>(_ name: String, _ lr: L, _ sp: S) {
+func benchmark<L: LiveRelayMessage, S: SwiftProtobuf.Message & Equatable & ServerValidated>(
+    _ name: String, _ lr: L, _ sp: S, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+) {
     if let only = options.only, !name.contains(only) { return }
     let lrBytes = lr.serializedBytes()
     let spBytes: [UInt8] = try! sp.serializedBytes()
@@ -44,6 +88,9 @@ func benchmark<L: LiveRelayMessage, S: SwiftProtobuf.Message & Equatable>(_ name
     precondition(lrBytes == spBytes, "\(name): the two implementations encode the fixture differently")
     precondition((try? L(serializedBytes: lrBytes)) == lr, "\(name): protobuf-c round trip is not exact")
     precondition((try? S(serializedBytes: spBytes)) == sp, "\(name): swift-protobuf round trip is not exact")
+    // Both validations accept the fixture (a throwing one would measure an error path).
+    try! lr.validate()
+    try! sp.validate()
 
     if options.verbose { print("\(name) (\(lrBytes.count) bytes)") }
     let pcRoundTrip = measure("\(name) protobuf-c round trip", options: options) { n in
@@ -81,17 +128,52 @@ func benchmark<L: LiveRelayMessage, S: SwiftProtobuf.Message & Equatable>(_ name
             for _ in 0..<n { blackHole(try! L(serializedBytes: raw, limit: MessageLimits.maxMessageBytes)) }
         }
     }
+    let spDecodeValidate = measure("\(name) swift-protobuf decode + validate", options: options) { n in
+        for _ in 0..<n {
+            let message = try! S(serializedBytes: spBytes)
+            try! message.validate()
+            blackHole(message)
+        }
+    }
+    let unpack = measure("\(name) protobuf-c unpack alone", options: options) { n in
+        lrBytes.withUnsafeBufferPointer { p in
+            for _ in 0..<n {
+                let message = lr_unpack(descriptor, p.count, p.baseAddress!)
+                blackHole(message)
+                lr_free_unpacked(message)
+            }
+        }
+    }
+    let texts = stringBytes(of: lr)
+    let strings = measure("\(name) Swift strings alone", options: options) { n in
+        for _ in 0..<n {
+            for t in texts { blackHole(String(decoding: t, as: UTF8.self)) }
+        }
+    }
+    serverRows.append(
+        ServerDecodeRow(
+            message: name, size: lrBytes.count, ours: pcDecode, swiftProtobuf: spDecodeValidate,
+            swiftProtobufDecode: spDecode, validate: validate, unpack: unpack, strings: strings))
     rows.append(CodecRow(message: name, size: lrBytes.count, op: "round trip", protobufC: pcRoundTrip, swiftProtobuf: spRoundTrip))
     rows.append(CodecRow(message: name, size: lrBytes.count, op: "encode", protobufC: pcEncode, swiftProtobuf: spEncode))
     rows.append(CodecRow(message: name, size: lrBytes.count, op: "decode", protobufC: pcDecode, swiftProtobuf: spDecode))
     decodeParts.append(DecodeParts(message: name, viaArray: pcDecode, viaRawPointer: pcDecodeRaw, validate: validate))
 }
 
-benchmark("RegisterTokenRequest", Fixture.lrRegister, Fixture.spRegister)
-benchmark("StartActivityRequest", Fixture.lrStart, Fixture.spStart)
-benchmark("UpdateActivityRequest", Fixture.lrUpdate, Fixture.spUpdate)
-benchmark("EndActivityRequest", Fixture.lrEnd, Fixture.spEnd)
-benchmark("PingRequest", Fixture.lrPing, Fixture.spPing)
+benchmark("RegisterTokenRequest", Fixture.lrRegister, Fixture.spRegister, descriptor: lr_register_token_request_descriptor())
+benchmark("StartActivityRequest", Fixture.lrStart, Fixture.spStart, descriptor: lr_start_activity_request_descriptor())
+benchmark("UpdateActivityRequest", Fixture.lrUpdate, Fixture.spUpdate, descriptor: lr_update_activity_request_descriptor())
+benchmark("EndActivityRequest", Fixture.lrEnd, Fixture.spEnd, descriptor: lr_end_activity_request_descriptor())
+benchmark("PingRequest", Fixture.lrPing, Fixture.spPing, descriptor: lr_ping_request_descriptor())
+benchmark(
+    "CreateChannelRequest", Fixture.lrCreateChannel, Fixture.spCreateChannel,
+    descriptor: lr_create_channel_request_descriptor())
+benchmark(
+    "ListChannelsRequest", Fixture.lrListChannels, Fixture.spListChannels,
+    descriptor: lr_list_channels_request_descriptor())
+benchmark(
+    "DeleteChannelRequest", Fixture.lrDeleteChannel, Fixture.spDeleteChannel,
+    descriptor: lr_delete_channel_request_descriptor())
 
 // MARK: Frames
 
@@ -156,6 +238,9 @@ func decodeAll(_ workload: FrameWorkload, decodeMessages: Bool) -> Int {
                     case .updateActivity: blackHole(try! UpdateActivityRequest(serializedBytes: request.payload))
                     case .endActivity: blackHole(try! EndActivityRequest(serializedBytes: request.payload))
                     case .ping: blackHole(try! PingRequest(serializedBytes: request.payload))
+                    case .createChannel: blackHole(try! CreateChannelRequest(serializedBytes: request.payload))
+                    case .listChannels: blackHole(try! ListChannelsRequest(serializedBytes: request.payload))
+                    case .deleteChannel: blackHole(try! DeleteChannelRequest(serializedBytes: request.payload))
                     }
                 } else {
                     blackHole(request)
@@ -247,6 +332,23 @@ if !decodeParts.isEmpty {
         let a = p.viaArray.median, r = p.viaRawPointer.median, v = p.validate.median
         print("| \(p.message) | \(format(a, 0)) | \(format(r, 0)) | \(format(a - r, 0)) | \(format(v, 0)) | \(format(r - v, 0)) | \(format(sp, 0)) |")
     }
+}
+if !serverRows.isEmpty {
+    print("")
+    print("Server decode: decode + validation (issue 14, goal 5; ns/op). swift-protobuf's column is its decode followed by")
+    print("the same rules (Benchmarks/Sources/CodecBenchmark/SwiftProtobufValidation.swift).")
+    print("")
+    print("| Message | Bytes | LiveRelayMessages decode + validate | swift-protobuf decode + validate | ratio | validate() alone | protobuf-c unpack alone | Swift strings alone | floor (unpack + strings + validate) | best ratio at the floor | swift-protobuf decode alone |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for r in serverRows {
+        let mark = r.ratio >= serverGoal ? " ✅" : " ❌"
+        print("| \(r.message) | \(r.size) | \(format(r.ours.median, 0)) | \(format(r.swiftProtobuf.median, 0)) | \(format(r.ratio, 2))x\(mark) | \(format(r.validate.median, 0)) | \(format(r.unpack.median, 0)) | \(format(r.strings.median, 0)) | \(format(r.floor, 0)) | \(format(r.swiftProtobuf.median / r.floor, 2))x | \(format(r.swiftProtobufDecode.median, 0)) |")
+    }
+    let missed = serverRows.filter { $0.ratio < serverGoal }.map(\.message)
+    print("")
+    print(missed.isEmpty
+          ? "Goal (decode + validation at least \(serverGoal)x faster than swift-protobuf's): met for every request."
+          : "Goal (decode + validation at least \(serverGoal)x faster than swift-protobuf's): NOT met for \(missed.joined(separator: ", ")).")
 }
 if !frameRows.isEmpty {
     print("")

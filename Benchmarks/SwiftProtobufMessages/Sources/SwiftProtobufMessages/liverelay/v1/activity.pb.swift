@@ -239,7 +239,8 @@ public nonisolated struct Liverelay_V1_StartActivityRequest: @unchecked Sendable
   /// Clears the value of `idempotencyKey`. Subsequent reads from it will return its default value.
   public mutating func clearIdempotencyKey() {_uniqueStorage()._idempotencyKey = nil}
 
-  /// Reply only when every push reached a final state (delivered, failed, pruned...).
+  /// Reply only when every push reached a final state (delivered, failed, pruned...);
+  /// DEADLINE_EXCEEDED if the call's deadline comes first.
   public var waitForDelivery: Bool {
     get {_storage._waitForDelivery ?? false}
     set {_uniqueStorage()._waitForDelivery = newValue}
@@ -248,6 +249,46 @@ public nonisolated struct Liverelay_V1_StartActivityRequest: @unchecked Sendable
   public var hasWaitForDelivery: Bool {_storage._waitForDelivery != nil}
   /// Clears the value of `waitForDelivery`. Subsequent reads from it will return its default value.
   public mutating func clearWaitForDelivery() {_uniqueStorage()._waitForDelivery = nil}
+
+  /// Subscribes the started activity to this broadcast channel (aps
+  /// `input-push-channel`): later updates and the end can then reach every
+  /// device with one send (UpdateActivityRequest.channel_id). The start itself
+  /// still goes to the push-to-start targets: a broadcast cannot start an
+  /// activity, so targets stay required. Base64, 1 to 128 characters; a
+  /// present empty id is refused (leave the field out to name no channel).
+  public var channelID: String {
+    get {_storage._channelID ?? String()}
+    set {_uniqueStorage()._channelID = newValue}
+  }
+  /// Returns true if `channelID` has been explicitly set.
+  public var hasChannelID: Bool {_storage._channelID != nil}
+  /// Clears the value of `channelID`. Subsequent reads from it will return its default value.
+  public mutating func clearChannelID() {_uniqueStorage()._channelID = nil}
+
+  /// Default true: aps `input-push-token: 1` asks the started activity for an
+  /// update token, so it can be updated by token. false is allowed only
+  /// together with channel_id (INVALID_ARGUMENT naming input_push_token
+  /// otherwise): an activity with neither token nor channel could never be
+  /// updated or ended.
+  public var inputPushToken: Bool {
+    get {_storage._inputPushToken ?? false}
+    set {_uniqueStorage()._inputPushToken = newValue}
+  }
+  /// Returns true if `inputPushToken` has been explicitly set.
+  public var hasInputPushToken: Bool {_storage._inputPushToken != nil}
+  /// Clears the value of `inputPushToken`. Subsequent reads from it will return its default value.
+  public mutating func clearInputPushToken() {_uniqueStorage()._inputPushToken = nil}
+
+  /// Refuse with RESOURCE_EXHAUSTED instead of sending at priority 5 when the
+  /// priority-10 budget is spent (DeliverySummary.downgraded).
+  public var strictPriorityBudget: Bool {
+    get {_storage._strictPriorityBudget ?? false}
+    set {_uniqueStorage()._strictPriorityBudget = newValue}
+  }
+  /// Returns true if `strictPriorityBudget` has been explicitly set.
+  public var hasStrictPriorityBudget: Bool {_storage._strictPriorityBudget != nil}
+  /// Clears the value of `strictPriorityBudget`. Subsequent reads from it will return its default value.
+  public mutating func clearStrictPriorityBudget() {_uniqueStorage()._strictPriorityBudget = nil}
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -363,6 +404,40 @@ public nonisolated struct Liverelay_V1_UpdateActivityRequest: Sendable {
   /// Clears the value of `waitForDelivery`. Subsequent reads from it will return its default value.
   public mutating func clearWaitForDelivery() {self._waitForDelivery = nil}
 
+  /// Also sends the update to this broadcast channel (one send for every
+  /// subscribed device), besides the activity's update tokens.
+  public var channelID: String {
+    get {_channelID ?? String()}
+    set {_channelID = newValue}
+  }
+  /// Returns true if `channelID` has been explicitly set.
+  public var hasChannelID: Bool {self._channelID != nil}
+  /// Clears the value of `channelID`. Subsequent reads from it will return its default value.
+  public mutating func clearChannelID() {self._channelID = nil}
+
+  /// true: only the channel, not the activity's update tokens (the devices
+  /// that joined through the channel would otherwise get the update twice).
+  /// Requires channel_id, else INVALID_ARGUMENT naming channel_only.
+  public var channelOnly: Bool {
+    get {_channelOnly ?? false}
+    set {_channelOnly = newValue}
+  }
+  /// Returns true if `channelOnly` has been explicitly set.
+  public var hasChannelOnly: Bool {self._channelOnly != nil}
+  /// Clears the value of `channelOnly`. Subsequent reads from it will return its default value.
+  public mutating func clearChannelOnly() {self._channelOnly = nil}
+
+  /// Refuse with RESOURCE_EXHAUSTED instead of downgrading to priority 5 when
+  /// the priority-10 budget is spent (DeliverySummary.downgraded).
+  public var strictPriorityBudget: Bool {
+    get {_strictPriorityBudget ?? false}
+    set {_strictPriorityBudget = newValue}
+  }
+  /// Returns true if `strictPriorityBudget` has been explicitly set.
+  public var hasStrictPriorityBudget: Bool {self._strictPriorityBudget != nil}
+  /// Clears the value of `strictPriorityBudget`. Subsequent reads from it will return its default value.
+  public mutating func clearStrictPriorityBudget() {self._strictPriorityBudget = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -378,6 +453,9 @@ public nonisolated struct Liverelay_V1_UpdateActivityRequest: Sendable {
   fileprivate var _endActivity: Bool? = nil
   fileprivate var _idempotencyKey: String? = nil
   fileprivate var _waitForDelivery: Bool? = nil
+  fileprivate var _channelID: String? = nil
+  fileprivate var _channelOnly: Bool? = nil
+  fileprivate var _strictPriorityBudget: Bool? = nil
 }
 
 /// Ends an activity on every device that runs it.
@@ -460,6 +538,56 @@ public nonisolated struct Liverelay_V1_EndActivityRequest: Sendable {
   /// Clears the value of `priority`. Subsequent reads from it will return its default value.
   public mutating func clearPriority() {self._priority = nil}
 
+  /// UNIX seconds (aps `stale-date`), as on an update.
+  public var staleDate: Int64 {
+    get {_staleDate ?? 0}
+    set {_staleDate = newValue}
+  }
+  /// Returns true if `staleDate` has been explicitly set.
+  public var hasStaleDate: Bool {self._staleDate != nil}
+  /// Clears the value of `staleDate`. Subsequent reads from it will return its default value.
+  public mutating func clearStaleDate() {self._staleDate = nil}
+
+  /// aps `relevance-score`, as on an update.
+  public var relevanceScore: Double {
+    get {_relevanceScore ?? 0}
+    set {_relevanceScore = newValue}
+  }
+  /// Returns true if `relevanceScore` has been explicitly set.
+  public var hasRelevanceScore: Bool {self._relevanceScore != nil}
+  /// Clears the value of `relevanceScore`. Subsequent reads from it will return its default value.
+  public mutating func clearRelevanceScore() {self._relevanceScore = nil}
+
+  /// Also sends the end to this broadcast channel, as on an update.
+  public var channelID: String {
+    get {_channelID ?? String()}
+    set {_channelID = newValue}
+  }
+  /// Returns true if `channelID` has been explicitly set.
+  public var hasChannelID: Bool {self._channelID != nil}
+  /// Clears the value of `channelID`. Subsequent reads from it will return its default value.
+  public mutating func clearChannelID() {self._channelID = nil}
+
+  /// true: only the channel; requires channel_id, as on an update.
+  public var channelOnly: Bool {
+    get {_channelOnly ?? false}
+    set {_channelOnly = newValue}
+  }
+  /// Returns true if `channelOnly` has been explicitly set.
+  public var hasChannelOnly: Bool {self._channelOnly != nil}
+  /// Clears the value of `channelOnly`. Subsequent reads from it will return its default value.
+  public mutating func clearChannelOnly() {self._channelOnly = nil}
+
+  /// Refuse with RESOURCE_EXHAUSTED instead of downgrading to priority 5, as on an update.
+  public var strictPriorityBudget: Bool {
+    get {_strictPriorityBudget ?? false}
+    set {_strictPriorityBudget = newValue}
+  }
+  /// Returns true if `strictPriorityBudget` has been explicitly set.
+  public var hasStrictPriorityBudget: Bool {self._strictPriorityBudget != nil}
+  /// Clears the value of `strictPriorityBudget`. Subsequent reads from it will return its default value.
+  public mutating func clearStrictPriorityBudget() {self._strictPriorityBudget = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -472,6 +600,11 @@ public nonisolated struct Liverelay_V1_EndActivityRequest: Sendable {
   fileprivate var _waitForDelivery: Bool? = nil
   fileprivate var _alert: Liverelay_V1_Alert? = nil
   fileprivate var _priority: Liverelay_V1_Priority? = nil
+  fileprivate var _staleDate: Int64? = nil
+  fileprivate var _relevanceScore: Double? = nil
+  fileprivate var _channelID: String? = nil
+  fileprivate var _channelOnly: Bool? = nil
+  fileprivate var _strictPriorityBudget: Bool? = nil
 }
 
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
@@ -572,7 +705,7 @@ nonisolated extension Liverelay_V1_Targets: SwiftProtobuf.Message, SwiftProtobuf
 
 nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".StartActivityRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}attributes_type\0\u{3}attributes_json\0\u{3}content_state_json\0\u{1}alert\0\u{3}stale_date\0\u{3}dismissal_date\0\u{3}relevance_score\0\u{1}priority\0\u{1}targets\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}attributes_type\0\u{3}attributes_json\0\u{3}content_state_json\0\u{1}alert\0\u{3}stale_date\0\u{3}dismissal_date\0\u{3}relevance_score\0\u{1}priority\0\u{1}targets\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0\u{3}channel_id\0\u{3}input_push_token\0\u{3}strict_priority_budget\0")
 
   fileprivate class _StorageClass {
     var _appID: String? = nil
@@ -588,6 +721,9 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
     var _targets: Liverelay_V1_Targets? = nil
     var _idempotencyKey: String? = nil
     var _waitForDelivery: Bool? = nil
+    var _channelID: String? = nil
+    var _inputPushToken: Bool? = nil
+    var _strictPriorityBudget: Bool? = nil
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -611,6 +747,9 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
       _targets = source._targets
       _idempotencyKey = source._idempotencyKey
       _waitForDelivery = source._waitForDelivery
+      _channelID = source._channelID
+      _inputPushToken = source._inputPushToken
+      _strictPriorityBudget = source._strictPriorityBudget
     }
   }
 
@@ -642,6 +781,9 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
         case 11: try { try decoder.decodeSingularMessageField(value: &_storage._targets) }()
         case 12: try { try decoder.decodeSingularStringField(value: &_storage._idempotencyKey) }()
         case 13: try { try decoder.decodeSingularBoolField(value: &_storage._waitForDelivery) }()
+        case 14: try { try decoder.decodeSingularStringField(value: &_storage._channelID) }()
+        case 15: try { try decoder.decodeSingularBoolField(value: &_storage._inputPushToken) }()
+        case 16: try { try decoder.decodeSingularBoolField(value: &_storage._strictPriorityBudget) }()
         default: break
         }
       }
@@ -693,6 +835,15 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
       try { if let v = _storage._waitForDelivery {
         try visitor.visitSingularBoolField(value: v, fieldNumber: 13)
       } }()
+      try { if let v = _storage._channelID {
+        try visitor.visitSingularStringField(value: v, fieldNumber: 14)
+      } }()
+      try { if let v = _storage._inputPushToken {
+        try visitor.visitSingularBoolField(value: v, fieldNumber: 15)
+      } }()
+      try { if let v = _storage._strictPriorityBudget {
+        try visitor.visitSingularBoolField(value: v, fieldNumber: 16)
+      } }()
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -715,6 +866,9 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
         if _storage._targets != rhs_storage._targets {return false}
         if _storage._idempotencyKey != rhs_storage._idempotencyKey {return false}
         if _storage._waitForDelivery != rhs_storage._waitForDelivery {return false}
+        if _storage._channelID != rhs_storage._channelID {return false}
+        if _storage._inputPushToken != rhs_storage._inputPushToken {return false}
+        if _storage._strictPriorityBudget != rhs_storage._strictPriorityBudget {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -726,7 +880,7 @@ nonisolated extension Liverelay_V1_StartActivityRequest: SwiftProtobuf.Message, 
 
 nonisolated extension Liverelay_V1_UpdateActivityRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".UpdateActivityRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}content_state_json\0\u{1}alert\0\u{3}stale_date\0\u{3}dismissal_date\0\u{3}relevance_score\0\u{1}priority\0\u{3}end_activity\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}content_state_json\0\u{1}alert\0\u{3}stale_date\0\u{3}dismissal_date\0\u{3}relevance_score\0\u{1}priority\0\u{3}end_activity\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0\u{3}channel_id\0\u{3}channel_only\0\u{3}strict_priority_budget\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -745,6 +899,9 @@ nonisolated extension Liverelay_V1_UpdateActivityRequest: SwiftProtobuf.Message,
       case 9: try { try decoder.decodeSingularBoolField(value: &self._endActivity) }()
       case 10: try { try decoder.decodeSingularStringField(value: &self._idempotencyKey) }()
       case 11: try { try decoder.decodeSingularBoolField(value: &self._waitForDelivery) }()
+      case 12: try { try decoder.decodeSingularStringField(value: &self._channelID) }()
+      case 13: try { try decoder.decodeSingularBoolField(value: &self._channelOnly) }()
+      case 14: try { try decoder.decodeSingularBoolField(value: &self._strictPriorityBudget) }()
       default: break
       }
     }
@@ -788,6 +945,15 @@ nonisolated extension Liverelay_V1_UpdateActivityRequest: SwiftProtobuf.Message,
     try { if let v = self._waitForDelivery {
       try visitor.visitSingularBoolField(value: v, fieldNumber: 11)
     } }()
+    try { if let v = self._channelID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 12)
+    } }()
+    try { if let v = self._channelOnly {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 13)
+    } }()
+    try { if let v = self._strictPriorityBudget {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 14)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -803,6 +969,9 @@ nonisolated extension Liverelay_V1_UpdateActivityRequest: SwiftProtobuf.Message,
     if lhs._endActivity != rhs._endActivity {return false}
     if lhs._idempotencyKey != rhs._idempotencyKey {return false}
     if lhs._waitForDelivery != rhs._waitForDelivery {return false}
+    if lhs._channelID != rhs._channelID {return false}
+    if lhs._channelOnly != rhs._channelOnly {return false}
+    if lhs._strictPriorityBudget != rhs._strictPriorityBudget {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -810,7 +979,7 @@ nonisolated extension Liverelay_V1_UpdateActivityRequest: SwiftProtobuf.Message,
 
 nonisolated extension Liverelay_V1_EndActivityRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".EndActivityRequest"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}content_state_json\0\u{3}dismissal_date\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0\u{1}alert\0\u{1}priority\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}activity_id\0\u{3}content_state_json\0\u{3}dismissal_date\0\u{3}idempotency_key\0\u{3}wait_for_delivery\0\u{1}alert\0\u{1}priority\0\u{3}stale_date\0\u{3}relevance_score\0\u{3}channel_id\0\u{3}channel_only\0\u{3}strict_priority_budget\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -826,6 +995,11 @@ nonisolated extension Liverelay_V1_EndActivityRequest: SwiftProtobuf.Message, Sw
       case 6: try { try decoder.decodeSingularBoolField(value: &self._waitForDelivery) }()
       case 7: try { try decoder.decodeSingularMessageField(value: &self._alert) }()
       case 8: try { try decoder.decodeSingularEnumField(value: &self._priority) }()
+      case 9: try { try decoder.decodeSingularInt64Field(value: &self._staleDate) }()
+      case 10: try { try decoder.decodeSingularDoubleField(value: &self._relevanceScore) }()
+      case 11: try { try decoder.decodeSingularStringField(value: &self._channelID) }()
+      case 12: try { try decoder.decodeSingularBoolField(value: &self._channelOnly) }()
+      case 13: try { try decoder.decodeSingularBoolField(value: &self._strictPriorityBudget) }()
       default: break
       }
     }
@@ -860,6 +1034,21 @@ nonisolated extension Liverelay_V1_EndActivityRequest: SwiftProtobuf.Message, Sw
     try { if let v = self._priority {
       try visitor.visitSingularEnumField(value: v, fieldNumber: 8)
     } }()
+    try { if let v = self._staleDate {
+      try visitor.visitSingularInt64Field(value: v, fieldNumber: 9)
+    } }()
+    try { if let v = self._relevanceScore {
+      try visitor.visitSingularDoubleField(value: v, fieldNumber: 10)
+    } }()
+    try { if let v = self._channelID {
+      try visitor.visitSingularStringField(value: v, fieldNumber: 11)
+    } }()
+    try { if let v = self._channelOnly {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 12)
+    } }()
+    try { if let v = self._strictPriorityBudget {
+      try visitor.visitSingularBoolField(value: v, fieldNumber: 13)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -872,6 +1061,11 @@ nonisolated extension Liverelay_V1_EndActivityRequest: SwiftProtobuf.Message, Sw
     if lhs._waitForDelivery != rhs._waitForDelivery {return false}
     if lhs._alert != rhs._alert {return false}
     if lhs._priority != rhs._priority {return false}
+    if lhs._staleDate != rhs._staleDate {return false}
+    if lhs._relevanceScore != rhs._relevanceScore {return false}
+    if lhs._channelID != rhs._channelID {return false}
+    if lhs._channelOnly != rhs._channelOnly {return false}
+    if lhs._strictPriorityBudget != rhs._strictPriorityBudget {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

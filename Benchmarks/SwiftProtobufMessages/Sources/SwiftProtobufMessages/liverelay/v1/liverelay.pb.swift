@@ -270,6 +270,54 @@ public nonisolated enum Liverelay_V1_ActivityState: SwiftProtobuf.Enum, Swift.Ca
 
 }
 
+/// How APNs keeps a channel's messages for devices that are offline. It is
+/// fixed when the channel is created (APNs cannot change it later), so it is
+/// required on CreateChannel and reported on every Channel.
+public nonisolated enum Liverelay_V1_ChannelStoragePolicy: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// APNs message-storage-policy 0: nothing is stored for offline devices and
+  /// every send carries apns-expiration 0. Apple grants such channels a higher
+  /// budget: for live scores, where a missed update is replaced by the next.
+  case noStorage // = 1
+
+  /// APNs message-storage-policy 1: the latest message is kept for up to 8
+  /// hours, so a device that comes back online gets the current state.
+  case mostRecentMessage // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .noStorage
+    case 2: self = .mostRecentMessage
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .noStorage: return 1
+    case .mostRecentMessage: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Liverelay_V1_ChannelStoragePolicy] = [
+    .unspecified,
+    .noStorage,
+    .mostRecentMessage,
+  ]
+
+}
+
 /// Registers, rotates or removes one token. Idempotent.
 public nonisolated struct Liverelay_V1_RegisterTokenRequest: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -294,7 +342,7 @@ public nonisolated struct Liverelay_V1_RegisterTokenRequest: Sendable {
   /// The caller's user id, used to target StartActivity by user.
   public var externalUserID: String = String()
 
-  /// The caller's stable device id: a new token for the same device rotates the old one.
+  /// The caller's stable device id (at most 128 bytes): a new token for the same device rotates the old one.
   public var deviceID: String = String()
 
   /// UNIX seconds after which the token is dropped; 0 means no expiry.
@@ -359,7 +407,8 @@ public nonisolated struct Liverelay_V1_FailureCount: Sendable {
 
 /// The account of every push that one call caused. When the call asked to wait
 /// for delivery, complete is true and queued is 0: every push reached a final
-/// state. Otherwise the reply comes once the pushes are queued.
+/// state (if the deadline comes first, the call fails with DEADLINE_EXCEEDED
+/// instead). Otherwise the reply comes once the pushes are queued.
 public nonisolated struct Liverelay_V1_DeliverySummary: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -394,6 +443,13 @@ public nonisolated struct Liverelay_V1_DeliverySummary: Sendable {
   /// True when every push has reached a final state.
   public var complete: Bool = false
 
+  /// Pushes sent at priority 5 instead of the 10 asked for, because the
+  /// activity's (or the channel's) priority-10 budget for the hour was spent:
+  /// APNs throttles an activity that exceeds it, so LiveRelay lowers the
+  /// priority rather than have every later push of the hour held back. A
+  /// request with strict_priority_budget is refused instead (RESOURCE_EXHAUSTED).
+  public var downgraded: UInt32 = 0
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -418,7 +474,9 @@ public nonisolated struct Liverelay_V1_StartActivityReply: Sendable {
   /// Clears the value of `summary`. Subsequent reads from it will return its default value.
   public mutating func clearSummary() {self._summary = nil}
 
-  /// True when this reply repeats the first reply to the same idempotency key.
+  /// True when this reply repeats the first reply to the same idempotency key
+  /// (nothing was done again); its summary then gives the account of the first
+  /// call's pushes as it stands (docs/PROTOCOL.md, "Delivery guarantees").
   public var replayed: Bool = false
 
   public var state: Liverelay_V1_ActivityState = .unspecified
@@ -550,6 +608,137 @@ public nonisolated struct Liverelay_V1_FieldViolation: Sendable {
   public init() {}
 }
 
+/// A broadcast channel of one app in one APNs environment.
+public nonisolated struct Liverelay_V1_Channel: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  /// APNs's id (base64, at most 128 characters), as APNs answered the creation.
+  /// The app hands it to ActivityKit (pushType: .channel(id)) and LiveRelay
+  /// names it in the apns-channel-id header.
+  public var channelID: String = String()
+
+  /// Channels live in one environment, like tokens: a sandbox channel is
+  /// unknown to production.
+  public var environment: Liverelay_V1_Environment = .unspecified
+
+  public var storagePolicy: Liverelay_V1_ChannelStoragePolicy = .unspecified
+
+  /// UNIX seconds.
+  public var createdAt: Int64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Creates a channel with APNs. Both enums are required: neither has a safe
+/// default (a wrong environment makes a channel no device can join, a wrong
+/// storage policy cannot be changed afterwards).
+public nonisolated struct Liverelay_V1_CreateChannelRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var environment: Liverelay_V1_Environment = .unspecified
+
+  public var storagePolicy: Liverelay_V1_ChannelStoragePolicy = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Liverelay_V1_CreateChannelReply: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var channel: Liverelay_V1_Channel {
+    get {_channel ?? Liverelay_V1_Channel()}
+    set {_channel = newValue}
+  }
+  /// Returns true if `channel` has been explicitly set.
+  public var hasChannel: Bool {self._channel != nil}
+  /// Clears the value of `channel`. Subsequent reads from it will return its default value.
+  public mutating func clearChannel() {self._channel = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _channel: Liverelay_V1_Channel? = nil
+}
+
+public nonisolated struct Liverelay_V1_ListChannelsRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  /// ENVIRONMENT_UNSPECIFIED lists both environments.
+  public var environment: Liverelay_V1_Environment = .unspecified
+
+  /// 0: 100; at most 1000 (an app may have 10,000 channels per environment).
+  public var pageSize: UInt32 = 0
+
+  /// The next_page_token of the previous page; empty for the first page.
+  public var pageToken: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Liverelay_V1_ListChannelsReply: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var channels: [Liverelay_V1_Channel] = []
+
+  /// Empty on the last page.
+  public var nextPageToken: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The channel id alone names the channel: APNs's ids are unique, and the
+/// store knows its environment.
+public nonisolated struct Liverelay_V1_DeleteChannelRequest: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var appID: String = String()
+
+  public var channelID: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Empty: a deleted channel has nothing left to report. A message rather than
+/// nothing so that fields can be added later without a new RPC.
+public nonisolated struct Liverelay_V1_DeleteChannelReply: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "liverelay.v1"
@@ -572,6 +761,10 @@ nonisolated extension Liverelay_V1_TargetKind: SwiftProtobuf._ProtoNameProviding
 
 nonisolated extension Liverelay_V1_ActivityState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0ACTIVITY_STATE_UNSPECIFIED\0\u{1}ACTIVITY_STATE_STARTING\0\u{1}ACTIVITY_STATE_ACTIVE\0\u{1}ACTIVITY_STATE_ENDED\0\u{1}ACTIVITY_STATE_EXPIRED\0\u{1}ACTIVITY_STATE_DISMISSED\0")
+}
+
+nonisolated extension Liverelay_V1_ChannelStoragePolicy: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHANNEL_STORAGE_POLICY_UNSPECIFIED\0\u{1}CHANNEL_STORAGE_POLICY_NO_STORAGE\0\u{1}CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE\0")
 }
 
 nonisolated extension Liverelay_V1_RegisterTokenRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -761,7 +954,7 @@ nonisolated extension Liverelay_V1_FailureCount: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Liverelay_V1_DeliverySummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeliverySummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}targeted\0\u{1}queued\0\u{1}delivered\0\u{1}failed\0\u{1}failures\0\u{1}pruned\0\u{1}superseded\0\u{1}expired\0\u{1}unresolved\0\u{1}complete\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}targeted\0\u{1}queued\0\u{1}delivered\0\u{1}failed\0\u{1}failures\0\u{1}pruned\0\u{1}superseded\0\u{1}expired\0\u{1}unresolved\0\u{1}complete\0\u{1}downgraded\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -779,6 +972,7 @@ nonisolated extension Liverelay_V1_DeliverySummary: SwiftProtobuf.Message, Swift
       case 8: try { try decoder.decodeSingularUInt32Field(value: &self.expired) }()
       case 9: try { try decoder.decodeRepeatedMessageField(value: &self.unresolved) }()
       case 10: try { try decoder.decodeSingularBoolField(value: &self.complete) }()
+      case 11: try { try decoder.decodeSingularUInt32Field(value: &self.downgraded) }()
       default: break
       }
     }
@@ -815,6 +1009,9 @@ nonisolated extension Liverelay_V1_DeliverySummary: SwiftProtobuf.Message, Swift
     if self.complete != false {
       try visitor.visitSingularBoolField(value: self.complete, fieldNumber: 10)
     }
+    if self.downgraded != 0 {
+      try visitor.visitSingularUInt32Field(value: self.downgraded, fieldNumber: 11)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -829,6 +1026,7 @@ nonisolated extension Liverelay_V1_DeliverySummary: SwiftProtobuf.Message, Swift
     if lhs.expired != rhs.expired {return false}
     if lhs.unresolved != rhs.unresolved {return false}
     if lhs.complete != rhs.complete {return false}
+    if lhs.downgraded != rhs.downgraded {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1126,6 +1324,264 @@ nonisolated extension Liverelay_V1_FieldViolation: SwiftProtobuf.Message, SwiftP
   public static func ==(lhs: Liverelay_V1_FieldViolation, rhs: Liverelay_V1_FieldViolation) -> Bool {
     if lhs.field != rhs.field {return false}
     if lhs.description_p != rhs.description_p {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_Channel: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Channel"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}channel_id\0\u{1}environment\0\u{3}storage_policy\0\u{3}created_at\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.channelID) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.environment) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.storagePolicy) }()
+      case 5: try { try decoder.decodeSingularInt64Field(value: &self.createdAt) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.channelID.isEmpty {
+      try visitor.visitSingularStringField(value: self.channelID, fieldNumber: 2)
+    }
+    if self.environment != .unspecified {
+      try visitor.visitSingularEnumField(value: self.environment, fieldNumber: 3)
+    }
+    if self.storagePolicy != .unspecified {
+      try visitor.visitSingularEnumField(value: self.storagePolicy, fieldNumber: 4)
+    }
+    if self.createdAt != 0 {
+      try visitor.visitSingularInt64Field(value: self.createdAt, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_Channel, rhs: Liverelay_V1_Channel) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.channelID != rhs.channelID {return false}
+    if lhs.environment != rhs.environment {return false}
+    if lhs.storagePolicy != rhs.storagePolicy {return false}
+    if lhs.createdAt != rhs.createdAt {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_CreateChannelRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CreateChannelRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}environment\0\u{3}storage_policy\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.environment) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.storagePolicy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.environment != .unspecified {
+      try visitor.visitSingularEnumField(value: self.environment, fieldNumber: 2)
+    }
+    if self.storagePolicy != .unspecified {
+      try visitor.visitSingularEnumField(value: self.storagePolicy, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_CreateChannelRequest, rhs: Liverelay_V1_CreateChannelRequest) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.environment != rhs.environment {return false}
+    if lhs.storagePolicy != rhs.storagePolicy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_CreateChannelReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CreateChannelReply"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channel\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._channel) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._channel {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_CreateChannelReply, rhs: Liverelay_V1_CreateChannelReply) -> Bool {
+    if lhs._channel != rhs._channel {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_ListChannelsRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListChannelsRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{1}environment\0\u{3}page_size\0\u{3}page_token\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.environment) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.pageSize) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.pageToken) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if self.environment != .unspecified {
+      try visitor.visitSingularEnumField(value: self.environment, fieldNumber: 2)
+    }
+    if self.pageSize != 0 {
+      try visitor.visitSingularUInt32Field(value: self.pageSize, fieldNumber: 3)
+    }
+    if !self.pageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.pageToken, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_ListChannelsRequest, rhs: Liverelay_V1_ListChannelsRequest) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.environment != rhs.environment {return false}
+    if lhs.pageSize != rhs.pageSize {return false}
+    if lhs.pageToken != rhs.pageToken {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_ListChannelsReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ListChannelsReply"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}channels\0\u{3}next_page_token\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.channels) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.nextPageToken) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.channels.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.channels, fieldNumber: 1)
+    }
+    if !self.nextPageToken.isEmpty {
+      try visitor.visitSingularStringField(value: self.nextPageToken, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_ListChannelsReply, rhs: Liverelay_V1_ListChannelsReply) -> Bool {
+    if lhs.channels != rhs.channels {return false}
+    if lhs.nextPageToken != rhs.nextPageToken {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_DeleteChannelRequest: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteChannelRequest"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}app_id\0\u{3}channel_id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.appID) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.channelID) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.appID.isEmpty {
+      try visitor.visitSingularStringField(value: self.appID, fieldNumber: 1)
+    }
+    if !self.channelID.isEmpty {
+      try visitor.visitSingularStringField(value: self.channelID, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_DeleteChannelRequest, rhs: Liverelay_V1_DeleteChannelRequest) -> Bool {
+    if lhs.appID != rhs.appID {return false}
+    if lhs.channelID != rhs.channelID {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Liverelay_V1_DeleteChannelReply: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeleteChannelReply"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap()
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    // Load everything into unknown fields
+    while try decoder.nextFieldNumber() != nil {}
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Liverelay_V1_DeleteChannelReply, rhs: Liverelay_V1_DeleteChannelReply) -> Bool {
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
