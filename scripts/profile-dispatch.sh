@@ -26,7 +26,7 @@ export LIVERELAY_API_KEY
 LIVERELAY_API_KEY=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$OUT/setup.out" | head -1)
 kill "$SETUP"; wait "$SETUP" 2>/dev/null
 
-timeout 300 "$LR" mock-apns --port 0 --cert-out "$OUT/mock.pem" --log-level warning \
+timeout 300 "$LR" mock-apns --port 0 --recording-capacity 0 --cert-out "$OUT/mock.pem" --log-level warning \
     --app "dev.app,LRDEVTEAM1,LRDEVKEY01,$OUT/data/apns-dev-key.p8" >"$OUT/mock.out" 2>&1 &
 PIDS+=("$!")
 wait_for "$OUT/mock.out" "listening on"
