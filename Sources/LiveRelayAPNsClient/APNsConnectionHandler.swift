@@ -100,6 +100,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// held and delivered together at the read's end (one pool step and one
     /// dispatcher step per read, not per push).
     private var reading = false
+    /// Connection-window bytes APNs's DATA used since the last WINDOW_UPDATE.
+    private var connectionWindowUsed = 0
     private var finished: [Result<APNsResponse, APNsTransportError>] = []
     private var heldAnswers: [(sink: any APNsAnswerSink, answer: APNsAnswer)] = []
 
@@ -155,6 +157,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         let now = NIODeadline.now()
         guard frame.streamID == .rootStream else {
             machine.frameReceived(now: now)
+            if case .data(let data) = frame.payload { consumed(data, context: context) }
             streamFrame(frame)
             return
         }
@@ -170,6 +173,31 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             machine.frameReceived(now: now)
         }
     }
+
+    /// Gives APNs back the connection window its DATA used. In frame mode
+    /// nio-http2 sends no WINDOW_UPDATE of its own (that is the stream
+    /// multiplexer's job), so without this the connection's 65,535-byte window
+    /// would be spent after some 2,000 error answers, and every later answer
+    /// with a body would stall until its timeout. Counted for every DATA frame,
+    /// a late one for a stream already failed included: all use the window.
+    /// Streams need none: each carries one small answer within its 1 MiB window.
+    private func consumed(_ data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
+        let length: Int
+        switch data.data {
+        case .byteBuffer(let buffer): length = buffer.readableBytes
+        case .fileRegion(let region): length = region.readableBytes
+        }
+        connectionWindowUsed += length + (data.paddingBytes.map { $0 + 1 } ?? 0)
+        guard connectionWindowUsed >= Self.windowUpdateThreshold else { return }
+        let increment = connectionWindowUsed
+        connectionWindowUsed = 0
+        context.writeAndFlush(
+            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil)
+    }
+
+    /// Half the default connection window (RFC 9113 §6.9.2: 65,535 bytes).
+    static let windowUpdateThreshold = 32_768
 
     func channelReadComplete(context: ChannelHandlerContext) {
         reading = false

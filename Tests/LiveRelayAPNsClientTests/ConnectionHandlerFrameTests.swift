@@ -172,6 +172,30 @@ struct ConnectionHandlerFrameTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// Frame mode gets no WINDOW_UPDATE from nio-http2: the handler must give
+    /// the connection window back, or answers with bodies stall once 64 KiB came.
+    @Test func answerBodiesGiveTheConnectionWindowBack() throws {
+        let body = #"{"reason":"BadDeviceToken","padding":""# + String(repeating: "x", count: 400) + #""}"#
+        var updates: [Int] = []
+        var answered = 0
+        for n in 0..<200 {
+            let future = send(n)
+            _ = try outbound()
+            try answer(HTTP2StreamID(2 * n + 1), status: "400", body: body)
+            if case .success(let response)? = result(future), response.status == 400 { answered += 1 }
+            for frame in try outbound() {
+                if case .windowUpdate(let increment) = frame.payload, frame.streamID == .rootStream { updates.append(increment) }
+            }
+        }
+        #expect(answered == 200)
+        let received = 200 * body.utf8.count
+        let returned = updates.reduce(0, +)
+        #expect(!updates.isEmpty)
+        #expect(updates.allSatisfy { $0 >= APNsConnectionHandler.windowUpdateThreshold })
+        // All but less than one threshold's worth is given back: the peer never runs out.
+        #expect(received - returned < APNsConnectionHandler.windowUpdateThreshold && returned <= received)
+    }
+
     @Test func anHTTP2StreamErrorDoesNotEndTheOtherPushes() throws {
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         let inFlight = send(1)
