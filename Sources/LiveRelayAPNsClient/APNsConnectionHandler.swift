@@ -6,42 +6,15 @@ import NIOHTTP2
 
 /// A request waiting for, or travelling on, a stream.
 struct APNsPendingRequest: Sendable {
-    /// Who is waiting for the answer.
-    enum Reply: Sendable {
-        /// One caller of ``APNsConnectionPool/send(_:)``.
-        case promise(EventLoopPromise<APNsResponse>)
-        /// A sink that takes the answers of one read together (``APNsTransport/send(_:to:)``).
-        case sink(any APNsAnswerSink, tag: UInt64)
-    }
-
     var request: APNsRequest
-    var reply: Reply
-
-    init(request: APNsRequest, promise: EventLoopPromise<APNsResponse>) {
-        self.request = request
-        self.reply = .promise(promise)
-    }
-
-    init(request: APNsRequest, sink: any APNsAnswerSink, tag: UInt64) {
-        self.request = request
-        self.reply = .sink(sink, tag: tag)
-    }
-
-    /// Answers at once (a request that never reached a connection's reads).
-    func complete(_ result: Result<APNsResponse, APNsTransportError>) {
-        switch reply {
-        case let .promise(promise): promise.completeWith(result.mapError { $0 as any Error })
-        case let .sink(sink, tag): sink.received([APNsAnswer(tag: tag, result: result)])
-        }
-    }
+    var promise: EventLoopPromise<APNsResponse>
 }
 
 /// What a connection tells its pool. Called on the connection's event loop.
 protocol APNsConnectionDelegate: AnyObject, Sendable {
     func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int)
     func connectionClosed(_ id: Int, connectError: String?)
-    /// Requests of this connection that have their answers (or errors), in the order they finished.
-    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>])
+    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>)
     func bounced(_ pending: APNsPendingRequest, from id: Int)
 }
 
@@ -87,8 +60,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let tickInterval: TimeAmount
     private var streams: [APNsConnectionStateMachine.StreamKey: Stream] = [:]
     private var keysByHTTP2ID: [HTTP2StreamID: APNsConnectionStateMachine.StreamKey] = [:]
-    /// The fields every push of a call shares, built once per call and token.
-    private var requestHeaders = APNsRequestHeaders()
     /// Client streams are odd; each new one above the last (RFC 9113 §5.1.1).
     private var nextStreamID = 1
     private var context: ChannelHandlerContext?
@@ -96,14 +67,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var lastError: String?
     private var reportedPhase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase = .connecting
     private var closeReported = false
-    /// True between a read and its read-complete: answers finished meanwhile are
-    /// held and delivered together at the read's end (one pool step and one
-    /// dispatcher step per read, not per push).
-    private var reading = false
-    /// Connection-window bytes APNs's DATA used since the last WINDOW_UPDATE.
-    private var connectionWindowUsed = 0
-    private var finished: [Result<APNsResponse, APNsTransportError>] = []
-    private var heldAnswers: [(sink: any APNsAnswerSink, answer: APNsAnswer)] = []
 
     init(
         id: Int, timeouts: APNsConnectionStateMachine.Timeouts, tickInterval: TimeAmount, authority: String,
@@ -131,8 +94,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         ticker?.cancel()
         self.context = nil
-        reading = false
-        deliverFinished()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -152,12 +113,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        reading = true
         let frame = unwrapInboundIn(data)
         let now = NIODeadline.now()
         guard frame.streamID == .rootStream else {
             machine.frameReceived(now: now)
-            if case .data(let data) = frame.payload { consumed(data, context: context) }
             streamFrame(frame)
             return
         }
@@ -174,37 +133,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Gives APNs back the connection window its DATA used. In frame mode
-    /// nio-http2 sends no WINDOW_UPDATE of its own (that is the stream
-    /// multiplexer's job), so without this the connection's 65,535-byte window
-    /// would be spent after some 2,000 error answers, and every later answer
-    /// with a body would stall until its timeout. Counted for every DATA frame,
-    /// a late one for a stream already failed included: all use the window.
-    /// Streams need none: each carries one small answer within its 1 MiB window.
-    private func consumed(_ data: HTTP2Frame.FramePayload.Data, context: ChannelHandlerContext) {
-        let length: Int
-        switch data.data {
-        case .byteBuffer(let buffer): length = buffer.readableBytes
-        case .fileRegion(let region): length = region.readableBytes
-        }
-        connectionWindowUsed += length + (data.paddingBytes.map { $0 + 1 } ?? 0)
-        guard connectionWindowUsed >= Self.windowUpdateThreshold else { return }
-        let increment = connectionWindowUsed
-        connectionWindowUsed = 0
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-            promise: nil)
-    }
-
-    /// Half the default connection window (RFC 9113 §6.9.2: 65,535 bytes).
-    static let windowUpdateThreshold = 32_768
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        reading = false
-        deliverFinished()
-        context.fireChannelReadComplete()
-    }
-
     /// TLS and I/O errors end the connection. HTTP/2 errors do not by themselves:
     /// nio-http2 has already answered them, a stream error with RST_STREAM (a late
     /// frame on a stream we reset must not cost the other pushes in flight) and a
@@ -218,9 +146,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         ticker?.cancel()
-        reading = false
         run(machine.connectionClosed())
-        deliverFinished()
         reportClosed()
         context.fireChannelInactive()
     }
@@ -232,17 +158,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// this loop) fails unsent: the last moment before the wire is where "no push is
     /// sent after its expiry" can be kept.
     func send(_ pending: APNsPendingRequest) {
-        open(pending)
-        context?.flush()
-    }
-
-    /// Opens a stream for each, in order, and flushes once.
-    func send(_ requests: [APNsPendingRequest]) {
-        for pending in requests { open(pending) }
-        context?.flush()
-    }
-
-    private func open(_ pending: APNsPendingRequest) {
         if let sendBy = pending.request.sendBy, NIODeadline.now() >= sendBy {
             finish(pending, .failure(.expiredBeforeSending))
             return
@@ -267,22 +182,21 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         streams[key] = Stream(pending: pending, generation: token.generation, http2ID: http2ID)
         keysByHTTP2ID[http2ID] = key
 
-        let headers = requestHeaders.headers(
-            for: pending.request, authority: authority, token: token.token, generation: token.generation)
-        // The call's one buffer, shared by every stream of its fan-out.
-        let body = pending.request.payload.buffer
+        let headers = Self.headers(for: pending.request, authority: authority, bearer: token.token)
+        let body = pending.request.payload.bytes
         let written = context.eventLoop.makePromise(of: Void.self)
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(
-                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.readableBytes == 0)))),
-            promise: written)
-        if body.readableBytes > 0 {
+                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))), promise: written)
+        if !body.isEmpty {
+            let buffer = context.channel.allocator.buffer(bytes: body)
             context.write(
                 wrapOutboundOut(
                     HTTP2Frame(
-                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
+                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
         }
+        context.flush()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         written.futureResult.whenComplete { result in
             let handler = loopBound.value
@@ -374,36 +288,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// Stops taking streams and closes once those in flight are done.
     func closeGracefully() { run(machine.closeRequested()) }
 
-    /// A request of this connection is over. Outside a read its answer goes out
-    /// at once; inside one, with the read's others at its end.
     private func finish(_ pending: APNsPendingRequest, _ result: Result<APNsResponse, APNsTransportError>) {
-        finished.append(result)
-        switch pending.reply {
-        case let .promise(promise): promise.completeWith(result.mapError { $0 as any Error })
-        case let .sink(sink, tag): heldAnswers.append((sink, APNsAnswer(tag: tag, result: result)))
-        }
-        if !reading { deliverFinished() }
-    }
-
-    /// Tells the pool which requests finished (freeing their slots first, so the
-    /// answers' follow-up sends find them), then each sink its answers, in runs.
-    private func deliverFinished() {
-        if !finished.isEmpty {
-            let results = finished
-            finished.removeAll(keepingCapacity: true)
-            delegate.requestsFinished(on: id, results: results)
-        }
-        guard !heldAnswers.isEmpty else { return }
-        let held = heldAnswers
-        heldAnswers.removeAll(keepingCapacity: true)
-        var start = 0
-        while start < held.count {
-            let sink = held[start].sink
-            var end = start + 1
-            while end < held.count, held[end].sink === sink { end += 1 }
-            sink.received(held[start..<end].map(\.answer))
-            start = end
-        }
+        delegate.requestFinished(on: id, result: result)
+        pending.promise.completeWith(result.mapError { $0 as any Error })
     }
 
     // MARK: Actions
@@ -455,5 +342,26 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard !closeReported else { return }
         closeReported = true
         delegate.connectionClosed(id, connectError: reportedPhase == .connecting ? (lastError ?? "connection closed") : nil)
+    }
+
+    /// The request headers of one push (or broadcast, or channel management call). `authorization` is set here, at stream
+    /// open, so a queued or retried request always carries the current token.
+    static func headers(for request: APNsRequest, authority: String, bearer: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(12)
+        headers.add(name: ":method", value: request.method)
+        headers.add(name: ":scheme", value: "https")
+        // Values unique to one push (the token's path, the apns-id) are sent without
+        // indexing: in HPACK's dynamic table they would only evict the entries every
+        // push shares (authority, authorization, topic), which then go out in full again.
+        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
+        headers.add(name: ":authority", value: authority)
+        headers.add(name: "authorization", value: "bearer " + bearer)
+        for field in request.headerFields { headers.add(name: field.name, value: field.value) }
+        if let apnsID = request.apnsID {
+            headers.add(name: request.isDevicePush ? "apns-id" : "apns-request-id", value: apnsID, indexing: .nonIndexable)
+        }
+        headers.add(name: "content-length", value: String(request.payload.count))
+        return headers
     }
 }

@@ -110,19 +110,6 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         return promise.futureResult
     }
 
-    /// One lock for the whole batch, one event-loop task per connection it goes to,
-    /// and the answers of each read delivered to `sink` together.
-    public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
-        let actions = state.withLockedValue { state in
-            var actions: [Machine.Action] = []
-            for tagged in requests {
-                actions += state.machine.submit(APNsPendingRequest(request: tagged.request, sink: sink, tag: tagged.tag))
-            }
-            return actions
-        }
-        run(actions)
-    }
-
     public func shutdown() -> EventLoopFuture<Void> {
         let promise = group.any().makePromise(of: Void.self)
         let (actions, finishNow) = state.withLockedValue { state -> ([Machine.Action], Bool) in
@@ -141,13 +128,17 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     // MARK: Actions
 
     private func run(_ actions: [Machine.Action]) {
-        var dispatches: [(connection: Int, pending: APNsPendingRequest)] = []
         for action in actions {
             switch action {
             case .dispatch(let pending, let id):
-                dispatches.append((id, pending))
+                metrics.inFlight.increment()
+                guard let connection = state.withLockedValue({ $0.connections[id] }) else {
+                    run(state.withLockedValue { $0.machine.bounced(pending, from: id) })
+                    continue
+                }
+                connection.eventLoop.execute { connection.value.send(pending) }
             case .fail(let pending, let error):
-                pending.complete(.failure(error))
+                pending.promise.fail(error)
             case .connect(let id):
                 connect(id)
             case .scheduleBackoff(let delay):
@@ -158,27 +149,6 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                     connection.eventLoop.execute { connection.value.closeGracefully() }
                 }
             }
-        }
-        if !dispatches.isEmpty { dispatch(dispatches) }
-    }
-
-    /// Hands requests to their connections: one task per connection, in order.
-    private func dispatch(_ dispatches: [(connection: Int, pending: APNsPendingRequest)]) {
-        metrics.inFlight.increment(by: Double(dispatches.count))
-        let connections = state.withLockedValue { $0.connections }
-        var byConnection: [Int: [APNsPendingRequest]] = [:]
-        var order: [Int] = []
-        for (id, pending) in dispatches {
-            if byConnection[id] == nil { order.append(id) }
-            byConnection[id, default: []].append(pending)
-        }
-        for id in order {
-            let requests = byConnection[id]!
-            guard let connection = connections[id] else {
-                for pending in requests { run(state.withLockedValue { $0.machine.bounced(pending, from: id) }) }
-                continue
-            }
-            connection.eventLoop.execute { connection.value.send(requests) }
         }
     }
 
@@ -206,14 +176,6 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                         HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
                     ]
-                    // Every request header is ours, built by APNsRequestHeaders from
-                    // validated values: nio-http2 checking each push's header block
-                    // again was ~5% of a push's CPU (issue 14). Answers are read
-                    // defensively by APNsConnectionHandler (no `:status`, a bad one or
-                    // an unreadable body is a malformed response), so nothing relies on
-                    // nio-http2 validating them either.
-                    settings.headerBlockValidation = .disabled
-                    settings.contentLengthValidation = .disabled
                     // Frame mode: the connection handler runs every stream itself (see APNsConnectionHandler).
                     try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: settings))
                     let handler = APNsConnectionHandler(
@@ -269,15 +231,10 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         shutdownDone?.succeed()
     }
 
-    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>]) {
-        metrics.inFlight.decrement(by: Double(results.count))
-        metrics.record(results)
-        run(
-            state.withLockedValue { state in
-                var actions: [Machine.Action] = []
-                for _ in results { actions += state.machine.requestFinished(on: id) }
-                return actions
-            })
+    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {
+        metrics.inFlight.decrement()
+        metrics.record(result)
+        run(state.withLockedValue { $0.machine.requestFinished(on: id) })
     }
 
     func bounced(_ pending: APNsPendingRequest, from id: Int) {
@@ -313,26 +270,12 @@ struct APNsClientMetrics: Sendable {
         self.byError = byError
     }
 
-    /// Counted in runs of one status: a read's answers are mostly one (200), one increment.
-    func record(_ results: [Result<APNsResponse, APNsTransportError>]) {
-        var status: Int?
-        var run = 0
-        func flush() {
-            if let status, run > 0 { (byStatus[status] ?? otherStatus).increment(by: run) }
-            run = 0
+    func record(_ result: Result<APNsResponse, APNsTransportError>) {
+        switch result {
+        case .success(let response):
+            (byStatus[response.status] ?? otherStatus).increment()
+        case .failure(let error):
+            byError[error.kind]?.increment()
         }
-        for result in results {
-            switch result {
-            case .success(let response):
-                if response.status != status {
-                    flush()
-                    status = response.status
-                }
-                run += 1
-            case .failure(let error):
-                byError[error.kind]?.increment()
-            }
-        }
-        flush()
     }
 }
