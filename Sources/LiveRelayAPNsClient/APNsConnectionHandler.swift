@@ -183,14 +183,15 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         keysByHTTP2ID[http2ID] = key
 
         let headers = Self.headers(for: pending.request, authority: authority, bearer: token.token)
-        let body = pending.request.payload.bytes
+        // Copied once into this stream's own buffer, as before issue 14; not through `bytes`, which makes an Array.
+        let body = pending.request.payload.buffer
         let written = context.eventLoop.makePromise(of: Void.self)
         context.write(
             wrapOutboundOut(
                 HTTP2Frame(
-                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.isEmpty)))), promise: written)
-        if !body.isEmpty {
-            let buffer = context.channel.allocator.buffer(bytes: body)
+                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.readableBytes == 0)))), promise: written)
+        if body.readableBytes > 0 {
+            let buffer = context.channel.allocator.buffer(buffer: body)
             context.write(
                 wrapOutboundOut(
                     HTTP2Frame(
