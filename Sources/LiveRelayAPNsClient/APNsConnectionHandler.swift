@@ -101,6 +101,18 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             streamClosed(closed.streamID, reason: closed.reason)
             return
         }
+        if let window = event as? NIOHTTP2WindowUpdatedEvent {
+            // Each push's stream carries one small answer within its own window; only the
+            // connection's, which every answer body spends, needs giving back.
+            if window.streamID == .rootStream, let size = window.inboundWindowSize,
+                let increment = HTTP2InboundWindow.increment(windowSize: size, target: HTTP2InboundWindow.defaultSize)
+            {
+                context.writeAndFlush(
+                    wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
+                    promise: nil)
+            }
+            return
+        }
         if let event = event as? TLSEvent, case .handshakeCompleted(let negotiated) = event {
             guard negotiated == "h2" else {
                 lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"

@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -216,7 +217,7 @@ final class MockAPNsConnectionHandler: ChannelInboundHandler {
             guard let request = streams[streamID], !request.isComplete else { return }
             target = streamWindowTarget
         }
-        guard let increment = MockAPNsInboundWindow.increment(windowSize: size, target: target) else { return }
+        guard let increment = HTTP2InboundWindow.increment(windowSize: size, target: target) else { return }
         unflushed = true
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
         // Outside a read burst (a stream closed by a delayed answer) no channelReadComplete will flush it.

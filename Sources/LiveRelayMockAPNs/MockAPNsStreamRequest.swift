@@ -74,19 +74,6 @@ struct MockAPNsStreamRequest {
     var request: MockAPNsRequest { MockAPNsRequest(method: method, path: path, headers: headers, body: body) }
 }
 
-/// Inbound flow control, which the frame-mode HTTP/2 handler leaves to its user (the
-/// stream multiplexer the mock used before did it): top a window back up to `target`
-/// once it has fallen to half of it, as nio-http2's own window manager does.
-enum MockAPNsInboundWindow {
-    /// The WINDOW_UPDATE increment for a window now at `windowSize`, nil while it is above half of `target`.
-    static func increment(windowSize: Int, target: Int) -> Int? {
-        guard windowSize < target else { return nil }
-        if windowSize < 0 { return min(-windowSize + target, Int(Int32.max)) }
-        let increment = target - windowSize
-        return increment >= windowSize ? increment : nil
-    }
-}
-
 /// The ids the mock makes up.
 enum MockAPNsIDs {
     /// A version 4 UUID in lowercase, as APNs generates when a request has no `apns-id`.

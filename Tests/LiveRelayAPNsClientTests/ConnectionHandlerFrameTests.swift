@@ -99,6 +99,24 @@ struct ConnectionHandlerFrameTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// nio-http2 in frame mode reports the connection's receive window but gives none of it back.
+    @Test func theConnectionWindowIsGivenBackOnceHalfIsSpent() throws {
+        func windowUpdates(afterRootWindow size: Int, on streamID: HTTP2StreamID = .rootStream) throws -> [Int] {
+            channel.pipeline.fireUserInboundEventTriggered(
+                NIOHTTP2WindowUpdatedEvent(streamID: streamID, inboundWindowSize: size, outboundWindowSize: 65_535))
+            return try outbound().compactMap {
+                guard $0.streamID == .rootStream, case .windowUpdate(let increment) = $0.payload else { return nil }
+                return increment
+            }
+        }
+        #expect(try windowUpdates(afterRootWindow: 40_000) == [])
+        #expect(try windowUpdates(afterRootWindow: 30_000) == [35_535])
+        #expect(try windowUpdates(afterRootWindow: 0) == [65_535])
+        // A stream's window is not topped up: each carries one small answer.
+        #expect(try windowUpdates(afterRootWindow: 0, on: 1) == [])
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     @Test func aRequestPastItsSendByTimeFailsWithoutAFrameOnTheWire() throws {
         var late = PoolIntegrationTests.request(1)
         late.sendBy = .now() - .milliseconds(1)

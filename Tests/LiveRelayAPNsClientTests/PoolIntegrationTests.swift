@@ -191,6 +191,36 @@ struct PoolIntegrationTests {
         }
     }
 
+    /// APNs sends each error reason as a DATA frame, which spends the connection's
+    /// 65,535-byte receive window. The client runs nio-http2 in frame mode, where
+    /// nothing gives that window back unless the connection handler does: without it
+    /// about 2,400 `BadDeviceToken` answers on one connection would stall every later
+    /// answer with a body until its timeout.
+    @Test func errorAnswersBeyondTheConnectionWindowAllArrive() async throws {
+        try await Self.withPool(
+            mock: { $0.injectedErrors = [MockAPNsInjectedError(reason: "BadDeviceToken", rate: 1)] },
+            pool: {
+                $0.maximumConnections = 1; $0.timeouts.responseTimeout = .seconds(10)
+            }
+        ) { pool, mock in
+            let count = 4_000  // 4,000 × 27 bytes of body: 108 KB, well past one window
+            var answered = 0
+            var failures: [APNsTransportError] = []
+            for batch in stride(from: 0, to: count, by: 500) {
+                let futures = (batch..<batch + 500).map { pool.send(Self.request($0)) }
+                for future in futures {
+                    switch await Self.outcome(future) {
+                    case .success(let response): if response.reason == "BadDeviceToken" { answered += 1 }
+                    case .failure(let error): failures.append(error)
+                    }
+                }
+            }
+            #expect(answered == count)
+            #expect(failures.count == 0, "first failures: \(failures.prefix(3))")
+            #expect(mock.counters.connectionsAccepted == 1)
+        }
+    }
+
     @Test func untrustedCertificateAndClosedPortFailToConnect() async throws {
         try await Self.withPool(pool: { $0.tls.trustRoots = .systemDefault }) { pool, _ in
             let result = await Self.outcome(pool.send(Self.request(1)))

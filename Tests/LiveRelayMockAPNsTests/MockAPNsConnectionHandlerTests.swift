@@ -62,17 +62,6 @@ struct MockAPNsConnectionHandlerTests {
         #expect(!dropped.receive(Self.dataFrame([1], endStream: true)).completed)
     }
 
-    @Test("a window is topped up to its target once it falls to half of it, never before")
-    func windowIncrements() {
-        #expect(MockAPNsInboundWindow.increment(windowSize: 100, target: 100) == nil)
-        #expect(MockAPNsInboundWindow.increment(windowSize: 51, target: 100) == nil)
-        #expect(MockAPNsInboundWindow.increment(windowSize: 50, target: 100) == 50)
-        #expect(MockAPNsInboundWindow.increment(windowSize: 0, target: 100) == 100)
-        #expect(MockAPNsInboundWindow.increment(windowSize: -20, target: 100) == 120)
-        // The connection's first DATA: the protocol's 65,535 bytes up to the mock's 16 MiB.
-        #expect(MockAPNsInboundWindow.increment(windowSize: 65_535 - 100, target: 1 << 24) == (1 << 24) - 65_435)
-    }
-
     @Test("recording off (capacity 0, no file) keeps nothing; a record file or a capacity keeps records")
     func keepsRecords() throws {
         #expect(try !MockAPNsRecorder(capacity: 0, recordFile: nil).keepsRecords)
