@@ -60,6 +60,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private let tickInterval: TimeAmount
     private var streams: [APNsConnectionStateMachine.StreamKey: Stream] = [:]
     private var keysByHTTP2ID: [HTTP2StreamID: APNsConnectionStateMachine.StreamKey] = [:]
+    /// The fields every push of a call shares, built once per call and token.
+    private var requestHeaders = APNsRequestHeaders()
     /// Client streams are odd; each new one above the last (RFC 9113 §5.1.1).
     private var nextStreamID = 1
     private var context: ChannelHandlerContext?
@@ -194,8 +196,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         streams[key] = Stream(pending: pending, generation: token.generation, http2ID: http2ID)
         keysByHTTP2ID[http2ID] = key
 
-        let headers = Self.headers(for: pending.request, authority: authority, bearer: token.token)
-        // Copied once into this stream's own buffer, as before issue 14; not through `bytes`, which makes an Array.
+        let headers = requestHeaders.headers(
+            for: pending.request, authority: authority, token: token.token, generation: token.generation)
+        // The call's one buffer, shared by every stream of its fan-out (nio-http2 only reads it).
         let body = pending.request.payload.buffer
         let written = context.eventLoop.makePromise(of: Void.self)
         context.write(
@@ -203,11 +206,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                 HTTP2Frame(
                     streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.readableBytes == 0)))), promise: written)
         if body.readableBytes > 0 {
-            let buffer = context.channel.allocator.buffer(buffer: body)
             context.write(
                 wrapOutboundOut(
                     HTTP2Frame(
-                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
         }
         context.flush()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -355,26 +357,5 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         guard !closeReported else { return }
         closeReported = true
         delegate.connectionClosed(id, connectError: reportedPhase == .connecting ? (lastError ?? "connection closed") : nil)
-    }
-
-    /// The request headers of one push (or broadcast, or channel management call). `authorization` is set here, at stream
-    /// open, so a queued or retried request always carries the current token.
-    static func headers(for request: APNsRequest, authority: String, bearer: String) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(12)
-        headers.add(name: ":method", value: request.method)
-        headers.add(name: ":scheme", value: "https")
-        // Values unique to one push (the token's path, the apns-id) are sent without
-        // indexing: in HPACK's dynamic table they would only evict the entries every
-        // push shares (authority, authorization, topic), which then go out in full again.
-        headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
-        headers.add(name: "authorization", value: "bearer " + bearer)
-        for field in request.headerFields { headers.add(name: field.name, value: field.value) }
-        if let apnsID = request.apnsID {
-            headers.add(name: request.isDevicePush ? "apns-id" : "apns-request-id", value: apnsID, indexing: .nonIndexable)
-        }
-        headers.add(name: "content-length", value: String(request.payload.count))
-        return headers
     }
 }

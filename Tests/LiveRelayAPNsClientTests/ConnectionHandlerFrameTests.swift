@@ -1,3 +1,4 @@
+import Foundation
 import LiveRelayAPNs
 import LiveRelayTLS
 import NIOConcurrencyHelpers
@@ -117,6 +118,29 @@ struct ConnectionHandlerFrameTests {
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
+    /// The shared fields are reused only while the call, the token generation and the
+    /// body's length stay the same; whatever changes, the result is the one built from scratch.
+    @Test func sharedHeaderFieldsEqualTheOnesBuiltForEachPush() {
+        var builder = APNsRequestHeaders()
+        func request(_ n: Int, bundle: String = "com.example.app", priority: Int = 10, body: String = "{}") -> APNsRequest {
+            APNsRequest(
+                deviceToken: String(repeating: "ab", count: 31) + String(format: "%02x", n),
+                headers: APNsHeaders(bundleID: bundle, priority: priority, expiration: Int64(n < 4 ? 0 : 1_700_000_000)),
+                payload: APNsPayload(bytes: Array(body.utf8)),
+                apnsID: n == 2 ? nil : APNsCallID(instance: 1, call: 2).apnsID(push: UInt64(n)))
+        }
+        let sequence: [(APNsRequest, token: String, generation: Int)] = [
+            (request(0), "t1", 1), (request(1), "t1", 1), (request(2), "t1", 1), (request(3), "t2", 2),
+            (request(4), "t2", 2), (request(5, priority: 5), "t2", 2), (request(6, bundle: "com.example.other"), "t2", 2),
+            (request(7, body: #"{"aps":{}}"#), "t2", 2), (request(8, body: #"{"aps":{}}"#), "t3", 3),
+        ]
+        for (request, token, generation) in sequence {
+            let shared = builder.headers(for: request, authority: "api.push.apple.com", token: token, generation: generation)
+            let alone = APNsRequestHeaders.headers(for: request, authority: "api.push.apple.com", bearer: token)
+            #expect(shared.map { [$0.name, $0.value, "\($0.indexable)"] } == alone.map { [$0.name, $0.value, "\($0.indexable)"] })
+        }
+    }
+
     @Test func aRequestPastItsSendByTimeFailsWithoutAFrameOnTheWire() throws {
         var late = PoolIntegrationTests.request(1)
         late.sendBy = .now() - .milliseconds(1)
@@ -220,7 +244,7 @@ struct ConnectionHandlerFrameTests {
             headers: APNsHeaders(bundleID: "com.example.app", expiration: 0),
             payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":1,"event":"update"}}"#.utf8)),
             apnsID: APNsCallID(instance: 1, call: 2).apnsID(push: 3))
-        let headers = APNsConnectionHandler.headers(for: request, authority: "api.push.apple.com", bearer: "token")
+        let headers = APNsRequestHeaders.headers(for: request, authority: "api.push.apple.com", bearer: "token")
         var indexing: [String: HPACKIndexing] = [:]
         for header in headers { indexing[header.name] = header.indexable }
         #expect(indexing[":path"] == .nonIndexable)
