@@ -167,11 +167,34 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Requests
 
+    /// Opens a stream for `pending` (see ``open(_:)``) and flushes.
+    func send(_ pending: APNsPendingRequest) {
+        open(pending)
+        context?.flush()
+    }
+
+    /// Opens a stream for each, in order, each flushed on its own: nio-http2 sends a
+    /// stream's HEADERS at write time but its DATA only at a flush, and then in no
+    /// particular order across streams, so one flush for a batch would put every
+    /// HEADERS ahead of every DATA. A server that sends GOAWAY in the middle of such a
+    /// burst then sees DATA for streams it refused before DATA for streams it kept:
+    /// swift-nio-http2 as a server (the mock) took that for a connection error and
+    /// dropped the rest of the read, leaving pushes it had promised to answer without
+    /// their bodies until they timed out. A flush per push keeps each stream's frames
+    /// together, and costs no system call: ``FlushCoalescingHandler`` below makes one
+    /// TLS write of each run.
+    func send(_ requests: [APNsPendingRequest]) {
+        for pending in requests {
+            open(pending)
+            context?.flush()
+        }
+    }
+
     /// Opens a stream for `pending`, or hands it back to the pool when there is no slot.
     /// A request whose send-by time has passed (it waited in the pool's queue, or for
     /// this loop) fails unsent: the last moment before the wire is where "no push is
     /// sent after its expiry" can be kept.
-    func send(_ pending: APNsPendingRequest) {
+    private func open(_ pending: APNsPendingRequest) {
         if let sendBy = pending.request.sendBy, NIODeadline.now() >= sendBy {
             finish(pending, .failure(.expiredBeforeSending))
             return
@@ -211,7 +234,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                     HTTP2Frame(
                         streamID: http2ID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
         }
-        context.flush()
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         written.futureResult.whenComplete { result in
             let handler = loopBound.value

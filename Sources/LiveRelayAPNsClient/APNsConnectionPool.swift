@@ -128,15 +128,11 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     // MARK: Actions
 
     private func run(_ actions: [Machine.Action]) {
+        var dispatches: [(connection: Int, pending: APNsPendingRequest)] = []
         for action in actions {
             switch action {
             case .dispatch(let pending, let id):
-                metrics.inFlight.increment()
-                guard let connection = state.withLockedValue({ $0.connections[id] }) else {
-                    run(state.withLockedValue { $0.machine.bounced(pending, from: id) })
-                    continue
-                }
-                connection.eventLoop.execute { connection.value.send(pending) }
+                dispatches.append((id, pending))
             case .fail(let pending, let error):
                 pending.promise.fail(error)
             case .connect(let id):
@@ -149,6 +145,29 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                     connection.eventLoop.execute { connection.value.closeGracefully() }
                 }
             }
+        }
+        if !dispatches.isEmpty { dispatch(dispatches) }
+    }
+
+    /// Hands requests to their connections: one event-loop task per connection, in
+    /// order, rather than one per request (a fan-out's answers free slots by the
+    /// hundred, and each freed slot used to cost a task and a lock of its own).
+    private func dispatch(_ dispatches: [(connection: Int, pending: APNsPendingRequest)]) {
+        metrics.inFlight.increment(by: Double(dispatches.count))
+        var byConnection: [Int: [APNsPendingRequest]] = [:]
+        var order: [Int] = []
+        for (id, pending) in dispatches {
+            if byConnection[id] == nil { order.append(id) }
+            byConnection[id, default: []].append(pending)
+        }
+        let connections = state.withLockedValue { state in order.map { state.connections[$0] } }
+        for (id, connection) in zip(order, connections) {
+            let requests = byConnection[id]!
+            guard let connection else {
+                for pending in requests { run(state.withLockedValue { $0.machine.bounced(pending, from: id) }) }
+                continue
+            }
+            connection.eventLoop.execute { connection.value.send(requests) }
         }
     }
 
