@@ -6,15 +6,42 @@ import NIOHTTP2
 
 /// A request waiting for, or travelling on, a stream.
 struct APNsPendingRequest: Sendable {
+    /// Who is waiting for the answer.
+    enum Reply: Sendable {
+        /// One caller of ``APNsConnectionPool/send(_:)``.
+        case promise(EventLoopPromise<APNsResponse>)
+        /// A sink that takes the answers of one read together (``APNsTransport/send(_:to:)``).
+        case sink(any APNsAnswerSink, tag: UInt64)
+    }
+
     var request: APNsRequest
-    var promise: EventLoopPromise<APNsResponse>
+    var reply: Reply
+
+    init(request: APNsRequest, promise: EventLoopPromise<APNsResponse>) {
+        self.request = request
+        self.reply = .promise(promise)
+    }
+
+    init(request: APNsRequest, sink: any APNsAnswerSink, tag: UInt64) {
+        self.request = request
+        self.reply = .sink(sink, tag: tag)
+    }
+
+    /// Answers at once (a request that never reached a connection's reads).
+    func complete(_ result: Result<APNsResponse, APNsTransportError>) {
+        switch reply {
+        case .promise(let promise): promise.completeWith(result.mapError { $0 as any Error })
+        case .sink(let sink, let tag): sink.received([APNsAnswer(tag: tag, result: result)])
+        }
+    }
 }
 
 /// What a connection tells its pool. Called on the connection's event loop.
 protocol APNsConnectionDelegate: AnyObject, Sendable {
     func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int)
     func connectionClosed(_ id: Int, connectError: String?)
-    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>)
+    /// Requests of this connection that have their answers (or errors), in the order they finished.
+    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>])
     func bounced(_ pending: APNsPendingRequest, from id: Int)
 }
 
@@ -69,6 +96,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var lastError: String?
     private var reportedPhase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase = .connecting
     private var closeReported = false
+    /// True between a read and its read-complete: answers finished meanwhile are
+    /// held and delivered together at the read's end (one pool step and one
+    /// dispatcher step per read, not per push).
+    private var reading = false
+    private var finished: [Result<APNsResponse, APNsTransportError>] = []
+    private var heldAnswers: [(sink: any APNsAnswerSink, answer: APNsAnswer)] = []
 
     init(
         id: Int, timeouts: APNsConnectionStateMachine.Timeouts, tickInterval: TimeAmount, authority: String,
@@ -96,6 +129,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     func handlerRemoved(context: ChannelHandlerContext) {
         ticker?.cancel()
         self.context = nil
+        reading = false
+        deliverFinished()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -127,6 +162,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
         let frame = unwrapInboundIn(data)
         let now = NIODeadline.now()
         guard frame.streamID == .rootStream else {
@@ -147,6 +183,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        deliverFinished()
+        context.fireChannelReadComplete()
+    }
+
     /// TLS and I/O errors end the connection. HTTP/2 errors do not by themselves:
     /// nio-http2 has already answered them, a stream error with RST_STREAM (a late
     /// frame on a stream we reset must not cost the other pushes in flight) and a
@@ -160,7 +202,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         ticker?.cancel()
+        reading = false
         run(machine.connectionClosed())
+        deliverFinished()
         reportClosed()
         context.fireChannelInactive()
     }
@@ -325,9 +369,36 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// Stops taking streams and closes once those in flight are done.
     func closeGracefully() { run(machine.closeRequested()) }
 
+    /// A request of this connection is over. Outside a read its answer goes out
+    /// at once; inside one, with the read's others at its end.
     private func finish(_ pending: APNsPendingRequest, _ result: Result<APNsResponse, APNsTransportError>) {
-        delegate.requestFinished(on: id, result: result)
-        pending.promise.completeWith(result.mapError { $0 as any Error })
+        finished.append(result)
+        switch pending.reply {
+        case .promise(let promise): promise.completeWith(result.mapError { $0 as any Error })
+        case .sink(let sink, let tag): heldAnswers.append((sink, APNsAnswer(tag: tag, result: result)))
+        }
+        if !reading { deliverFinished() }
+    }
+
+    /// Tells the pool which requests finished (freeing their slots first, so the
+    /// answers' follow-up sends find them), then each sink its answers, in runs.
+    private func deliverFinished() {
+        if !finished.isEmpty {
+            let results = finished
+            finished.removeAll(keepingCapacity: true)
+            delegate.requestsFinished(on: id, results: results)
+        }
+        guard !heldAnswers.isEmpty else { return }
+        let held = heldAnswers
+        heldAnswers.removeAll(keepingCapacity: true)
+        var start = 0
+        while start < held.count {
+            let sink = held[start].sink
+            var end = start + 1
+            while end < held.count, held[end].sink === sink { end += 1 }
+            sink.received(held[start..<end].map(\.answer))
+            start = end
+        }
     }
 
     // MARK: Actions

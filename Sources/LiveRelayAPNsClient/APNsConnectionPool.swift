@@ -110,6 +110,19 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         return promise.futureResult
     }
 
+    /// One lock for the whole batch, one event-loop task per connection it goes to,
+    /// and the answers of each read delivered to `sink` together.
+    public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
+        let actions = state.withLockedValue { state in
+            var actions: [Machine.Action] = []
+            for tagged in requests {
+                actions += state.machine.submit(APNsPendingRequest(request: tagged.request, sink: sink, tag: tagged.tag))
+            }
+            return actions
+        }
+        run(actions)
+    }
+
     public func shutdown() -> EventLoopFuture<Void> {
         let promise = group.any().makePromise(of: Void.self)
         let (actions, finishNow) = state.withLockedValue { state -> ([Machine.Action], Bool) in
@@ -134,7 +147,7 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
             case .dispatch(let pending, let id):
                 dispatches.append((id, pending))
             case .fail(let pending, let error):
-                pending.promise.fail(error)
+                pending.complete(.failure(error))
             case .connect(let id):
                 connect(id)
             case .scheduleBackoff(let delay):
@@ -258,10 +271,15 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         shutdownDone?.succeed()
     }
 
-    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {
-        metrics.inFlight.decrement()
-        metrics.record(result)
-        run(state.withLockedValue { $0.machine.requestFinished(on: id) })
+    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>]) {
+        metrics.inFlight.decrement(by: Double(results.count))
+        metrics.record(results)
+        run(
+            state.withLockedValue { state in
+                var actions: [Machine.Action] = []
+                for _ in results { actions += state.machine.requestFinished(on: id) }
+                return actions
+            })
     }
 
     func bounced(_ pending: APNsPendingRequest, from id: Int) {
@@ -297,12 +315,26 @@ struct APNsClientMetrics: Sendable {
         self.byError = byError
     }
 
-    func record(_ result: Result<APNsResponse, APNsTransportError>) {
-        switch result {
-        case .success(let response):
-            (byStatus[response.status] ?? otherStatus).increment()
-        case .failure(let error):
-            byError[error.kind]?.increment()
+    /// Counted in runs of one status: a read's answers are mostly one (200), one increment.
+    func record(_ results: [Result<APNsResponse, APNsTransportError>]) {
+        var status: Int?
+        var run = 0
+        func flush() {
+            if let status, run > 0 { (byStatus[status] ?? otherStatus).increment(by: run) }
+            run = 0
         }
+        for result in results {
+            switch result {
+            case .success(let response):
+                if response.status != status {
+                    flush()
+                    status = response.status
+                }
+                run += 1
+            case .failure(let error):
+                byError[error.kind]?.increment()
+            }
+        }
+        flush()
     }
 }

@@ -17,7 +17,10 @@ final class RecordingDelegate: APNsConnectionDelegate, @unchecked Sendable {
     var closed = false
     func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int) {}
     func connectionClosed(_ id: Int, connectError: String?) { lock.withLock { closed = true } }
-    func requestFinished(on id: Int, result: Result<APNsResponse, APNsTransportError>) {}
+    var finished = 0
+    func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>]) {
+        lock.withLock { finished += results.count }
+    }
     func bounced(_ pending: APNsPendingRequest, from id: Int) { lock.withLock { bounced.append(pending) } }
 }
 
@@ -141,6 +144,43 @@ struct ConnectionHandlerFrameTests {
         }
     }
 
+    /// The answers of one read reach a sink in one call at the read's end, after the
+    /// pool heard the requests finished (so the slots they free are free by then).
+    @Test func answersOfOneReadReachTheSinkTogether() throws {
+        final class Sink: APNsAnswerSink, @unchecked Sendable {
+            var calls: [[APNsAnswer]] = []
+            var finishedBefore: [Int] = []
+            let delegate: RecordingDelegate
+            init(delegate: RecordingDelegate) { self.delegate = delegate }
+            func received(_ answers: [APNsAnswer]) {
+                calls.append(answers)
+                finishedBefore.append(delegate.lock.withLock { delegate.finished })
+            }
+        }
+        let sink = Sink(delegate: delegate)
+        handler.send((1...3).map { APNsPendingRequest(request: PoolIntegrationTests.request($0), sink: sink, tag: UInt64(100 + $0)) })
+        channel.embeddedEventLoop.run()
+        #expect(try outbound().map(\.streamID) == [1, 1, 3, 3, 5, 5])
+        func answerFrame(_ id: HTTP2StreamID, _ status: String) -> HTTP2Frame {
+            var headers = HPACKHeaders()
+            headers.add(name: ":status", value: status)
+            return HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: true)))
+        }
+        // One read with two answers: held until the read completes.
+        channel.pipeline.fireChannelRead(answerFrame(3, "200"))
+        channel.pipeline.fireChannelRead(answerFrame(1, "410"))
+        #expect(sink.calls.isEmpty)
+        channel.pipeline.fireChannelReadComplete()
+        #expect(sink.calls.map { $0.map(\.tag) } == [[102, 101]])
+        #expect(sink.finishedBefore == [2])
+        // An answer outside a read (a timeout, a closed connection) goes at once.
+        channel.pipeline.fireChannelInactive()
+        #expect(sink.calls.count == 2)
+        #expect(sink.calls.last?.map(\.tag) == [103])
+        #expect(sink.calls.last?.first.map { $0.result == .failure(.connectionLost) } == true)
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
     @Test func aRequestPastItsSendByTimeFailsWithoutAFrameOnTheWire() throws {
         var late = PoolIntegrationTests.request(1)
         late.sendBy = .now() - .milliseconds(1)
@@ -207,7 +247,7 @@ struct ConnectionHandlerFrameTests {
         let bounced = delegate.lock.withLock { delegate.bounced }
         #expect(bounced.count == 1)
         #expect(try outbound().isEmpty)
-        bounced.first?.promise.fail(APNsTransportError.shutDown)  // the pool's to finish; here, the test's
+        bounced.first?.complete(.failure(.shutDown))  // the pool's to finish; here, the test's
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
