@@ -9,6 +9,10 @@ import Testing
 
 @testable import LiveRelayClient
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Connections coming and going: GOAWAY, restarts, drops, TLS failures.
 @Suite(.timeLimit(.minutes(1))) struct ClientConnectionTests {
     /// Requests that crossed the GOAWAY (ids above last_request_id) are resent
@@ -148,10 +152,11 @@ import Testing
     }
 
     @Test func nothingListeningFailsFast() async throws {
-        let server = ScriptedServer(scripts: [])
-        try await server.start()
-        let port = server.port
-        await server.stop()
+        // A port bound but not listening, held for the whole test: a stopped server's
+        // port could be taken by another test's listener meanwhile (tests run in parallel).
+        let reserved = try ReservedPort()
+        defer { reserved.release() }
+        let port = reserved.port
         let client = makeClient(port: port, tls: nil)
         let start = NIODeadline.now()
         do {
@@ -178,5 +183,42 @@ import Testing
             #expect(error.status == .unavailable)
         }
         try await server.shutdown()
+    }
+}
+
+/// A loopback TCP port bound without listening: connecting to it is refused, and no
+/// other socket can take it until ``release()``.
+struct ReservedPort {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXFailure(call: "socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        let named =
+            bound == 0
+            ? withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            } : -1
+        guard named == 0 else {
+            close(fd)
+            throw POSIXFailure(call: bound == 0 ? "getsockname" : "bind")
+        }
+        descriptor = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func release() { close(descriptor) }
+
+    struct POSIXFailure: Error {
+        var call: String
     }
 }
