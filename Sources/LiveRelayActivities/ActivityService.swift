@@ -107,16 +107,24 @@ public struct ActivityService: LiveRelayService {
         }
         let mutation = RegisterToken(
             request, pushToStartRetention: pushToStartRetention, tokenQuota: quotas.countQuota(.tokens, appID: request.appID))
-        let stored = store.apply(mutation, now: clock.now(), on: context.eventLoop)
-        // Registered before the reply's callbacks: the slot is free before the caller sees the answer.
-        stored.whenComplete { [admission, quotas] result in
+        // One future (the reply's) and one callback, not the store's future with a `map` and a
+        // `flatMapErrorThrowing` after the bookkeeping (a future and a callback each, each future
+        // some 2,000 instructions to make and tear down), and the callback holds the three
+        // references it needs, not a copy of the whole service.
+        let replied = context.eventLoop.makePromise(of: RegisterTokenReply.self)
+        let appID = request.appID
+        store.apply(mutation, now: clock.now(), on: context.eventLoop) { [admission, quotas, logger] result in
+            // The slot is free before the caller sees the answer.
             admission.finish(ticket)
-            if case .success(let plan) = result, case .created = plan.result {
-                quotas.accepted(appID: request.appID, pushes: 0, added: .tokens)
+            switch result {
+            case let .success(plan):
+                if case .created = plan.result { quotas.accepted(appID: appID, pushes: 0, added: .tokens) }
+                replied.succeed(Self.reply(to: plan.result))
+            case let .failure(error):
+                replied.fail(Self.rpcError(error, call: "RegisterToken", quotas: quotas, logger: logger))
             }
         }
-        return stored.map { Self.reply(to: $0.result) }
-            .flatMapErrorThrowing { throw self.rpcError($0, call: "RegisterToken") }
+        return replied.futureResult
     }
 
     public func startActivity(_ request: StartActivityRequest, context: CallContext) -> EventLoopFuture<StartActivityReply> {
@@ -253,7 +261,7 @@ public struct ActivityService: LiveRelayService {
                 self.admission.finish(ticket)
                 return answered
             }
-            .flatMapErrorThrowing { throw self.rpcError($0, call: call) }
+            .flatMapErrorThrowing { throw Self.rpcError($0, call: call, quotas: self.quotas, logger: self.logger) }
         }
     }
 
@@ -404,51 +412,6 @@ public struct ActivityService: LiveRelayService {
             var options = options
             if context.cancellation.isCancelled { options.waitForDelivery = false }
             return sink.enqueue(call.batch, options: options, on: context.eventLoop).hop(to: context.eventLoop).map(reply)
-        }
-    }
-
-    /// Maps a refusal to its status; anything unexpected is logged and reported without its text.
-    private func rpcError(_ error: any Error, call: String) -> RPCError {
-        switch error {
-        case let error as RPCError:
-            return error
-        case let error as DomainError:
-            var details = ErrorDetails(reason: error.reason)
-            if case let .invalidField(field, detail) = error, !field.isEmpty {
-                details.fieldViolations = [FieldViolation(field: field, description: detail)]
-            }
-            switch error.code {
-            case .invalidArgument: return RPCError(.invalidArgument, error.message, details: details)
-            case .notFound: return RPCError(.notFound, error.message, details: details)
-            case .alreadyExists: return RPCError(.alreadyExists, error.message, details: details)
-            case .failedPrecondition: return RPCError(.failedPrecondition, error.message, details: details)
-            case .resourceExhausted:
-                if case let .quotaExceeded(appID, quota) = error { quotas.refusedByRule(appID: appID, quota) }
-                // The counts are read again after this long: the earliest a removal elsewhere can show.
-                details.retryAfterMS = UInt32(clamping: quotas.refreshInterval.nanoseconds / 1_000_000)
-                return RPCError(.resourceExhausted, error.message, details: details)
-            }
-        case let error as DeliveryDeadlineExceeded:
-            let a = error.account
-            return RPCError(
-                .deadlineExceeded,
-                "deadline passed with \(a.queued) of \(a.total) pushes not final (delivered \(a.delivered), failed \(a.failed), "
-                    + "pruned \(a.pruned), superseded \(a.superseded), expired \(a.expired)); the call itself took effect",
-                details: ErrorDetails(reason: "DeliveryIncomplete"))
-        case ActivityStoreError.closed:
-            return RPCError(.unavailable, "the store is closed (server shutting down)")
-        case let ActivityStoreError.outcomeUnknown(what):
-            // UNAVAILABLE alone promises that nothing happened (PROTOCOL.md, section 7):
-            // the reason withdraws that promise, and clients resend only with the same idempotency key.
-            logger.warning("store outcome unknown", metadata: ["call": "\(call)", "error": "\(what)"])
-            return RPCError(
-                .unavailable,
-                "\(call) may or may not have taken effect (the store lost track of its commit); "
-                    + "resend it with the same idempotency key to learn its outcome",
-                details: ErrorDetails(reason: ErrorDetails.outcomeUnknownReason))
-        default:
-            logger.error("store failure", metadata: ["call": "\(call)", "error": "\(error)"])
-            return RPCError(.internal, "internal error in \(call)")
         }
     }
 }

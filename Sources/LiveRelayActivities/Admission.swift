@@ -108,13 +108,20 @@ public struct AdmissionRefusal: Sendable, Hashable, Error {
 /// the time from admission to ``finish(_:now:)`` over every app: the store is
 /// one queue, so every app's call waits about as long as any other's.
 public struct AdmissionController: Sendable {
+    /// An app that is busy: its calls in flight, and when it last asked.
+    private struct AppEntry: Sendable {
+        var inFlight: Int
+        var lastAsked: NIODeadline
+    }
+
     public let limits: AdmissionLimits
-    private var perApp: [String: Int] = [:]
+    /// The busy apps. Apps idle for a window (and with nothing in flight) are swept
+    /// out, so this holds the busy apps only (a stale one stays at most half a window
+    /// longer). One entry per app, so that a call looks its app up once when admitted
+    /// and once when finished: the string hashing was most of the gate's cost.
+    private var apps: [String: AppEntry] = [:]
     public private(set) var inFlight = 0
     private var averageNanos: Double?
-    /// When each busy app last asked; apps idle for a window are swept out, so the
-    /// map holds the busy apps only (a stale one stays at most half a window longer).
-    private var lastAsked: [String: NIODeadline] = [:]
     private var nextSweep: NIODeadline?
 
     public init(limits: AdmissionLimits) {
@@ -125,24 +132,28 @@ public struct AdmissionController: Sendable {
     public var estimate: TimeAmount? { averageNanos.map { .nanoseconds(Int64($0.rounded())) } }
 
     /// Calls of `appID` in flight.
-    public func inFlight(appID: String) -> Int { perApp[appID] ?? 0 }
+    public func inFlight(appID: String) -> Int { apps[appID]?.inFlight ?? 0 }
 
     /// Apps that count as busy now.
-    public var busyApps: Int { lastAsked.count }
+    public var busyApps: Int { apps.count }
 
     /// How many calls `appID` may have in flight now, given the busy apps (`appID` counted as one).
     public func share(of appID: String) -> Int {
-        let busy = lastAsked.count + (lastAsked[appID] == nil ? 1 : 0)
+        share(busy: apps.count + (apps[appID] == nil ? 1 : 0))
+    }
+
+    private func share(busy: Int) -> Int {
         if busy == 1 { return max(1, limits.maxInFlight / 2) }
         return min(limits.maxInFlightPerApp, max(1, limits.maxInFlight / (busy + 1)))
     }
 
     /// Admits the call (counting it in flight) or says why not.
     public mutating func admit(appID: String, deadline: NIODeadline?, now: NIODeadline) -> Result<AdmissionTicket, AdmissionRefusal> {
-        noteAsked(appID, now: now)
+        let entry = noteAsked(appID, now: now)
         if limits.enabled {
-            let mine = perApp[appID] ?? 0
-            let share = share(of: appID)
+            let mine = apps.values[entry].inFlight
+            // The app is among the busy ones now.
+            let share = share(busy: apps.count)
             if mine >= share {
                 return .failure(refusal(.appOverloaded, inFlight: mine, limit: share))
             }
@@ -155,18 +166,18 @@ public struct AdmissionController: Sendable {
                 return .failure(refused)
             }
         }
-        perApp[appID, default: 0] += 1
+        apps.values[entry].inFlight += 1
         inFlight += 1
         return .success(AdmissionTicket(appID: appID, admittedAt: now))
     }
 
     /// The admitted call was answered (or failed): its slot is free and its time feeds the estimate.
     public mutating func finish(_ ticket: AdmissionTicket, now: NIODeadline) {
-        guard let mine = perApp[ticket.appID] else {
+        guard let entry = apps.index(forKey: ticket.appID), apps.values[entry].inFlight > 0 else {
             assertionFailure("finished a ticket of \(ticket.appID) twice")
             return
         }
-        perApp[ticket.appID] = mine > 1 ? mine - 1 : nil
+        apps.values[entry].inFlight -= 1
         inFlight -= 1
         let sample = Double(max(0, (now - ticket.admittedAt).nanoseconds))
         if let average = averageNanos {
@@ -178,13 +189,22 @@ public struct AdmissionController: Sendable {
 
     /// Marks `appID` busy, and every half window forgets the apps that have not asked
     /// for a whole one (unless they still have calls in flight): the work is proportional
-    /// to the busy apps, once per half window, not per call.
-    private mutating func noteAsked(_ appID: String, now: NIODeadline) {
-        lastAsked[appID] = now
-        if let next = nextSweep, now < next { return }
-        let idleSince = now - limits.busyWindow
-        lastAsked = lastAsked.filter { app, asked in asked > idleSince || perApp[app] != nil }
-        nextSweep = now + .nanoseconds(limits.busyWindow.nanoseconds / 2)
+    /// to the busy apps, once per half window, not per call. Returns where the app's entry is.
+    private mutating func noteAsked(_ appID: String, now: NIODeadline) -> Dictionary<String, AppEntry>.Index {
+        var entry = apps.index(forKey: appID)
+        if let entry {
+            apps.values[entry].lastAsked = now
+        } else {
+            apps[appID] = AppEntry(inFlight: 0, lastAsked: now)
+        }
+        if nextSweep.map({ now >= $0 }) ?? true {
+            let idleSince = now - limits.busyWindow
+            apps = apps.filter { _, app in app.lastAsked > idleSince || app.inFlight > 0 }
+            nextSweep = now + .nanoseconds(limits.busyWindow.nanoseconds / 2)
+            entry = nil
+        }
+        // Found again only after an insertion or a sweep, which move entries.
+        return entry ?? apps.index(forKey: appID)!
     }
 
     /// The hint: the configured least wait, or the current service time when longer

@@ -1,5 +1,6 @@
 import LiveRelayWire
 import Metrics
+import NIOConcurrencyHelpers
 
 /// The service's calls per app: `liverelay_app_calls_total{app, method, status}`
 /// and `liverelay_app_call_duration{app, method}` (a histogram of seconds from
@@ -9,11 +10,44 @@ import Metrics
 /// before it knows the app; this is the same seen per tenant, which is what a
 /// platform team alerts on ("app X's calls fail"). The `app` label is bounded
 /// (``MetricHandlers``).
-struct AppCallMetrics: Sendable {
+///
+/// Every call records here, so the pair of handlers of an (app, method, status)
+/// is kept under that key: one dictionary lookup per call. Going through
+/// ``MetricHandlers`` each time built the dimension arrays and a string key
+/// twice and looked up the app's label, about 15,000 instructions of a
+/// RegisterToken's 100,000 (docs/BENCHMARKS.md, "Ingest (issue 14, goal 2)").
+final class AppCallMetrics: Sendable {
+    private struct Key: Hashable {
+        var app: String
+        var method: String
+        var status: StatusCode
+    }
+
+    private struct Handlers: Sendable {
+        var calls: Counter
+        var duration: Timer
+    }
+
     private let handlers = MetricHandlers()
+    /// Only apps that keep their own label are kept here, so it is bounded like
+    /// the labels: an app counted as "other" goes through ``MetricHandlers`` each time.
+    private let cache = NIOLockedValueBox<[Key: Handlers]>([:])
+
+    init() {}
 
     func record(appID: String, method: String, status: StatusCode, nanoseconds: Int64) {
-        handlers.counter("liverelay_app_calls_total", app: appID, [("method", method), ("status", status.description)]).increment()
-        handlers.timer("liverelay_app_call_duration", app: appID, [("method", method)]).recordNanoseconds(nanoseconds)
+        let key = Key(app: appID, method: method, status: status)
+        let found = cache.withLockedValue { $0[key] } ?? make(key)
+        found.calls.increment()
+        found.duration.recordNanoseconds(nanoseconds)
+    }
+
+    private func make(_ key: Key) -> Handlers {
+        let made = Handlers(
+            calls: handlers.counter(
+                "liverelay_app_calls_total", app: key.app, [("method", key.method), ("status", key.status.description)]),
+            duration: handlers.timer("liverelay_app_call_duration", app: key.app, [("method", key.method)]))
+        if handlers.isNamed(key.app) { cache.withLockedValue { $0[key] = made } }
+        return made
     }
 }

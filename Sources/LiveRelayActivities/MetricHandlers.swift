@@ -50,6 +50,11 @@ final class MetricHandlers: Sendable {
         }
     }
 
+    /// Whether `appID` keeps its own label (it was seen before the bound was reached).
+    func isNamed(_ appID: String) -> Bool {
+        state.withLockedValue { $0.apps.contains(appID) }
+    }
+
     private static func key(_ label: String, _ dimensions: [(String, String)]) -> String {
         dimensions.reduce(label) { $0 + "|" + $1.1 }
     }

@@ -195,14 +195,16 @@ public struct QuotaLedger: Sendable {
     /// or a live activity, or nil while the app is below it.
     public func countQuota(_ kind: CountQuota.Kind, appID: String) -> CountQuota? {
         let quota = settings.quota(of: appID)
-        let current = counts[appID]?.current ?? AppUsage()
+        // The counts are looked up only for an app with such a quota (most have none).
         switch kind {
         case .tokens:
-            guard let limit = quota.maxTokens, current.tokens >= limit else { return nil }
-            return CountQuota(kind: .tokens, limit: limit, used: current.tokens)
+            guard let limit = quota.maxTokens else { return nil }
+            let used = counts[appID]?.current.tokens ?? 0
+            return used >= limit ? CountQuota(kind: .tokens, limit: limit, used: used) : nil
         case .liveActivities:
-            guard let limit = quota.maxLiveActivities, current.liveActivities >= limit else { return nil }
-            return CountQuota(kind: .liveActivities, limit: limit, used: current.liveActivities)
+            guard let limit = quota.maxLiveActivities else { return nil }
+            let used = counts[appID]?.current.liveActivities ?? 0
+            return used >= limit ? CountQuota(kind: .liveActivities, limit: limit, used: used) : nil
         }
     }
 

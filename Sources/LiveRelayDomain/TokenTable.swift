@@ -197,7 +197,13 @@ struct TokenTable: Sendable {
     mutating func put(_ token: Token) {
         // Retain the new strings before releasing the old ones: an unchanged string keeps its id.
         let record = makeRecord(token)
-        if let i = find(token.key) {
+        // Looked up by the record's ids (the strings are retained already): the hex is packed once per write.
+        let keyHash = Self.keyHash(of: record)
+        let existing = byKey.find(hash: keyHash) {
+            let r = records[Int($0)]
+            return r.app == record.app && r.hexID == record.hexID && r.hex == record.hex
+        }
+        if let i = existing {
             unindex(i)
             release(records[Int(i)])
             records[Int(i)] = record
@@ -212,7 +218,7 @@ struct TokenTable: Sendable {
             i = Int32(records.count)
             records.append(record)
         }
-        Self.insert(i, hash: Self.keyHash(of: record), into: &byKey, records: records, hashOf: Self.keyHash(of:))
+        Self.insert(i, hash: keyHash, into: &byKey, records: records, hashOf: Self.keyHash(of:))
         index(i)
         perApp[record.app, default: 0] += 1
         count += 1

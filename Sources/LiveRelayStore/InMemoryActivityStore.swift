@@ -29,7 +29,24 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     public var snapshot: InMemoryState { lock.withLock { state } }
 
     public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
-        let result: Result<M.Outcome, any Error> = lock.withLock {
+        eventLoop.makeCompletedFuture(locked(mutation, now: now))
+    }
+
+    /// No future: `body` runs at once on the caller's loop (or is handed to `eventLoop` from elsewhere), after the lock is released.
+    public func apply<M: StoreMutation>(
+        _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
+        then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
+    ) {
+        let result = locked(mutation, now: now)
+        if eventLoop.inEventLoop {
+            body(result)
+        } else {
+            eventLoop.execute { body(result) }
+        }
+    }
+
+    private func locked<M: StoreMutation>(_ mutation: M, now: UnixTime) -> Result<M.Outcome, any Error> {
+        lock.withLock {
             if isClosed { return .failure(ActivityStoreError.closed) }
             do throws(DomainError) {
                 return .success(try state.apply(mutation, now: now))
@@ -37,7 +54,6 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
                 return .failure(error)
             }
         }
-        return eventLoop.makeCompletedFuture(result)
     }
 
     private func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
