@@ -93,7 +93,12 @@ struct TwoNodeRegistryTests {
         // refuses. B counts its own additions at once and A's at its next read of the store (every
         // 2 s), so it may overshoot by what A added since that read: at most these 2.
         #expect(try register(portA, 2).status == 0)
-        #expect(try register(portA, 3).status == 0)
+        // The third may meet A's own count twice: a read of the store that began between
+        // token 2's commit and A noting it keeps the note on top (QuotaLedger.noteStored
+        // errs on the side of the quota for a few seconds), which a loaded machine makes
+        // likely. Then it is refused for the quota, and for nothing else.
+        let third = try register(portA, 3)
+        #expect(third.status == 0 || (third.status == 1 + 8 && third.output.contains("TokenQuotaExceeded")), "\(third.output)")
         var next = 4
         var overshoot = 0
         let refused = try RegistryReloadTests.within(RegistryReloadTests.bound) {

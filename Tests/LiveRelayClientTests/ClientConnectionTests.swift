@@ -158,7 +158,8 @@ import Glibc
         defer { reserved.release() }
         let port = reserved.port
         let client = makeClient(port: port, tls: nil)
-        let start = NIODeadline.now()
+        // Fast means not waiting for the call's 10 s deadline, which would end in
+        // DEADLINE_EXCEEDED: the status says it, with no clock in the test.
         do {
             _ = try await client.ping()
             Issue.record("expected UNAVAILABLE")
@@ -167,7 +168,6 @@ import Glibc
             #expect(error.message.contains("cannot connect to 127.0.0.1:\(port)"))
             #expect(error.isRetryable)
         }
-        #expect(NIODeadline.now() - start < .seconds(5))
         await client.shutdown()
     }
 
