@@ -351,22 +351,28 @@ public struct DispatchScheduler {
         lane.lastTaken = now
         if nextSweep == nil { nextSweep = now + configuration.laneRetention }
         defer { apps[a].lanes.put(lane, at: slot) }
-        if let newest = lane.newest[activity], timestamp <= newest {
+        let newest = lane.newest[activity]
+        if let newest, timestamp <= newest {
             settle(call: call, app: a, .superseded, &actions)
             return
         }
         lane.newest[activity] = timestamp
-        lane.pending.removeAll { old in
-            guard let push = pushes[old] else { return true }
-            guard calls[push.call]?.activityID == activity else { return false }
-            finish(old, .superseded, &actions)
-            return true
-        }
-        if let busy = lane.busy, let push = pushes[busy], push.state == .backingOff,
-            calls[push.call]?.activityID == activity
-        {
-            finish(busy, .superseded, &actions)
-            lane.busy = nil
+        // Only a lane that took a push of this activity before can hold one to supersede.
+        // A push-to-start token starting one new activity after another skips the scan,
+        // which was quadratic in the lane's backlog (every start copied each waiting push's call).
+        if newest != nil {
+            lane.pending.removeAll { old in
+                guard let push = pushes[old] else { return true }
+                guard calls[push.call]?.activityID == activity else { return false }
+                finish(old, .superseded, &actions)
+                return true
+            }
+            if let busy = lane.busy, let push = pushes[busy], push.state == .backingOff,
+                calls[push.call]?.activityID == activity
+            {
+                finish(busy, .superseded, &actions)
+                lane.busy = nil
+            }
         }
         pushes[id] = Push(call: call, app: a, lane: slot, environment: target.environment, channelPolicy: target.channelPolicy)
         lane.pending.append(id)

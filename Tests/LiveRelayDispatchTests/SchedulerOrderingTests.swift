@@ -135,6 +135,27 @@ import Testing
         #expect(d.everSent.count == 4)
     }
 
+    /// One token (a push-to-start token) with pushes of several activities waiting:
+    /// a newer push of an activity the lane has seen supersedes that activity's waiting
+    /// one; a push of an activity it has not seen supersedes nothing.
+    @Test func onATokenOfManyActivitiesOnlyTheSameActivityIsSuperseded() throws {
+        var d = SchedulerDriver(configuration(maxInFlight: 1))
+        let (blocker, _) = d.enqueue(try batch(activity: "blocker", tokens: [token(99)]))
+        let (a1, _) = d.enqueue(try batch(activity: "a", timestamp: 1, tokens: [token(1)]))
+        let (b1, _) = d.enqueue(try batch(activity: "b", timestamp: 1, tokens: [token(1)]))
+        let (a2, _) = d.enqueue(try batch(activity: "a", timestamp: 2, tokens: [token(1)]))
+        let (c1, _) = d.enqueue(try batch(activity: "c", timestamp: 1, tokens: [token(1)]))
+        let (b2, _) = d.enqueue(try batch(activity: "b", timestamp: 2, tokens: [token(1)]))
+        let (stale, _) = d.enqueue(try batch(activity: "c", timestamp: 1, tokens: [token(1)]))
+        while !d.outstanding.isEmpty { d.respond(200) }
+        #expect(d.replies[blocker] == EnqueueResult(delivered: 1))
+        #expect(d.replies[a1] == EnqueueResult(superseded: 1))
+        #expect(d.replies[b1] == EnqueueResult(superseded: 1))
+        #expect(d.replies[stale] == EnqueueResult(superseded: 1), "not newer than c's push taken")
+        for call in [a2, c1, b2] { #expect(d.replies[call] == EnqueueResult(delivered: 1)) }
+        #expect(d.everSent.count == 4)
+    }
+
     @Test func pushesNotSentByTheirDeadlineExpireAndTheWaitingCallIsAnsweredThen() throws {
         var d = SchedulerDriver(configuration(maxInFlight: 1))
         let (blocker, _) = d.enqueue(try batch(activity: "other", tokens: [token(99)]))
