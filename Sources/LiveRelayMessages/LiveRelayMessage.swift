@@ -160,8 +160,13 @@ enum Codec {
 
     /// The size limit, the WireScan pre-scan, then protobuf-c's unpack. The result
     /// must go to `lr_free_unpacked` once read.
+    ///
+    /// With `prescan: false` (for `OnePassDecodable`, which proves what the pre-scan
+    /// would) the pre-scan runs only when unpack fails, so that its more precise error
+    /// (a byte offset, a field path) is the one reported, as with it.
     static func unpack(
-        _ bytes: UnsafeRawBufferPointer, limit: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
+        _ bytes: UnsafeRawBufferPointer, limit: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>,
+        prescan: Bool = true
     ) throws(MessageError) -> UnsafeMutablePointer<ProtobufCMessage> {
         if bytes.count > limit {
             throw MessageError(.tooLarge(size: bytes.count, limit: limit))
@@ -173,28 +178,9 @@ enum Codec {
             return try unpack(&zero, count: 0, descriptor: descriptor)
         }
         let p = base.assumingMemoryBound(to: UInt8.self)
+        if !prescan, let message = lr_unpack(descriptor, bytes.count, p) { return message }
         try WireScan.check(p, count: bytes.count, descriptor: descriptor)
         return try unpack(p, count: bytes.count, descriptor: descriptor)
-    }
-
-    /// The size limit, then protobuf-c's unpack without the pre-scan (for
-    /// `OnePassDecodable`, which proves what the pre-scan would). When unpack
-    /// fails, the pre-scan still runs first so that its more precise error
-    /// (a byte offset, a field path) is the one reported, as before.
-    static func unpackUnscanned(
-        _ bytes: UnsafeRawBufferPointer, limit: Int, descriptor: UnsafePointer<ProtobufCMessageDescriptor>
-    ) throws(MessageError) -> UnsafeMutablePointer<ProtobufCMessage> {
-        if bytes.count > limit {
-            throw MessageError(.tooLarge(size: bytes.count, limit: limit))
-        }
-        guard let base = bytes.baseAddress, bytes.count > 0 else {
-            var zero: UInt8 = 0
-            return try unpack(&zero, count: 0, descriptor: descriptor)
-        }
-        let p = base.assumingMemoryBound(to: UInt8.self)
-        if let message = lr_unpack(descriptor, bytes.count, p) { return message }
-        try WireScan.check(p, count: bytes.count, descriptor: descriptor)
-        return try unpack(p, count: bytes.count, descriptor: descriptor)  // fails again, with protobuf-c's error
     }
 
     /// The pre-scan alone (`WireScan`).

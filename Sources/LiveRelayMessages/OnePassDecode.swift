@@ -211,7 +211,7 @@ extension OnePassDecodable {
     /// pre-scan only when the tally cannot prove the bytes clean.
     @inline(__always)
     init(onePass bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
-        let message = try Codec.unpackUnscanned(bytes, limit: limit, descriptor: Self.cDescriptor)
+        let message = try Codec.unpack(bytes, limit: limit, descriptor: Self.cDescriptor, prescan: false)
         var tally = WireTally()
         self.init(c: UnsafeRawPointer(message).assumingMemoryBound(to: CStruct.self), tally: &tally)
         if !tally.exact || tally.size != bytes.count {
