@@ -405,22 +405,24 @@ let package = Package(
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteCrashHelper"
         ),
+        // What the three store benchmarks share (options, clock, tokens, /proc, formatting).
+        .target(name: "StoreBenchmarkSupport", path: "Tests/Support/StoreBenchmarkSupport"),
         // Run by hand (release): SQLite store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "sqlite-store-benchmark",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
         ),
         // Run by hand (release): bytes per registered token of the in-memory store, for docs/BENCHMARKS.md.
         .executableTarget(
             name: "memory-store-benchmark",
-            dependencies: ["LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages"],
+            dependencies: ["LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport"],
             path: "Tests/Support/MemoryStoreBenchmark"
         ),
         // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "postgres-store-benchmark",
-            dependencies: ["LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/PostgresStoreBenchmark"
         ),
         .testTarget(

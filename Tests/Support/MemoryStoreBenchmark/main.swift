@@ -15,6 +15,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import StoreBenchmarkSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -22,58 +23,20 @@ import Glibc
 import Darwin
 #endif
 
-func option(_ name: String, _ fallback: String) -> String {
-    let args = CommandLine.arguments
-    if let i = args.firstIndex(of: name), i + 1 < args.count { return args[i + 1] }
-    return fallback
-}
-
 let count = Int(option("--tokens", "1000000"))!
 let shape = option("--shape", "push-to-start")
 
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 /// Anonymous resident memory (RssAnon in /proc/self/status: the heap and the other private
 /// pages, not the binary and libraries), in bytes (Linux; 0 elsewhere).
-func anonymousResidentBytes() -> Int {
-    let fd = open("/proc/self/status", O_RDONLY)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    let n = read(fd, &buffer, buffer.count)
-    guard n > 0 else { return 0 }
-    for line in String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n") where line.hasPrefix("RssAnon:") {
-        return (Int(line.dropFirst(8).filter { $0.isNumber }) ?? 0) * 1024
-    }
-    return 0
-}
+func anonymousResidentBytes() -> Int { procValue("/proc/self/status", "RssAnon:") * 1024 }
 
-/// The resident set, from /proc/self/statm (Linux; 0 elsewhere).
-func residentBytes() -> Int {
-    let fd = open("/proc/self/statm", O_RDONLY)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 128)
-    let n = read(fd, &buffer, buffer.count)
-    guard n > 0 else { return 0 }
-    let fields = String(decoding: buffer[..<n], as: UTF8.self).split(separator: " ")
-    return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
+/// The resident set (VmRSS in /proc/self/status), in bytes (Linux; 0 elsewhere).
+func residentBytes() -> Int { procValue("/proc/self/status", "VmRSS:") * 1024 }
 
-/// SplitMix64: random-looking hex, spread over the key space like APNs tokens.
+/// Random-looking hex and UUIDs (SplitMix64), spread over the key space like APNs tokens.
 struct Scatter {
     var x: UInt64
-    mutating func next() -> UInt64 {
-        x &+= 0x9E37_79B9_7F4A_7C15
-        var z = x
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { splitMix64(&x) }
     mutating func hex(_ digits: Int) -> String {
         var out = ""
         while out.count < digits {

@@ -18,6 +18,7 @@ import LiveRelayMessages
 import LiveRelayStorePostgres
 import NIOCore
 import NIOPosix
+import StoreBenchmarkSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -25,38 +26,11 @@ import Glibc
 import Darwin
 #endif
 
-func option(_ name: String, _ fallback: String) -> String {
-    let args = CommandLine.arguments
-    if let i = args.firstIndex(of: name), i + 1 < args.count { return args[i + 1] }
-    return fallback
-}
-
 let callers = Int(option("--callers", "64"))!
 let seconds = Double(option("--seconds", "10"))!
 let tokenCount = Int(option("--tokens", "100000"))!
 let lanes = Int(option("--lanes", "1"))!
 let maxBatch = Int(option("--max-batch", "512"))!
-
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-func hexToken(_ prefix: String, _ n: Int) -> String {
-    let digits = String(n, radix: 16)
-    return prefix + String(repeating: "0", count: 64 - prefix.count - digits.count) + digits
-}
-
-func percentile(_ sorted: [Double], _ p: Double) -> Double {
-    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-}
-
-func format(_ value: Double, _ digits: Int = 1) -> String {
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    return String((value * scale).rounded() / scale)
-}
 
 guard let urlPointer = getenv("LIVERELAY_POSTGRES_URL") else {
     print("set LIVERELAY_POSTGRES_URL (eval \"$(bash scripts/postgres.sh start)\")")

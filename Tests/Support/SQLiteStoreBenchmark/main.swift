@@ -19,18 +19,13 @@ import LiveRelayMessages
 import LiveRelayStore
 import NIOCore
 import NIOPosix
+import StoreBenchmarkSupport
 
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-func option(_ name: String, _ fallback: String) -> String {
-    let args = CommandLine.arguments
-    if let i = args.firstIndex(of: name), i + 1 < args.count { return args[i + 1] }
-    return fallback
-}
 
 let baseDirectory = option("--dir", "/var/tmp")
 let callers = Int(option("--callers", "64"))!
@@ -39,31 +34,8 @@ let tokenCount = Int(option("--tokens", "100000"))!
 let shape = option("--shape", "push-to-start")
 let throughputOnly = CommandLine.arguments.contains("--throughput-only")
 
-func monotonic() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
-func hexToken(_ prefix: String, _ n: Int) -> String {
-    let digits = String(n, radix: 16)
-    return prefix + String(repeating: "0", count: 64 - prefix.count - digits.count) + digits
-}
-
 /// Bytes this process caused to be written to storage so far (Linux; 0 elsewhere).
-func writtenBytes() -> Int {
-    let fd = open("/proc/self/io", O_RDONLY)
-    guard fd >= 0 else { return 0 }
-    defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 1024)
-    let count = read(fd, &buffer, buffer.count)
-    guard count > 0 else { return 0 }
-    let text = String(decoding: buffer[..<count], as: UTF8.self)
-    for line in text.split(separator: "\n") where line.hasPrefix("write_bytes:") {
-        return Int(line.dropFirst(12).filter { $0 != " " }) ?? 0
-    }
-    return 0
-}
+func writtenBytes() -> Int { procValue("/proc/self/io", "write_bytes:") }
 
 /// The store's configuration from the command line (defaults: the store's own).
 func storeConfiguration() -> SQLiteActivityStore.Configuration {
@@ -101,26 +73,10 @@ func randomHex(_ n: Int, salt: UInt64) -> String {
     var x = UInt64(truncatingIfNeeded: n) &+ salt &* 0x9E37_79B9_7F4A_7C15
     var out = ""
     for _ in 0..<4 {
-        x &+= 0x9E37_79B9_7F4A_7C15
-        var z = x
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        let digits = String(z, radix: 16)
+        let digits = String(splitMix64(&x), radix: 16)
         out += String(repeating: "0", count: 16 - digits.count) + digits
     }
     return out
-}
-
-func percentile(_ sorted: [Double], _ p: Double) -> Double {
-    sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-}
-
-func format(_ value: Double, _ digits: Int = 1) -> String {
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let rounded = (value * scale).rounded() / scale
-    return String(rounded)
 }
 
 let appID = "bench.app"
