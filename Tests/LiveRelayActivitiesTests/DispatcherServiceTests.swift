@@ -119,6 +119,8 @@ import Testing
         reply.completeWith(service.startActivity(start("app", "a1", wait: true), context: context()))
         let done = NIOLockedValueBox(false)
         reply.futureResult.whenComplete { _ in done.withLockedValue { $0 = true } }
+        // The call reaches the dispatcher from the call's loop: wait for its sends before moving the clock.
+        #expect(await harness.settle(until: { transport.requests.count >= 6 }))
         await drive(until: { done.withLockedValue { $0 } })
 
         let summary = try #require(try await reply.futureResult.get().summary)
@@ -148,7 +150,9 @@ import Testing
         let service = service(d)
         try await register(service, app: "app", tokens: 0..<5)
         let reply = service.startActivity(start("app", "a1", wait: true), context: context())
-        await drive(until: { stuck.waitingCount == 2 })
+        // Not `drive`: were the clock moved past its steps before the call arrived from the
+        // call's loop, the call would be enqueued after the grace period, all of it failed.
+        #expect(await harness.settle(until: { stuck.waitingCount == 2 }))
         let stopped = d.shutdown(gracePeriod: .seconds(1))
         do {
             _ = try await service.startActivity(start("app", "a2"), context: context()).get()

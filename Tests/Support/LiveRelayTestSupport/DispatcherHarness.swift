@@ -49,6 +49,23 @@ public struct DispatcherHarness: Sendable {
         await loop.shutdownGracefully()
     }
 
+    /// Waits, without moving the loop's clock, until `done`: for work another
+    /// thread (a real event loop, the store's) hands to the dispatcher, which
+    /// ``drive(until:step:limit:)`` would race with its bounded steps on a
+    /// loaded machine. Runs the loop's due tasks between looks; false if
+    /// `timeout` of wall time passes first.
+    @discardableResult
+    public func settle(until done: () -> Bool, timeout: Duration = .seconds(60)) async -> Bool {
+        let clock = ContinuousClock()
+        let giveUp = clock.now + timeout
+        while !done() {
+            if clock.now >= giveUp { return false }
+            await loop.run()
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
+    }
+
     /// Moves the loop's clock in small steps until `done` (or gives up after `limit`).
     public func drive(until done: () -> Bool, step: TimeAmount = .milliseconds(10), limit: Int = 2_000) async {
         var steps = 0
