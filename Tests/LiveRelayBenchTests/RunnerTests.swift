@@ -142,10 +142,14 @@ struct RunnerTests {
         s.shape = .closed(connections: 1, depth: 4)
         s.mix = [MixEntry(.ping, 1)]
         s.stop = .duration(seconds: 1)
-        s.warmupSeconds = 0.2
+        // No warm-up: the callers then start inside the window, so each has sent a measured
+        // call however slow a loaded machine is. With one, a warm-up call still unanswered
+        // when the second ends left the window without a send (a CI flake; the warm-up of a
+        // closed loop is covered by the request-bounded run above).
+        s.warmupSeconds = 0
         let report = try await InProcessServer.run(s, against: NullLiveRelayService())
         #expect(report.windowSeconds >= 1 && report.windowSeconds < 5)
-        #expect(report.sent > 0)
+        #expect(report.sent >= 4, "every caller's first call is a measured one")
         #expect(report.countsAddUp)
         #expect(report.errors == 0)
     }
