@@ -58,19 +58,36 @@ extension DispatchScheduler {
         /// The slots of every remembered lane.
         var allSlots: [Int] { Array(slots.values) }
 
-        /// The token's lane, made if it has none.
+        /// Makes room for a batch of `tokens` before its lanes are looked up: a
+        /// 100,000-token fan-out to tokens without lanes otherwise grows the table
+        /// from empty through a dozen resizes, each rehashing every token string
+        /// read from memory again (a fifth of a SQLite fan-out's enqueue in
+        /// issue 14's profile). At least the batch's size and never more than the
+        /// table holds: a table that already has the batch's lanes does not grow.
+        mutating func reserve(forBatchOf tokens: Int) {
+            slots.reserveCapacity(max(slots.count, tokens))
+            lanes.reserveCapacity(max(lanes.count, tokens))
+        }
+
+        /// The token's lane, made if it has none; one hash of the token either way.
         mutating func slot(for token: String) -> Int {
-            if let slot = slots[token] { return slot }
-            let slot: Int
-            if let reused = free.popLast() {
-                slot = reused
+            // No remembered lane has a free slot or the next one: finding `candidate` means the lane is new.
+            let candidate = free.last ?? lanes.count
+            let slot = Self.claim(&slots[token, default: -1], candidate)
+            guard slot == candidate else { return slot }
+            if slot == free.last {
+                free.removeLast()
                 lanes[slot] = Lane(token: token)
             } else {
-                slot = lanes.count
                 lanes.append(Lane(token: token))
             }
-            slots[token] = slot
             return slot
+        }
+
+        /// The slot a lookup found, or `candidate` stored in place of the lookup's default.
+        private static func claim(_ stored: inout Int, _ candidate: Int) -> Int {
+            if stored < 0 { stored = candidate }
+            return stored
         }
 
         /// Moves the lane out of its slot (no copy of its arrays); ``put(_:at:)`` puts it back.

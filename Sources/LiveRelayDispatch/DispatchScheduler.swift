@@ -315,6 +315,10 @@ public struct DispatchScheduler {
             } else {
                 nil
             }
+        if refusal == nil {
+            apps[a].lanes.reserve(forBatchOf: n)
+            pushes.reserveCapacity(pushes.count + n)
+        }
         for (i, target) in batch.targets.enumerated() {
             if let refusal {
                 settle(call: callID, app: a, .failed(reason: refusal), &actions)

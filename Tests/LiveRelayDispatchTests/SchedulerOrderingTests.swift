@@ -92,6 +92,28 @@ import Testing
         #expect(d.scheduler.nextWakeup == nil, "no lanes, no sweeps")
     }
 
+    /// A new token takes a forgotten lane's slot; the lanes kept, and what they remember, are untouched.
+    @Test func aForgottenLanesSlotGoesToANewTokenAndTheKeptLanesStayTheirs() throws {
+        var c = configuration()
+        c.laneRetention = .seconds(60)
+        var d = SchedulerDriver(c)
+        d.enqueue(try batch(timestamp: 11, tokens: [token(1), token(2)]))
+        d.respond(200, token: token(1))  // token(2) stays in flight
+        d.advance(by: .seconds(120))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 1, "token(1) forgotten")
+        let (fresh, _) = d.enqueue(try batch(timestamp: 12, tokens: [token(3), token(2)]))
+        #expect(d.scheduler.laneCount(appID: "app-a") == 2)
+        #expect(d.outstanding.map(\.request.deviceToken) == [token(2), token(3)], "token(2)'s newer push waits")
+        d.respond(200, token: token(3))
+        d.respond(200, token: token(2))
+        #expect(d.outstanding.map(\.request.deviceToken) == [token(2)], "then goes, to token(2)")
+        #expect(d.outstanding.map { timestamp(of: $0.request) } == [12])
+        d.respond(200, token: token(2))
+        #expect(d.replies[fresh] == EnqueueResult(delivered: 2))
+        let (stale, _) = d.enqueue(try batch(timestamp: 11, tokens: [token(3)]))
+        #expect(d.replies[stale] == EnqueueResult(superseded: 1), "token(3)'s lane remembers its timestamp")
+    }
+
     @Test func aNewerPushWaitsForTheOneInFlightAndSupersedesItsRetry() throws {
         var d = SchedulerDriver()
         let (first, _) = d.enqueue(try batch(timestamp: 10, tokens: [token(1)]))
