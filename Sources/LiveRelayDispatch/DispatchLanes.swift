@@ -5,7 +5,7 @@ extension DispatchScheduler {
     struct Lane {
         /// The token (or, for a broadcast, the channel id) whose pushes these are.
         var token: String
-        var pending: [UInt64] = []
+        var pending = PendingPushes()
         /// The push in flight or waiting to retry; none may be sent to the token meanwhile.
         var busy: UInt64?
         /// Whether the lane is in its app's ready queue (possibly with stale entries).

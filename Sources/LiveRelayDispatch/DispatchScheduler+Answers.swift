@@ -160,7 +160,7 @@ extension DispatchScheduler {
             actions.retries[apps[push.app].id, default: 0] += 1
             if delay == .zero {
                 pushes[id]!.state = .queued
-                lane.pending.insert(id, at: 0)
+                lane.pending.prepend(id)
             } else {
                 pushes[id]!.state = .backingOff
                 lane.busy = id
@@ -227,7 +227,7 @@ extension DispatchScheduler {
             if lane.busy == id {
                 lane.busy = nil
                 pushes[id]!.state = .queued
-                lane.pending.insert(id, at: 0)
+                lane.pending.prepend(id)
                 makeReady(&lane, slot: push.lane, app: push.app, front: true)
             }
             apps[push.app].lanes.put(lane, at: push.lane)

@@ -421,8 +421,7 @@ public struct DispatchScheduler {
             var lane = apps[a].lanes.take(slot)
             lane.inReady = false
             var chosen: UInt64?
-            while lane.busy == nil, chosen == nil, !lane.pending.isEmpty {
-                let id = lane.pending.removeFirst()
+            while lane.busy == nil, chosen == nil, let id = lane.pending.popFirst() {
                 if pushes[id] != nil { chosen = id }
             }
             guard let id = chosen, let pushIndex = pushes.index(forKey: id) else {
