@@ -68,14 +68,21 @@ import Testing
         #expect(d.everSent.last?.request.deviceToken == token(3))
     }
 
-    /// The ordering memory is bounded: a token idle for the retention is forgotten
-    /// (and only then may an older update reach it; the device ignores that one).
-    @Test func idleTokensAreForgottenAfterTheRetentionAndBusyOnesAreKept() throws {
+    /// A 60 s lane retention; token(1) and token(2) took a push at timestamp 11, and
+    /// token(1)'s was answered while token(2)'s stays in flight.
+    private func retainedLanes() throws -> SchedulerDriver {
         var c = configuration()
         c.laneRetention = .seconds(60)
         var d = SchedulerDriver(c)
         d.enqueue(try batch(timestamp: 11, tokens: [token(1), token(2)]))
-        d.respond(200, token: token(1))  // token(2) stays in flight
+        d.respond(200, token: token(1))
+        return d
+    }
+
+    /// The ordering memory is bounded: a token idle for the retention is forgotten
+    /// (and only then may an older update reach it; the device ignores that one).
+    @Test func idleTokensAreForgottenAfterTheRetentionAndBusyOnesAreKept() throws {
+        var d = try retainedLanes()
         #expect(d.scheduler.laneCount(appID: "app-a") == 2)
         #expect(d.scheduler.nextWakeup == start + .seconds(60))
         d.advance(by: .seconds(59))
@@ -94,11 +101,7 @@ import Testing
 
     /// A new token takes a forgotten lane's slot; the lanes kept, and what they remember, are untouched.
     @Test func aForgottenLanesSlotGoesToANewTokenAndTheKeptLanesStayTheirs() throws {
-        var c = configuration()
-        c.laneRetention = .seconds(60)
-        var d = SchedulerDriver(c)
-        d.enqueue(try batch(timestamp: 11, tokens: [token(1), token(2)]))
-        d.respond(200, token: token(1))  // token(2) stays in flight
+        var d = try retainedLanes()
         d.advance(by: .seconds(120))
         #expect(d.scheduler.laneCount(appID: "app-a") == 1, "token(1) forgotten")
         let (fresh, _) = d.enqueue(try batch(timestamp: 12, tokens: [token(3), token(2)]))
