@@ -17,7 +17,7 @@ import Darwin
 /// the protocol's sense means applied, and a restart forgets everything.
 /// Futures complete at once on the caller's loop (no thread hop).
 public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
-    private let lock = NIOLock()
+    private let lock = AdaptiveLock()
     private var state: InMemoryState
     private var isClosed = false
 
