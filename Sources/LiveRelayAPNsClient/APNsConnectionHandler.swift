@@ -211,12 +211,6 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Requests
 
-    /// Opens a stream for `pending` (see ``open(_:)``) and flushes.
-    func send(_ pending: APNsPendingRequest) {
-        open(pending)
-        context?.flush()
-    }
-
     /// Opens a stream for each, in order, each flushed on its own: nio-http2 sends a
     /// stream's HEADERS at write time but its DATA only at a flush, and then in no
     /// particular order across streams, so one flush for a batch would put every

@@ -99,7 +99,12 @@ struct TokenTable: Sendable {
             guard let id = pool.id(of: key.hex) else { return nil }
             hexID = id
         }
-        return byKey.find(hash: Self.keyHash(app, hex, hexID)) {
+        return find(app: app, hex: hex, hexID: hexID, hash: Self.keyHash(app, hex, hexID))
+    }
+
+    /// The record with this key, its hash given (a write has it already).
+    private func find(app: UInt32, hex: PackedHex, hexID: UInt32, hash: Int) -> Int32? {
+        byKey.find(hash: hash) {
             let r = records[Int($0)]
             return r.app == app && r.hexID == hexID && r.hex == hex
         }
@@ -199,11 +204,7 @@ struct TokenTable: Sendable {
         let record = makeRecord(token)
         // Looked up by the record's ids (the strings are retained already): the hex is packed once per write.
         let keyHash = Self.keyHash(of: record)
-        let existing = byKey.find(hash: keyHash) {
-            let r = records[Int($0)]
-            return r.app == record.app && r.hexID == record.hexID && r.hex == record.hex
-        }
-        if let i = existing {
+        if let i = find(app: record.app, hex: record.hex, hexID: record.hexID, hash: keyHash) {
             unindex(i)
             release(records[Int(i)])
             records[Int(i)] = record

@@ -1,6 +1,5 @@
 import LiveRelayAPNs
 import LiveRelayDomain
-import NIOConcurrencyHelpers
 import NIOCore
 
 #if canImport(Glibc)

@@ -49,7 +49,7 @@ struct ConnectionHandlerFrameTests {
 
     func send(_ n: Int) -> EventLoopFuture<APNsResponse> {
         let promise = channel.eventLoop.makePromise(of: APNsResponse.self)
-        handler.send(APNsPendingRequest(request: PoolIntegrationTests.request(n), promise: promise))
+        handler.send([APNsPendingRequest(request: PoolIntegrationTests.request(n), promise: promise)])
         channel.embeddedEventLoop.run()
         return promise.futureResult
     }
@@ -185,7 +185,7 @@ struct ConnectionHandlerFrameTests {
         var late = PoolIntegrationTests.request(1)
         late.sendBy = .now() - .milliseconds(1)
         let promise = channel.eventLoop.makePromise(of: APNsResponse.self)
-        handler.send(APNsPendingRequest(request: late, promise: promise))
+        handler.send([APNsPendingRequest(request: late, promise: promise)])
         channel.embeddedEventLoop.run()
         #expect(result(promise.futureResult) == .failure(.expiredBeforeSending))
         #expect(try outbound().isEmpty)
@@ -193,7 +193,7 @@ struct ConnectionHandlerFrameTests {
         var inTime = PoolIntegrationTests.request(2)
         inTime.sendBy = .now() + .seconds(60)
         let sent = channel.eventLoop.makePromise(of: APNsResponse.self)
-        handler.send(APNsPendingRequest(request: inTime, promise: sent))
+        handler.send([APNsPendingRequest(request: inTime, promise: sent)])
         channel.embeddedEventLoop.run()
         #expect(try outbound().map(\.streamID) == [1, 1])
         _ = try channel.finish(acceptAlreadyClosed: true)
