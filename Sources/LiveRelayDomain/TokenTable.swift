@@ -3,8 +3,8 @@ import LiveRelayPushOutlet
 
 /// The tokens of ``InMemoryState``, compact: one fixed-size record per token
 /// in one array, with the key, the rotation slots and the three hot lookups
-/// as indexes of 4-byte record numbers, so that a registered token costs
-/// about 200 bytes instead of the 1.2 KB of `Token` values in dictionaries
+/// as indexes of record numbers (with their hashes), so that a token costs
+/// about 260-280 bytes instead of the 1.2 KB of `Token` values in dictionaries
 /// keyed by strings (measured: docs/BENCHMARKS.md, "Stores (issue 14)").
 ///
 /// What it answers is exactly what those dictionaries answered: the `Token`s
@@ -77,15 +77,6 @@ struct TokenTable: Sendable {
     private static func keyHash(of r: Record) -> Int { keyHash(r.app, r.hex, r.hexID) }
 
     private static func slotHash(of r: Record) -> Int { slotHash(r.app, r.isPushToStart, r.slotScope, r.device ?? "") }
-
-    /// `index.insert` with the records passed in, not captured: a closure
-    /// capturing `self` while one of its properties is being modified would
-    /// be an overlapping access.
-    private static func insert(
-        _ i: Int32, hash: Int, into index: inout RecordIndex, records: [Record], hashOf: (Record) -> Int
-    ) {
-        index.insert(i, hash: hash) { hashOf(records[Int($0)]) }
-    }
 
     // MARK: Reads
 
@@ -219,7 +210,7 @@ struct TokenTable: Sendable {
             i = Int32(records.count)
             records.append(record)
         }
-        Self.insert(i, hash: keyHash, into: &byKey, records: records, hashOf: Self.keyHash(of:))
+        byKey.insert(i, hash: keyHash)
         index(i)
         perApp[record.app, default: 0] += 1
         count += 1
@@ -278,7 +269,7 @@ struct TokenTable: Sendable {
                 return o.app == r.app && o.isPushToStart == r.isPushToStart && o.slotScope == r.slotScope && o.device == device
             }
             if let occupant { bySlot.remove(occupant, hash: hash) }
-            Self.insert(i, hash: hash, into: &bySlot, records: records, hashOf: Self.slotHash(of:))
+            bySlot.insert(i, hash: hash)
         }
         if r.hasExpiry { expiring.insert(i) }
         let (main, isType, user) = lists(of: r)
