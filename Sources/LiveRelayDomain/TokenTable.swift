@@ -51,7 +51,7 @@ struct TokenTable: Sendable {
     private var byType: [Pair: Ends] = [:]
     private var byUser: [Triple: Ends] = [:]
     /// Tokens with their own expiry: the only ones the token sweep must look at.
-    private var expiring: Set<Int32> = []
+    private var expiring = RecordBits()
     private var perApp: [UInt32: Int] = [:]
     private(set) var count = 0
 
@@ -178,9 +178,10 @@ struct TokenTable: Sendable {
 
     func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
         var due: [Token] = []
-        for i in expiring where records[Int(i)].expiresAt <= now.milliseconds {
-            due.append(token(at: i))
-            if due.count >= limit { break }
+        guard limit > 0 else { return due }
+        expiring.forEach { i in
+            if records[Int(i)].expiresAt <= now.milliseconds { due.append(token(at: i)) }
+            return due.count < limit
         }
         return due
     }

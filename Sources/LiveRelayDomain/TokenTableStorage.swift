@@ -228,3 +228,36 @@ struct RecordIndex: Sendable {
         }
     }
 }
+
+/// A set of record numbers as one bit each: the tokens with their own expiry.
+/// Most push-to-start tokens have one (the retention), so this is written on
+/// nearly every RegisterToken; a `Set<Int32>` hashed each number and rehashed
+/// them all as it grew, where a bit costs a shift, and an eighth of a byte
+/// per token instead of about nine.
+struct RecordBits: Sendable {
+    private var words: [UInt64] = []
+
+    mutating func insert(_ record: Int32) {
+        let (word, bit) = Int(record).quotientAndRemainder(dividingBy: 64)
+        if word >= words.count { words.append(contentsOf: repeatElement(0, count: word - words.count + 1)) }
+        words[word] |= 1 << UInt64(bit)
+    }
+
+    mutating func remove(_ record: Int32) {
+        let (word, bit) = Int(record).quotientAndRemainder(dividingBy: 64)
+        guard word < words.count else { return }
+        words[word] &= ~(1 << UInt64(bit))
+    }
+
+    /// The members in increasing order until `body` returns false.
+    func forEach(_ body: (Int32) -> Bool) {
+        for (w, word) in words.enumerated() where word != 0 {
+            var rest = word
+            while rest != 0 {
+                let bit = rest.trailingZeroBitCount
+                guard body(Int32(w * 64 + bit)) else { return }
+                rest &= rest - 1
+            }
+        }
+    }
+}
