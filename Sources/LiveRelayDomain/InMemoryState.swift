@@ -25,6 +25,12 @@ public struct InMemoryState: StateReader, Sendable {
     public var activityCount: Int { activities.count }
 
     /// Plans `mutation` against this state and applies its writes; nothing changes if it throws.
+    ///
+    /// Exported specialized for RegisterToken, the most frequent call, so that
+    /// the memory store's own specialization (its callers reach it through
+    /// `any ActivityStore`, unspecialized) plans it without generic metadata
+    /// lookups while it holds its lock.
+    @_specialize(exported:true,where M == RegisterToken)
     public mutating func apply<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> M.Outcome {
         let plan = try mutation.plan(self, now: now)
         apply(plan.writes)
