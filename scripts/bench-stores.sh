@@ -9,8 +9,11 @@
 #   swift build -c release --scratch-path .build-release --product liverelay
 #   scripts/bench-stores.sh .build-release/release/liverelay [sqlite postgres memory]
 #
-# Environment: DURATION (10), WARMUP (2), FANOUT (100000). Prints one line per scenario
-# (OK/s, p50 / p99 / max ms, server CPU µs per call) and the load average before each.
+# Environment: DURATION (10), WARMUP (2), FANOUT (100000); CONNECTIONS (4) and DEPTH (64) for the
+# RegisterToken scenarios (bench.sh's are 4 x 64); SERVER_ARGS, extra `serve` arguments for every
+# server (e.g. "--apns-endpoint 127.0.0.1:9", a closed port: nothing is delivered). Prints one
+# line per scenario (OK/s, p50 / p99 / max ms, server CPU µs per call) and the load average
+# before each.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +24,8 @@ STORES=("$@")
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 FANOUT=${FANOUT:-100000}
+CONNECTIONS=${CONNECTIONS:-4}
+DEPTH=${DEPTH:-64}
 WORK=$(mktemp -d /tmp/liverelay-bench-stores.XXXXXX)
 PIDS=()
 PG_DIR=""
@@ -41,7 +46,8 @@ start_server() { # name args... ; sets PORT and PID
     local name=$1
     shift
     mkdir -p "$WORK/data"
-    timeout --signal=TERM 900 "$LR" serve --data-dir "$WORK/data" --port 0 --log-level warning "$@" \
+    # shellcheck disable=SC2086 # SERVER_ARGS is a list of arguments
+    timeout --signal=TERM 900 "$LR" serve --data-dir "$WORK/data" --port 0 --log-level warning "$@" ${SERVER_ARGS:-} \
         >"$WORK/$name.out" 2>"$WORK/$name.err" &
     local parent=$!
     PIDS+=("$parent")
@@ -76,7 +82,7 @@ for store in "${STORES[@]}"; do
     case $store in
     sqlite)
         start_server sqlite --store sqlite "${UNLIMITED[@]}"
-        bench sqlite-register-4x64 --connections 4 --depth 64 --mix register --duration "$DURATION"
+        bench "sqlite-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
         bench sqlite-fanout-load "${FANOUT_ARGS[@]}"
         ;;
     postgres)
@@ -84,7 +90,7 @@ for store in "${STORES[@]}"; do
         PG_DIR=$LIVERELAY_POSTGRES_DIR
         export LIVERELAY_POSTGRES_URL
         start_server postgres --store postgres "${UNLIMITED[@]}"
-        bench postgres-register-4x64 --connections 4 --depth 64 --mix register --duration "$DURATION"
+        bench "postgres-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
         bench postgres-fanout-load "${FANOUT_ARGS[@]}"
         ;;
     memory)
