@@ -42,10 +42,16 @@ struct RunnerTests {
         #expect(report.latencyUs.p99 >= 500_000, "corrected p99 \(report.latencyUs.p99) µs")
         #expect(report.latencyUs.max >= 900_000, "corrected max \(report.latencyUs.max) µs")
         // Uncorrected: only the ~20 calls in flight during the stall saw it (0.7% of 3000), so
-        // its p99 is an ordinary reply time; compared with the corrected p99, not with a fixed
-        // bound, because on a busy machine ordinary reply times can reach hundreds of ms.
+        // its p90 is an ordinary reply time, while about 1,000 corrected latencies include part
+        // of the stall. Compared at p90 with each other, not with a fixed bound, because on a
+        // busy machine ordinary reply times can reach hundreds of ms; and not at p99 (the 30th
+        // slowest of 3,000): one pause of a loaded machine delays the 20 calls then in flight
+        // in both measures, and with the stall's 20 that reaches the uncorrected p99 (seen in CI:
+        // 0.82 s uncorrected against 1.36 s corrected).
         #expect(report.serviceTimeUs.max >= 900_000, "the held calls themselves waited the whole stall")
-        #expect(report.latencyUs.p99 > 2 * report.serviceTimeUs.p99)
+        #expect(
+            report.latencyUs.p90 > 2 * report.serviceTimeUs.p90,
+            "corrected p90 \(report.latencyUs.p90) µs, uncorrected p90 \(report.serviceTimeUs.p90) µs")
         // The requests due during the stall could not be sent on time, and are counted.
         #expect(report.late >= 500, "late \(report.late)")
     }
