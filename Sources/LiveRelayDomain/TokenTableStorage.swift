@@ -159,7 +159,7 @@ struct RecordIndex: Sendable {
         var hash: UInt32
     }
 
-    private static let empty = Slot(record: -1, hash: 0)
+    private static let empty: Int32 = -1
     private static let removed: Int32 = -2
 
     private var slots: [Slot] = []
@@ -179,7 +179,7 @@ struct RecordIndex: Sendable {
         var i = Self.start(tag, mask)
         while true {
             let slot = slots[i]
-            if slot.record == Self.empty.record { return nil }
+            if slot.record == Self.empty { return nil }
             if slot.record >= 0 && slot.hash == tag && matches(slot.record) { return slot.record }
             i = (i + 1) & mask
         }
@@ -192,7 +192,7 @@ struct RecordIndex: Sendable {
         let mask = slots.count - 1
         var i = Self.start(tag, mask)
         while slots[i].record >= 0 { i = (i + 1) & mask }
-        if slots[i].record == Self.empty.record { used += 1 }
+        if slots[i].record == Self.empty { used += 1 }
         slots[i] = Slot(record: record, hash: tag)
         count += 1
     }
@@ -202,7 +202,7 @@ struct RecordIndex: Sendable {
         guard !slots.isEmpty else { return }
         let mask = slots.count - 1
         var i = Self.start(UInt32(truncatingIfNeeded: hash), mask)
-        while slots[i].record != Self.empty.record {
+        while slots[i].record != Self.empty {
             if slots[i].record == record {
                 slots[i].record = Self.removed
                 count -= 1
@@ -218,12 +218,12 @@ struct RecordIndex: Sendable {
         var capacity = 16
         while (count + 1) * 2 > capacity { capacity *= 2 }
         let old = slots
-        slots = Array(repeating: Self.empty, count: capacity)
+        slots = Array(repeating: Slot(record: Self.empty, hash: 0), count: capacity)
         used = count
         let mask = capacity - 1
         for slot in old where slot.record >= 0 {
             var i = Self.start(slot.hash, mask)
-            while slots[i].record != Self.empty.record { i = (i + 1) & mask }
+            while slots[i].record != Self.empty { i = (i + 1) & mask }
             slots[i] = slot
         }
     }
