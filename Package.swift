@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "LiveRelayServer", targets: ["LiveRelayServer"]),
         .library(name: "LiveRelayClient", targets: ["LiveRelayClient"]),
         .library(name: "LiveRelayBackoff", targets: ["LiveRelayBackoff"]),
+        .library(name: "LiveRelayCollections", targets: ["LiveRelayCollections"]),
         .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
         .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
         .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
@@ -113,6 +114,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // A hash index of record numbers keyed elsewhere: the token table's and the dispatcher's lanes. No dependencies.
+        .target(name: "LiveRelayCollections"),
         // Capped exponential back-off with one jitter rule, for every wait after a failure. No I/O.
         .target(
             name: "LiveRelayBackoff",
@@ -137,7 +140,7 @@ let package = Package(
         // Activities and tokens as pure rules, and the APNs payload builder. No I/O.
         .target(
             name: "LiveRelayDomain",
-            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
+            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayCollections"]
         ),
         // The push outlet: what the service hands the dispatcher (batches, admission,
         // enqueue options and results, pruned tokens). Both import it; neither imports the other.
@@ -240,6 +243,7 @@ let package = Package(
             name: "LiveRelayDispatch",
             dependencies: [
                 "LiveRelayAPNs",
+                "LiveRelayCollections",
                 "LiveRelayBackoff",
                 "LiveRelayPushOutlet",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -388,6 +392,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        .testTarget(
+            name: "LiveRelayCollectionsTests",
+            dependencies: ["LiveRelayCollections"]
         ),
         .testTarget(
             name: "LiveRelayDomainTests",

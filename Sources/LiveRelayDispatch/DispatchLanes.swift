@@ -1,3 +1,4 @@
+import LiveRelayCollections
 import NIOCore
 
 extension DispatchScheduler {
@@ -48,51 +49,47 @@ extension DispatchScheduler {
     /// Slots of forgotten lanes are reused; only idle lanes are forgotten, and no
     /// push or ready entry refers to an idle lane.
     struct LaneTable {
-        private var slots: [String: Int] = [:]
+        /// Lane slots by their token's hash (stored, so growing rehashes no token).
+        private var index = RecordIndex()
         private var lanes: [Lane] = []
         private var free: [Int] = []
 
         /// Lanes remembered, idle ones included.
-        var count: Int { slots.count }
+        var count: Int { index.count }
 
         /// The slots of every remembered lane.
-        var allSlots: [Int] { Array(slots.values) }
+        var allSlots: [Int] {
+            guard !free.isEmpty else { return Array(lanes.indices) }
+            let freed = Set(free)
+            return lanes.indices.filter { !freed.contains($0) }
+        }
 
-        /// Makes room for a batch of `tokens` before its lanes are looked up: a
-        /// 100,000-token fan-out to tokens without lanes otherwise grows the table
-        /// from empty through a dozen resizes, each rehashing every token string
-        /// read from memory again (a fifth of a SQLite fan-out's enqueue in
-        /// issue 14's profile). At least the batch's size and never more than the
-        /// table holds: a table that already has the batch's lanes does not grow.
+        /// Makes room for a batch of `tokens` lanes before they are looked up
+        /// (the index grows from its stored hashes, without reading a token).
         mutating func reserve(forBatchOf tokens: Int) {
-            slots.reserveCapacity(max(slots.count, tokens))
             lanes.reserveCapacity(max(lanes.count, tokens))
         }
 
         /// The token's lane, made if it has none; one hash of the token either way.
         mutating func slot(for token: String) -> Int {
-            // No remembered lane has a free slot or the next one: finding `candidate` means the lane is new.
-            let candidate = free.last ?? lanes.count
-            let slot = Self.claim(&slots[token, default: -1], candidate)
-            guard slot == candidate else { return slot }
-            if slot == free.last {
-                free.removeLast()
+            let hash = token.hashValue
+            if let found = index.find(hash: hash, { lanes[Int($0)].token == token }) { return Int(found) }
+            let slot: Int
+            if let reused = free.popLast() {
+                slot = reused
                 lanes[slot] = Lane(token: token)
             } else {
+                slot = lanes.count
                 lanes.append(Lane(token: token))
             }
+            index.insert(Int32(slot), hash: hash)
             return slot
         }
 
-        /// The slot a lookup found, or `candidate` stored in place of the lookup's default.
-        private static func claim(_ stored: inout Int, _ candidate: Int) -> Int {
-            if stored < 0 { stored = candidate }
-            return stored
-        }
-
-        /// Moves the lane out of its slot (no copy of its arrays); ``put(_:at:)`` puts it back.
+        /// Moves the lane out of its slot (no copy of its arrays); ``put(_:at:)``
+        /// puts it back. The slot keeps the token meanwhile: it is the index's key.
         mutating func take(_ slot: Int) -> Lane {
-            var lane = Lane(token: "")
+            var lane = Lane(token: lanes[slot].token)
             swap(&lane, &lanes[slot])
             return lane
         }
@@ -101,12 +98,14 @@ extension DispatchScheduler {
 
         /// Forgets the lanes `isForgotten` picks.
         mutating func forget(where isForgotten: (Lane) -> Bool) {
-            for (token, slot) in slots where isForgotten(lanes[slot]) {
-                slots[token] = nil
+            let freed = Set(free)
+            for slot in lanes.indices where !freed.contains(slot) && isForgotten(lanes[slot]) {
+                index.remove(Int32(slot), hash: lanes[slot].token.hashValue)
                 lanes[slot] = Lane(token: "")
                 free.append(slot)
             }
-            if slots.isEmpty {
+            if index.count == 0 {
+                index = RecordIndex()
                 lanes.removeAll()
                 free.removeAll()
             }

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayCollections
 import LiveRelayPushOutlet
 
 /// The tokens of ``InMemoryState``, compact: one fixed-size record per token
