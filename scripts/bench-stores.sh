@@ -9,11 +9,13 @@
 #   swift build -c release --scratch-path .build-release --product liverelay
 #   scripts/bench-stores.sh .build-release/release/liverelay [sqlite postgres memory]
 #
-# Environment: DURATION (10), WARMUP (2), FANOUT (100000); CONNECTIONS (4) and DEPTH (64) for the
-# RegisterToken scenarios (bench.sh's are 4 x 64); SERVER_ARGS, extra `serve` arguments for every
-# server (e.g. "--apns-endpoint 127.0.0.1:9", a closed port: nothing is delivered). Prints one
-# line per scenario (OK/s, p50 / p99 / max ms, server CPU µs per call) and the load average
-# before each.
+# Environment: DURATION (10), WARMUP (2), FANOUT (100000); FANOUT_CALLS (1): fan-out loads made
+# one after the other against the same server, each with its own new activity, as bench.sh's
+# FANOUT_RUNS (4 of them showed the dispatcher's lane table growing between calls); CONNECTIONS
+# (4) and DEPTH (64) for the RegisterToken scenarios (bench.sh's are 4 x 64); SERVER_ARGS, extra
+# `serve` arguments for every server (e.g. "--apns-endpoint 127.0.0.1:9", a closed port: nothing
+# is delivered). Prints one line per scenario (OK/s, p50 / p99 / max ms, server CPU µs per call)
+# and the load average before each.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -78,12 +80,18 @@ PY
 }
 
 FANOUT_ARGS=(--connections 1 --depth 1 --mix update --activities 1 --tokens-per-activity "$FANOUT" --requests 1 --warmup 0 --timeout 300)
+fanout_loads() { # store: FANOUT_CALLS fan-out loads against the server just started
+    local i
+    for i in $(seq "${FANOUT_CALLS:-1}"); do
+        bench "$1-fanout-load$([ "${FANOUT_CALLS:-1}" = 1 ] || echo "-$i")" "${FANOUT_ARGS[@]}"
+    done
+}
 for store in "${STORES[@]}"; do
     case $store in
     sqlite)
         start_server sqlite --store sqlite "${UNLIMITED[@]}"
         bench "sqlite-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
-        bench sqlite-fanout-load "${FANOUT_ARGS[@]}"
+        fanout_loads sqlite
         ;;
     postgres)
         eval "$(bash "$ROOT/scripts/postgres.sh" start)"
@@ -91,13 +99,13 @@ for store in "${STORES[@]}"; do
         export LIVERELAY_POSTGRES_URL
         start_server postgres --store postgres "${UNLIMITED[@]}"
         bench "postgres-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
-        bench postgres-fanout-load "${FANOUT_ARGS[@]}"
+        fanout_loads postgres
         ;;
     memory)
         start_server memory --store memory "${UNLIMITED[@]}"
         rss() { awk '/^VmRSS|^VmHWM/ {printf "%s %d MiB  ", $1, $2 / 1024}' "/proc/$PID/status"; }
         echo "memory server before: $(rss)"
-        bench memory-fanout-load "${FANOUT_ARGS[@]}"
+        fanout_loads memory
         echo "memory server after the setup and the fan-out: $(rss)"
         ;;
     *) log "unknown store $store"; exit 2 ;;
