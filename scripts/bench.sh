@@ -353,9 +353,7 @@ fi
 # Python APNs client (aioapns, its own HTTP/2 stack).
 # The RPC servers go first: their development setups may still be delivering the pushes
 # of the fan-out loads above to their in-process mocks, on the cores measured here.
-for pid in "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}; do
-    kill -KILL "$pid" 2>/dev/null || true
-done
+stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
 run_overload || log "overload scenario failed; its table is left as it was"
 FANOUT=${FANOUT:-100000}
 FANOUT_CALLS=${FANOUT_CALLS:-3}
