@@ -1,19 +1,22 @@
 import LiveRelayAPNs
+import LiveRelayCollections
 import LiveRelayPushOutlet
 
 /// The whole state with the three hot indexes: the reference semantics every
 /// store must match, the in-memory store's storage, and the state domain
 /// tests run rules against. Tokens, by far the most numerous rows, are kept
-/// compact (``TokenTable``); activities, idempotency records and intents are
-/// plain dictionaries.
+/// compact (``TokenTable``); activities and idempotency records, one or a few
+/// per activity, are `RecordMap`s (a dictionary of a million activities
+/// stalled a call for half a second each time it grew); intents, few, are a
+/// plain dictionary.
 ///
 /// A value type: copying it is a snapshot, and applying a plan is a pure
 /// function of the old value and the writes.
 public struct InMemoryState: StateReader, Sendable {
     /// The tokens and their indexes, compact (``TokenTable``).
     private var tokens = TokenTable()
-    private var activities: [ActivityKey: Activity] = [:]
-    private var records: [ActivityKey: [String: IdempotencyRecord]] = [:]
+    private var activities = RecordMap<ActivityKey, Activity>()
+    private var records = RecordMap<ActivityKey, [String: IdempotencyRecord]>()
     private var intents: [IntentKey: DispatchIntent] = [:]
 
     public init() {}
@@ -82,7 +85,7 @@ public struct InMemoryState: StateReader, Sendable {
     public func usage(of appID: String, at now: UnixTime) -> AppUsage {
         AppUsage(
             tokens: tokens.count(ofApp: appID),
-            liveActivities: activities.values.reduce(0) { $0 + ($1.appID == appID && $1.isLive(at: now) ? 1 : 0) })
+            liveActivities: activities.reduce(0) { $0 + ($1.value.appID == appID && $1.value.isLive(at: now) ? 1 : 0) })
     }
 
     public func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? { records[activity]?[key] }
@@ -104,7 +107,7 @@ public struct InMemoryState: StateReader, Sendable {
     /// A scan: activities are few next to tokens and are purged after their retention.
     public func activitiesDue(at now: UnixTime, limit: Int) -> [Activity] {
         var due: [Activity] = []
-        for activity in activities.values where activity.sweepDeadline <= now {
+        for (_, activity) in activities where activity.sweepDeadline <= now {
             due.append(activity)
             if due.count >= limit { break }
         }

@@ -43,14 +43,14 @@ struct TokenTable: Sendable {
     /// A doubly linked list through the records, in insertion order.
     private struct Ends: Sendable { var head, tail: Int32 }
 
-    private var records: [Record] = []
+    private var records = ChunkedArray<Record>()
     private var freeRecords: [Int32] = []
     private var pool = StringPool()
     private var byKey = RecordIndex()
     private var bySlot = RecordIndex()
-    private var byActivity: [Pair: Ends] = [:]
-    private var byType: [Pair: Ends] = [:]
-    private var byUser: [Triple: Ends] = [:]
+    private var byActivity = RecordMap<Pair, Ends>()
+    private var byType = RecordMap<Pair, Ends>()
+    private var byUser = RecordMap<Triple, Ends>()
     /// Tokens with their own expiry: the only ones the token sweep must look at.
     private var expiring = RecordBits()
     private var perApp: [UInt32: Int] = [:]

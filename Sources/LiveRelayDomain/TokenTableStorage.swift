@@ -1,7 +1,9 @@
+import LiveRelayCollections
+
 /// The building blocks of ``TokenTable``'s compact storage: packed token
 /// bytes, interned strings and a bit set of record numbers (its hash index of
-/// record numbers is `RecordIndex`, in LiveRelayCollections, which the
-/// dispatcher's lanes share).
+/// record numbers, `RecordIndex`, its chunked arrays and maps are in
+/// LiveRelayCollections, which the dispatcher's lanes share).
 ///
 /// Why they exist: the memory store kept each token as a `Token` (seven
 /// strings) in a dictionary keyed by two more, plus three index dictionaries
@@ -99,21 +101,34 @@ struct PackedHex: Hashable, Sendable {
 /// user ids) kept once and named by a 4-byte id; 0 names "absent". Reference
 /// counted, so the ids of activities that are gone are reused and the pool
 /// does not grow with the history of the server, only with what is stored.
+/// Found through a ``RecordIndex`` of ids, not a `[String: UInt32]`, so that
+/// growing never hashes the strings again (a user id per few tokens: a
+/// dictionary of them stalled a registration for 80 ms when it grew).
 struct StringPool: Sendable {
-    private var ids: [String: UInt32] = [:]
-    private var strings: [String] = [""]
-    private var counts: [UInt32] = [0]
+    private var index = RecordIndex()
+    private var strings = ChunkedArray<String>()
+    private var counts = ChunkedArray<UInt32>()
     private var free: [UInt32] = []
 
+    init() {
+        strings.append("")
+        counts.append(0)
+    }
+
+    private func find(_ string: String, hash: Int) -> UInt32? {
+        index.find(hash: hash) { strings[Int($0)] == string }.map { UInt32($0) }
+    }
+
     /// The id of `string` if some stored token uses it.
-    func id(of string: String) -> UInt32? { ids[string] }
+    func id(of string: String) -> UInt32? { find(string, hash: string.hashValue) }
 
     subscript(id: UInt32) -> String? { id == 0 ? nil : strings[Int(id)] }
 
     /// The id of `string` (0 for nil), counting one more user of it.
     mutating func retain(_ string: String?) -> UInt32 {
         guard let string else { return 0 }
-        if let id = ids[string] {
+        let hash = string.hashValue
+        if let id = find(string, hash: hash) {
             counts[Int(id)] += 1
             return id
         }
@@ -127,7 +142,7 @@ struct StringPool: Sendable {
             strings.append(string)
             counts.append(1)
         }
-        ids[string] = id
+        index.insert(Int32(id), hash: hash)
         return id
     }
 
@@ -136,7 +151,7 @@ struct StringPool: Sendable {
         guard id != 0 else { return }
         counts[Int(id)] -= 1
         guard counts[Int(id)] == 0 else { return }
-        ids[strings[Int(id)]] = nil
+        index.remove(Int32(id), hash: strings[Int(id)].hashValue)
         strings[Int(id)] = ""
         free.append(id)
     }

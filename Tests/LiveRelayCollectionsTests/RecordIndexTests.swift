@@ -12,8 +12,10 @@ import Testing
         return Int(bitPattern: UInt(name) << 32 | UInt(low))
     }
 
-    @Test func answersWhatADictionaryAnswersThroughGrowthAndRemovals() {
-        var index = RecordIndex()
+    /// Split early, at the default, and never: the shards must answer what one table does.
+    @Test(arguments: [64, RecordIndex().splitAt, Int.max])
+    func answersWhatADictionaryAnswersThroughGrowthAndRemovals(splitAt: Int) {
+        var index = RecordIndex(splitAt: splitAt)
         var names: [Int32: Int] = [:]  // record -> name
         var byName: [Int: Int32] = [:]  // the model
         var nextRecord: Int32 = 0
@@ -46,6 +48,31 @@ import Testing
         #expect(index.count == byName.count)
         for (name, record) in byName { #expect(find(name) == record) }
         for name in 100_000..<100_200 { #expect(find(name) == nil) }
+        #expect(index.isSharded == (splitAt < 20_000))
+    }
+
+    /// A record that was removed before the split stays removed after it, and
+    /// one removed after it is found in its shard (the count follows both).
+    @Test func theSplitKeepsOnlyLiveRecords() {
+        var index = RecordIndex(splitAt: 100)
+        for r in Int32(0)..<100 { index.insert(r, hash: Self.hash(of: Int(r))) }
+        for r in Int32(0)..<100 where r % 3 == 0 { index.remove(r, hash: Self.hash(of: Int(r))) }
+        #expect(!index.isSharded)
+        let live = index.count
+        // The split happens on an insert once `splitAt` entries were reached (tombstones do not count).
+        for r in Int32(100)..<200 { index.insert(r, hash: Self.hash(of: Int(r))) }
+        #expect(index.isSharded)
+        #expect(index.count == live + 100)
+        for r in Int32(0)..<200 {
+            let found = index.find(hash: Self.hash(of: Int(r))) { $0 == r }
+            #expect(found == (r < 100 && r % 3 == 0 ? nil : r))
+        }
+        index.remove(150, hash: Self.hash(of: 150))
+        #expect(index.find(hash: Self.hash(of: 150)) { $0 == 150 } == nil)
+        #expect(index.count == live + 99)
+        // Removing what is not there changes nothing.
+        index.remove(150, hash: Self.hash(of: 150))
+        #expect(index.count == live + 99)
     }
 
     @Test func aRemovedRecordIsGoneAndItsSlotIsReused() {

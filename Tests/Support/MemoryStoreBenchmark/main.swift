@@ -8,6 +8,8 @@
 // random UUIDs (36 characters, as devices send them). Shapes:
 //   push-to-start: one attributes type, a user id per 4 devices (a user with a few devices);
 //   update:        update tokens of 1,000 activities.
+//   activities:    no tokens: StartActivity of a new activity per call (with an idempotency
+//                  key), so the maps with an entry per activity grow instead.
 //
 // Run: swift build -c release --scratch-path .build-release --product memory-store-benchmark
 //      .build-release/release/memory-store-benchmark --tokens 1000000
@@ -68,7 +70,26 @@ for i in 0..<1000 {
 let anonBefore = anonymousResidentBytes()
 let rssBefore = residentBytes()
 let start = monotonic()
+/// The slowest single registrations (seconds, tokens stored before it): a stall
+/// while the tables grow is paid by one caller, under the store's lock.
+var slowest: [(seconds: Double, stored: Int)] = []
+@MainActor func note(_ took: Double, stored: Int) {
+    guard slowest.count < 5 || took > slowest[slowest.count - 1].seconds else { return }
+    slowest.append((took, stored))
+    slowest.sort { $0.seconds > $1.seconds }
+    if slowest.count > 5 { slowest.removeLast() }
+}
 for i in 0..<count {
+    if shape == "activities" {
+        let start = StartActivityRequest(
+            appID: appID, activityID: "order-\(i)", attributesType: "DeliveryAttributes", attributesJSON: #"{"orderID":"A1"}"#,
+            contentStateJSON: #"{"status":"placed"}"#, alert: Alert(title: "Order placed"), targets: Targets(allDevices: true),
+            idempotencyKey: "key-\(i)")
+        let before = monotonic()
+        _ = try state.apply(StartActivity(start, app: App(id: appID, bundleID: appID)), now: now)
+        note(monotonic() - before, stored: i)
+        continue
+    }
     let request: RegisterTokenRequest
     if shape == "update" {
         request = RegisterTokenRequest(
@@ -79,17 +100,25 @@ for i in 0..<count {
             appID: appID, kind: .pushToStart, token: scatter.hex(64), environment: .production,
             attributesType: "DeliveryAttributes", externalUserID: "user-\(i / 4)", deviceID: scatter.uuid())
     }
+    let before = monotonic()
     let plan = try state.apply(RegisterToken(request), now: now)
+    note(monotonic() - before, stored: i + 1000)
     precondition(plan.result == .created)
 }
 let seconds = monotonic() - start
 let anonGrowth = anonymousResidentBytes() - anonBefore
 let rssGrowth = residentBytes() - rssBefore
-precondition(state.tokenCount == count + 1000)
+precondition(state.tokenCount == (shape == "activities" ? 1000 : count + 1000))
+let (done, calls, unit) =
+    shape == "activities" ? ("activities started", "starts", "activity") : ("\(shape) tokens registered", "registrations", "token")
 print(
     """
-    memory store, \(count) \(shape) tokens registered in \(Double(Int(seconds * 100)) / 100) s \
-    (\(Int(Double(count) / seconds)) registrations/s): \
-    anonymous RSS +\(anonGrowth / 1_048_576) MiB = \(anonGrowth / count) bytes/token; \
-    RSS +\(rssGrowth / 1_048_576) MiB = \(rssGrowth / count) bytes/token
+    memory store, \(count) \(done) in \(Double(Int(seconds * 100)) / 100) s \
+    (\(Int(Double(count) / seconds)) \(calls)/s): \
+    anonymous RSS +\(anonGrowth / 1_048_576) MiB = \(anonGrowth / count) bytes/\(unit); \
+    RSS +\(rssGrowth / 1_048_576) MiB = \(rssGrowth / count) bytes/\(unit)
     """)
+print(
+    "slowest single \(calls): "
+        + slowest.map { "\(Double(Int($0.seconds * 100_000)) / 100) ms at \($0.stored) \(unit == "token" ? "tokens" : "activities")" }
+        .joined(separator: ", "))

@@ -1,0 +1,77 @@
+/// A growable array kept in fixed-size chunks of 4,096 elements: appending
+/// never moves what is stored, only adds a chunk.
+///
+/// Why: an `Array` doubles by copying every element into a new buffer whose
+/// pages are then faulted in. The memory store appends its token records
+/// (about 112 bytes each) under its lock, and at a million tokens that copy
+/// stalled one RegisterToken, and every call waiting for the lock, for about
+/// 70 ms (docs/BENCHMARKS.md, "Stalls while the memory store grows"). Here
+/// the only thing ever copied is the directory of chunks, a reference per
+/// 4,096 elements. A value type with copy-on-write per chunk: a copy is a
+/// snapshot, and writing to it afterwards copies only the chunks written.
+///
+/// Elements are reached through addressors, not a `_modify` coroutine: nested
+/// `Array` accesses yielded from a coroutine were not inlined and cost about
+/// 290 instructions per write (measured under callgrind). Inlinable, as the
+/// collections of this module are: their users are in other modules, and
+/// unspecialized generic code looked up type metadata on every access.
+public struct ChunkedArray<Element: Sendable>: @unchecked Sendable {
+    @inlinable static var shift: Int { 12 }
+    @inlinable static var capacity: Int { 1 << shift }
+    @inlinable static var mask: Int { capacity - 1 }
+
+    /// One chunk: a header (elements initialized) and room for ``capacity`` elements.
+    @usableFromInline final class Chunk: ManagedBuffer<Int, Element> {
+        @inlinable static func make() -> Chunk {
+            unsafeDowncast(Chunk.create(minimumCapacity: ChunkedArray.capacity) { _ in 0 }, to: Chunk.self)
+        }
+
+        @inlinable var elements: UnsafeMutablePointer<Element> {
+            withUnsafeMutablePointerToElements { $0 }
+        }
+
+        /// A chunk of its own for a writer whose chunk is shared with a copy.
+        @inlinable func copy() -> Chunk {
+            let copy = Chunk.make()
+            copy.header = header
+            copy.elements.initialize(from: elements, count: header)
+            return copy
+        }
+
+        @inlinable deinit {
+            _ = withUnsafeMutablePointers { count, elements in elements.deinitialize(count: count.pointee) }
+        }
+    }
+
+    @usableFromInline var chunks: [Chunk] = []
+    @usableFromInline var _count = 0
+
+    @inlinable public init() {}
+
+    @inlinable public var count: Int { _count }
+
+    @inlinable public subscript(index: Int) -> Element {
+        unsafeAddress {
+            precondition(index >= 0 && index < _count, "ChunkedArray index out of range")
+            return UnsafePointer(chunks[index >> Self.shift].elements + (index & Self.mask))
+        }
+        unsafeMutableAddress {
+            precondition(index >= 0 && index < _count, "ChunkedArray index out of range")
+            return uniqueChunk(index >> Self.shift).elements + (index & Self.mask)
+        }
+    }
+
+    /// The chunk `c`, copied first if a copy of this array shares it.
+    @inlinable @inline(__always) mutating func uniqueChunk(_ c: Int) -> Chunk {
+        if !isKnownUniquelyReferenced(&chunks[c]) { chunks[c] = chunks[c].copy() }
+        return chunks[c]
+    }
+
+    @inlinable public mutating func append(_ element: Element) {
+        if _count & Self.mask == 0 { chunks.append(Chunk.make()) }
+        let chunk = uniqueChunk(chunks.count - 1)
+        (chunk.elements + chunk.header).initialize(to: element)
+        chunk.header += 1
+        _count += 1
+    }
+}
