@@ -171,7 +171,7 @@ public struct RecordIndex: Sendable {
         let whole = tables[0]
         let shards = 1 << Self.shardBits
         tables = Array(repeating: Table(), count: shards)
-        for s in 0..<shards { tables[s].rebuild(for: 2 * whole.count / shards + 1) }
+        for s in 0..<shards { tables[s].rebuild(for: whole.count / shards + 1) }
         whole.forEachLive { tables[shard($0.hash)].insert($0) }
     }
 }
