@@ -58,6 +58,20 @@ public struct RecordMap<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// The live entries among entry numbers `start ..< start + limit`, for a
+    /// scan done in slices (a caller holding a lock can let go between them).
+    /// Returns the entry number to resume from, or nil when the scan is done.
+    /// An entry added or removed between slices may be seen or not.
+    @inlinable public func forEach(from start: Int, limit: Int, _ body: (Key, Value) -> Void) -> Int? {
+        var i = Swift.max(0, start)
+        let end = Swift.max(1, limit) >= entries.count - i ? entries.count : i + Swift.max(1, limit)
+        while i < end {
+            if let entry = entries[i] { body(entry.key, entry.value) }
+            i += 1
+        }
+        return end < entries.count ? end : nil
+    }
+
     /// The value for `key`, or `defaultValue` when absent, as `Dictionary`'s:
     /// changed in place, the absent key added with `defaultValue` first.
     @inlinable public subscript(key: Key, default defaultValue: @autoclosure () -> Value) -> Value {

@@ -57,3 +57,25 @@ import Testing
         #expect(map.count == 1)
     }
 }
+
+/// The sliced scan a store uses to count without holding its lock throughout.
+@Suite struct RecordMapSlicedScanTests {
+    @Test(arguments: [1, 7, 64, 1_000, Int.max])
+    func slicesVisitEveryLiveEntryOnce(limit: Int) {
+        var map = RecordMap<Int, Int>()
+        for i in 0..<500 { map[i] = i * 10 }
+        for i in stride(from: 0, to: 500, by: 3) { map[i] = nil }  // free entries among the live ones
+        var seen: [Int: Int] = [:]
+        var next: Int? = 0
+        var slices = 0
+        while let start = next {
+            next = map.forEach(from: start, limit: limit) { key, value in
+                #expect(seen.updateValue(value, forKey: key) == nil)
+            }
+            slices += 1
+        }
+        #expect(seen.count == map.count)
+        #expect(seen.allSatisfy { $0.value == $0.key * 10 && $0.key % 3 != 0 })
+        #expect(slices == (limit >= 500 ? 1 : (500 + limit - 1) / limit))
+    }
+}

@@ -122,3 +122,24 @@ print(
     "slowest single \(calls): "
         + slowest.map { "\(Double(Int($0.seconds * 100_000)) / 100) ms at \($0.stored) \(unit == "token" ? "tokens" : "activities")" }
         .joined(separator: ", "))
+if shape == "activities" {
+    // The quota refresher's read: live activities are counted by a scan of every activity,
+    // which the memory store does in slices of 16,384 (InMemoryActivityStore.usageSlice),
+    // letting go of its lock between them.
+    var before = monotonic()
+    let usage = state.usage(of: appID, at: now)
+    let whole = monotonic() - before
+    var counts = [appID: 0]
+    var next: Int? = 0
+    var longest = 0.0
+    while let start = next {
+        before = monotonic()
+        next = state.countLiveActivities(of: &counts, at: now, from: start, limit: 16_384)
+        longest = max(longest, monotonic() - before)
+    }
+    precondition(counts[appID] == usage.liveActivities)
+    print(
+        "usage(of:) counted \(usage.liveActivities) live activities in "
+            + "\(Double(Int(whole * 100_000)) / 100) ms (one scan); in slices of 16,384 the longest slice took "
+            + "\(Double(Int(longest * 100_000)) / 100) ms")
+}
