@@ -1,5 +1,6 @@
 /// A growable array kept in fixed-size chunks of 4,096 elements: appending
-/// never moves what is stored, only adds a chunk.
+/// never moves what is stored, only adds a chunk (the first chunk alone
+/// starts at 16 elements and doubles, so small arrays stay small).
 ///
 /// Why: an `Array` doubles by copying every element into a new buffer whose
 /// pages are then faulted in. The memory store appends its token records
@@ -26,17 +27,18 @@ public struct ChunkedArray<Element: Sendable>: @unchecked Sendable {
 
     /// One chunk: a header (elements initialized) and room for ``capacity`` elements.
     @usableFromInline final class Chunk: ManagedBuffer<Int, Element> {
-        @inlinable static func make() -> Chunk {
-            unsafeDowncast(Chunk.create(minimumCapacity: ChunkedArray.capacity) { _ in 0 }, to: Chunk.self)
+        @inlinable static func make(capacity: Int = ChunkedArray.capacity) -> Chunk {
+            unsafeDowncast(Chunk.create(minimumCapacity: capacity) { _ in 0 }, to: Chunk.self)
         }
 
         @inlinable var elements: UnsafeMutablePointer<Element> {
             withUnsafeMutablePointerToElements { $0 }
         }
 
-        /// A chunk of its own for a writer whose chunk is shared with a copy.
-        @inlinable func copy() -> Chunk {
-            let copy = Chunk.make()
+        /// A chunk of its own for a writer whose chunk is shared with a copy,
+        /// or a larger one for the first chunk as it grows.
+        @inlinable func copy(capacity: Int? = nil) -> Chunk {
+            let copy = Chunk.make(capacity: capacity ?? self.capacity)
             copy.header = header
             copy.elements.initialize(from: elements, count: header)
             return copy
@@ -72,8 +74,14 @@ public struct ChunkedArray<Element: Sendable>: @unchecked Sendable {
     }
 
     @inlinable public mutating func append(_ element: Element) {
-        if _count & Self.mask == 0 { chunks.append(Chunk.make()) }
-        let chunk = uniqueChunk(chunks.count - 1)
+        if _count & Self.mask == 0 { chunks.append(Chunk.make(capacity: _count == 0 ? 16 : Self.capacity)) }
+        var chunk = uniqueChunk(chunks.count - 1)
+        if _count < Self.capacity && chunk.header == chunk.capacity {
+            // Only the first chunk starts small (16) and doubles up to a full
+            // chunk: a small map costs what it holds, not 4,096 elements.
+            chunk = chunk.copy(capacity: Swift.min(2 * chunk.capacity, Self.capacity))
+            chunks[chunks.count - 1] = chunk
+        }
         (chunk.elements + chunk.header).initialize(to: element)
         chunk.header += 1
         _count += 1

@@ -17,6 +17,8 @@ public struct InMemoryState: StateReader, Sendable {
     private var tokens = TokenTable()
     private var activities = RecordMap<ActivityKey, Activity>()
     private var records = RecordMap<ActivityKey, [String: IdempotencyRecord]>()
+    /// The activities by the minute of their sweep deadline (``SweepIndex``).
+    private var sweepIndex = SweepIndex()
     private var intents: [IntentKey: DispatchIntent] = [:]
 
     public init() {}
@@ -48,8 +50,10 @@ public struct InMemoryState: StateReader, Sendable {
             case let .deleteToken(key):
                 tokens.delete(key)
             case let .putActivity(activity):
+                sweepIndex.move(activity.key, from: activities[activity.key]?.sweepDeadline, to: activity.sweepDeadline)
                 activities[activity.key] = activity
             case let .deleteActivity(key):
+                sweepIndex.move(key, from: activities[key]?.sweepDeadline, to: nil)
                 activities[key] = nil
                 records[key] = nil
             case let .putIdempotencyRecord(record):
@@ -133,14 +137,14 @@ public struct InMemoryState: StateReader, Sendable {
         tokens.pushToStartTokens(appID: appID, externalUserID: externalUserID, attributesType: attributesType)
     }
 
-    /// A scan: activities are few next to tokens and are purged after their retention.
+    /// The earliest due first, as the SQL stores answer (their index is on the
+    /// same deadline); only the minutes that are due are read.
     public func activitiesDue(at now: UnixTime, limit: Int) -> [Activity] {
-        var due: [Activity] = []
-        for (_, activity) in activities where activity.sweepDeadline <= now {
-            due.append(activity)
-            if due.count >= limit { break }
+        guard limit > 0 else { return [] }
+        let due = sweepIndex.keys(dueBy: now, enough: limit).compactMap { key in
+            activities[key].flatMap { $0.sweepDeadline <= now ? $0 : nil }
         }
-        return due
+        return Array(due.sorted { $0.sweepDeadline < $1.sweepDeadline }.prefix(limit))
     }
 
     public func tokensExpired(at now: UnixTime, limit: Int) -> [Token] { tokens.tokensExpired(at: now, limit: limit) }
