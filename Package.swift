@@ -114,7 +114,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // A hash index of record numbers keyed elsewhere: the token table's and the dispatcher's lanes. No dependencies.
+        // Collections that grow without stalling (a hash index of record numbers keyed elsewhere, an array in
+        // chunks, a map of both): the memory store's tables and the dispatcher's lanes. No dependencies.
         .target(name: "LiveRelayCollections"),
         // Capped exponential back-off with one jitter rule, for every wait after a failure. No I/O.
         .target(

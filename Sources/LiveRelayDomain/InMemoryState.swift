@@ -88,8 +88,7 @@ public struct InMemoryState: StateReader, Sendable {
     /// Tokens are counted per app as they come and go; live activities are a scan.
     public func usage(of appID: String, at now: UnixTime) -> AppUsage {
         var live = [appID: 0]
-        var next: Int? = 0
-        while let start = next { next = countLiveActivities(of: &live, at: now, from: start, limit: .max) }
+        _ = countLiveActivities(of: &live, at: now, from: 0, limit: .max)
         return AppUsage(tokens: tokens.count(ofApp: appID), liveActivities: live[appID] ?? 0)
     }
 

@@ -111,15 +111,20 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
             var live = Dictionary(appIDs.map { ($0, 0) }, uniquingKeysWith: { first, _ in first })
             var next: Int? = 0
             while let start = next {
+                // The outer optional is nil once the store is closed; the inner one, at the end of the scan.
                 let slice: Int?? = self.lock.withLock {
                     self.isClosed ? nil : .some(self.state.countLiveActivities(of: &live, at: now, from: start, limit: Self.usageSlice))
                 }
                 guard let slice else { return promise.fail(ActivityStoreError.closed) }
                 next = slice
             }
-            let tokens = self.lock.withLock { live.keys.map { ($0, self.state.tokenCount(ofApp: $0)) } }
-            promise.succeed(
-                Dictionary(uniqueKeysWithValues: tokens.map { ($0.0, AppUsage(tokens: $0.1, liveActivities: live[$0.0] ?? 0)) }))
+            let usage = self.lock.withLock {
+                Dictionary(
+                    uniqueKeysWithValues: live.map { app, count in
+                        (app, AppUsage(tokens: self.state.tokenCount(ofApp: app), liveActivities: count))
+                    })
+            }
+            promise.succeed(usage)
         }
         return promise.futureResult
     }

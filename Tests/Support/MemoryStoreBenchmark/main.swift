@@ -73,6 +73,8 @@ let start = monotonic()
 /// The slowest single registrations (seconds, tokens stored before it): a stall
 /// while the tables grow is paid by one caller, under the store's lock.
 var slowest: [(seconds: Double, stored: Int)] = []
+/// Seconds as milliseconds with two decimals.
+func ms(_ seconds: Double) -> Double { Double(Int(seconds * 100_000)) / 100 }
 @MainActor func note(_ took: Double, stored: Int) {
     guard slowest.count < 5 || took > slowest[slowest.count - 1].seconds else { return }
     slowest.append((took, stored))
@@ -120,7 +122,7 @@ print(
     """)
 print(
     "slowest single \(calls): "
-        + slowest.map { "\(Double(Int($0.seconds * 100_000)) / 100) ms at \($0.stored) \(unit == "token" ? "tokens" : "activities")" }
+        + slowest.map { "\(ms($0.seconds)) ms at \($0.stored) \(unit == "token" ? "tokens" : "activities")" }
         .joined(separator: ", "))
 if shape == "activities" {
     // The quota refresher's read: live activities are counted by a scan of every activity,
@@ -140,13 +142,10 @@ if shape == "activities" {
     precondition(counts[appID] == usage.liveActivities)
     print(
         "usage(of:) counted \(usage.liveActivities) live activities in "
-            + "\(Double(Int(whole * 100_000)) / 100) ms (one scan); in slices of 16,384 the longest slice took "
-            + "\(Double(Int(longest * 100_000)) / 100) ms")
-}
-if shape == "activities" {
+            + "\(ms(whole)) ms (one scan); in slices of 16,384 the longest slice took \(ms(longest)) ms")
     // The sweep's read (every 60 s, inside the Sweep mutation, so under the store's lock):
     // the minutes that are due, by the sweep index (a scan of every activity took 51 ms).
-    let before = monotonic()
+    before = monotonic()
     let due = state.activitiesDue(at: now, limit: 10_000)
-    print("activitiesDue(at:limit:) found \(due.count) due in \(Double(Int((monotonic() - before) * 100_000)) / 100) ms")
+    print("activitiesDue(at:limit:) found \(due.count) due in \(ms(monotonic() - before)) ms")
 }
