@@ -29,6 +29,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     let bio: ByteBufferBIO
     private var stateMachine = TLSConnectionStateMachine()
     private var pendingWrites = MarkedCircularBuffer<PendingWrite>(initialCapacity: 8)
+    /// Where ``encryptFlushedWrites(context:)`` gathers small writes, kept between flushes.
+    private var gatherBuffer: ByteBuffer?
     private var closePromise: EventLoopPromise<Void>?
     private var handshakeTimer: Scheduled<Void>?
     private var shutdownTimer: Scheduled<Void>?
@@ -319,23 +321,35 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func encryptFlushedWrites(context: ChannelHandlerContext) {
         guard stateMachine.canEncrypt, pendingWrites.hasMark else { return }
         var promises: [EventLoopPromise<Void>] = []
-        while pendingWrites.hasMark, let write = pendingWrites.popFirst() {
+        // Small writes are gathered and sealed a full record at a time: every
+        // `SSL_write` seals at least one record of its own, and an HTTP/2 peer writes
+        // two or three small buffers per stream (HEADERS, DATA's frame header, the
+        // body), so sealing each cost a record (header, AEAD tag, a cipher call) per
+        // buffer (issue 14: three records per APNs push before).
+        var gathered = gatherBuffer ?? context.channel.allocator.buffer(capacity: Self.recordPlaintextBytes)
+        gatherBuffer = nil
+        gathered.clear()
+        var failure: TLSError?
+        while failure == nil, pendingWrites.hasMark, let write = pendingWrites.popFirst() {
             if let promise = write.promise { promises.append(promise) }
             var data = write.data
-            while data.readableBytes > 0 {
-                let count = min(data.readableBytes, 1 << 30)
-                ERR_clear_error()
-                let rc = data.withUnsafeReadableBytes { SSL_write(ssl, $0.baseAddress, Int32(count)) }
-                guard rc > 0 else {
-                    let reason: String
-                    if case .failed(let why) = classify(rc) { reason = why } else { reason = "SSL_write returned \(rc)" }
-                    let error = TLSError.writeFailed(reason: reason)
-                    promises.forEach { $0.fail(error) }
-                    fail(context: context, with: error)
-                    return
-                }
-                data.moveReaderIndex(forwardBy: Int(rc))
+            if gathered.readableBytes + data.readableBytes > Self.recordPlaintextBytes, gathered.readableBytes > 0 {
+                failure = seal(&gathered)
+                gathered.clear()
             }
+            if data.readableBytes >= Self.recordPlaintextBytes {
+                if failure == nil { failure = seal(&data) }
+            } else {
+                gathered.writeBuffer(&data)
+            }
+        }
+        if failure == nil, gathered.readableBytes > 0 { failure = seal(&gathered) }
+        gathered.clear()
+        gatherBuffer = gathered
+        if let failure {
+            promises.forEach { $0.fail(failure) }
+            fail(context: context, with: failure)
+            return
         }
         let promise = combine(promises, eventLoop: context.eventLoop)
         if let ciphertext = bio.takeOutbound() {
@@ -343,6 +357,24 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
         } else {
             promise?.succeed(())
         }
+    }
+
+    /// The most plaintext one TLS record carries (RFC 8446, 5.1).
+    static let recordPlaintextBytes = 16 * 1024
+
+    /// Encrypts all of `data` into the BIO's outbound buffer: an error, or nil.
+    private func seal(_ data: inout ByteBuffer) -> TLSError? {
+        while data.readableBytes > 0 {
+            let count = min(data.readableBytes, 1 << 30)
+            ERR_clear_error()
+            let rc = data.withUnsafeReadableBytes { SSL_write(ssl, $0.baseAddress, Int32(count)) }
+            guard rc > 0 else {
+                if case .failed(let why) = classify(rc) { return .writeFailed(reason: why) }
+                return .writeFailed(reason: "SSL_write returned \(rc)")
+            }
+            data.moveReaderIndex(forwardBy: Int(rc))
+        }
+        return nil
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {

@@ -81,6 +81,43 @@ struct InMemoryHandshakeTests {
         #expect(pair.serverRecorder.received.readableBytes == (0..<10).map { "message \($0);" }.joined().utf8.count)
     }
 
+    /// Small writes of one flush are sealed a full record at a time, not a record
+    /// each (an HTTP/2 stream is two or three small writes); a write of a record or
+    /// more goes on its own, between them, in order.
+    @Test func smallWritesOfOneFlushAreSealedInFullRecords() throws {
+        let fixtures = try TLSFixtures.get()
+        let pair = try InMemoryPair(server: fixtures.serverConfiguration(), client: fixtures.clientConfiguration())
+        try pair.handshake()
+        let pattern = ByteBuffer.pattern(size: 80_000)
+        // 200 writes of 100 bytes, one of 40,000, 10 of 100: 20,000 + 40,000 + 1,000 bytes.
+        let sizes = Array(repeating: 100, count: 200) + [40_000] + Array(repeating: 100, count: 10)
+        var offset = 0
+        var futures: [EventLoopFuture<Void>] = []
+        for size in sizes {
+            futures.append(pair.client.write(pattern.getSlice(at: offset, length: size)!))
+            offset += size
+        }
+        pair.client.flush()
+        var ciphertext = ByteBuffer()
+        while var bytes = try pair.client.readOutbound(as: ByteBuffer.self) { ciphertext.writeBuffer(&bytes) }
+        var records: [Int] = []
+        var reader = ciphertext
+        while let header = reader.readBytes(length: 5) {
+            #expect(header[0] == 23)  // application data
+            let length = Int(header[3]) << 8 | Int(header[4])
+            records.append(length)
+            reader.moveReaderIndex(forwardBy: length)
+        }
+        // 163 small writes fill the first record (16,300 bytes), 37 the second; the
+        // big write is three records of its own; the last 10 small writes one more.
+        #expect(records.count == 6)
+        #expect(records.allSatisfy { $0 <= 16_384 + 256 })
+        try pair.server.writeInbound(ciphertext)
+        try pair.interact()
+        for future in futures { try future.wait() }
+        #expect(pair.serverRecorder.received == pattern.getSlice(at: 0, length: offset))
+    }
+
     @Test(arguments: [true, false])
     func closeNotifyIsSentAndAnswered(clientInitiates: Bool) throws {
         let fixtures = try TLSFixtures.get()
