@@ -77,6 +77,12 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         var channelID: String?
         /// RST_STREAM from the server.
         var resetByPeer: HTTP2ErrorCode?
+
+        /// Keeps up to 64 KiB of the answer's body (APNs's are a short JSON reason); the rest is dropped.
+        mutating func append(body buffer: ByteBuffer) {
+            guard responseBody.count + buffer.readableBytes <= 64 * 1024 else { return }
+            responseBody.append(contentsOf: buffer.readableBytesView)
+        }
     }
 
     let id: Int
@@ -95,6 +101,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     private var ticker: RepeatedTask?
     private var lastError: String?
     private var reportedPhase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase = .connecting
+    private var reportedLimit = 0
     private var closeReported = false
     /// True between a read and its read-complete: answers finished meanwhile are
     /// held and delivered together at the read's end (one pool step and one
@@ -287,40 +294,49 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// A frame of one push's stream.
+    /// A frame of one push's stream. The stream is changed where it is stored and
+    /// moved out when it ends: copying it (its request, promise and strings) per
+    /// frame was a visible share of a push's CPU (issue 14).
     private func streamFrame(_ frame: HTTP2Frame) {
-        guard let key = keysByHTTP2ID[frame.streamID], streams[key] != nil else { return }  // failed already
+        guard let key = keysByHTTP2ID[frame.streamID], let index = streams.index(forKey: key) else { return }  // failed already
         switch frame.payload {
         case .headers(let headers):
-            if streams[key]!.status == nil, let text = headers.headers.first(name: ":status") {
-                streams[key]!.status = Int(text)
-                streams[key]!.apnsID = headers.headers.first(name: "apns-id")
-                streams[key]!.retryAfterSeconds = headers.headers.first(name: "retry-after").flatMap(
-                    APNsResponse.retryAfterSeconds(parsing:))
-                if !streams[key]!.pending.request.isDevicePush {
-                    // The channel endpoints name their id header apns-request-id.
-                    if streams[key]!.apnsID == nil { streams[key]!.apnsID = headers.headers.first(name: "apns-request-id") }
-                    streams[key]!.channelID = headers.headers.first(name: "apns-channel-id")
-                }
-            }
-            if headers.endStream { complete(key) }
+            Self.read(headers.headers, into: &streams.values[index])
+            if headers.endStream { complete(at: index) }
         case .data(let data):
-            if case .byteBuffer(let buffer) = data.data, streams[key]!.responseBody.count + buffer.readableBytes <= 64 * 1024 {
-                streams[key]!.responseBody.append(contentsOf: buffer.readableBytesView)
+            if case .byteBuffer(let buffer) = data.data {
+                streams.values[index].append(body: buffer)
             }
-            if data.endStream { complete(key) }
+            if data.endStream { complete(at: index) }
         case .rstStream(let code):
-            streams[key]!.resetByPeer = code
+            streams.values[index].resetByPeer = code
         default:
             break
         }
     }
 
+    /// The fields of an answer's first header block, in one pass (names arrive lowercase, RFC 9113 §8.2.1).
+    private static func read(_ headers: HPACKHeaders, into stream: inout Stream) {
+        guard stream.status == nil else { return }  // trailers
+        let isDevicePush = stream.pending.request.isDevicePush
+        for (name, value, _) in headers {
+            switch name {
+            case ":status": stream.status = Int(value)
+            case "apns-id": stream.apnsID = value
+            case "retry-after": stream.retryAfterSeconds = APNsResponse.retryAfterSeconds(parsing: value)
+            // The channel endpoints name their id header apns-request-id.
+            case "apns-request-id" where !isDevicePush: stream.apnsID = stream.apnsID ?? value
+            case "apns-channel-id" where !isDevicePush: stream.channelID = value
+            default: break
+            }
+        }
+    }
+
     /// The answer is complete: a response, or a malformed one.
-    private func complete(_ key: APNsConnectionStateMachine.StreamKey) {
-        guard let stream = streams[key] else { return }
+    private func complete(at index: Dictionary<APNsConnectionStateMachine.StreamKey, Stream>.Index) {
+        let (key, stream) = streams.remove(at: index)
         guard let status = stream.status else {
-            streamEnded(key, .failure(.malformedResponse("no :status")))
+            ended(stream, key, .failure(.malformedResponse("no :status")))
             return
         }
         let parsed =
@@ -329,9 +345,9 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             : APNsResponse(managementStatus: status, requestID: stream.apnsID, channelID: stream.channelID, body: stream.responseBody)
         if var response = parsed {
             response.retryAfterSeconds = stream.retryAfterSeconds
-            streamEnded(key, .success(response))
+            ended(stream, key, .success(response))
         } else {
-            streamEnded(key, .failure(.malformedResponse("status \(status) without a JSON reason")))
+            ended(stream, key, .failure(.malformedResponse("status \(status) without a JSON reason")))
         }
     }
 
@@ -350,6 +366,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// A stream has its answer, or ended without one.
     private func streamEnded(_ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>) {
         guard let stream = streams.removeValue(forKey: key) else { return }  // already failed (timeout, GOAWAY)
+        ended(stream, key, result)
+    }
+
+    /// `stream`, already out of `streams`, is over with `result`.
+    private func ended(
+        _ stream: Stream, _ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>
+    ) {
         keysByHTTP2ID[stream.http2ID] = nil
         let actions = machine.streamClosed(key, now: .now())
         if case .success(let response) = result, response.disposition == .refreshProviderTokenAndRetry {
@@ -435,8 +458,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         case .draining: phase = .draining
         case .closed: return
         }
-        if phase == .draining && reportedPhase == .draining { return }
+        // A stream's end changes neither (the pool hears of it from `requestsFinished`);
+        // telling the pool anyway cost its lock, twice, per push (issue 14).
+        if phase == reportedPhase && machine.streamLimit == reportedLimit { return }
         reportedPhase = phase
+        reportedLimit = machine.streamLimit
         delegate.connectionUpdated(id, phase: phase, streamLimit: machine.streamLimit)
     }
 

@@ -192,8 +192,10 @@ public struct APNsPoolStateMachine<Waiter> {
 
     /// Another connection when every usable one carries `streamsPerConnection` requests.
     private mutating func connectIfBusy() -> [Action] {
-        let usable = connections.values.filter { $0.phase != .draining }
-        guard usable.allSatisfy({ $0.inFlight >= configuration.streamsPerConnection }) else { return [] }
+        // Runs on every submit: a loop that stops at the first free one, no array built.
+        for connection in connections.values where connection.phase != .draining {
+            if connection.inFlight < configuration.streamsPerConnection { return [] }
+        }
         return connect()
     }
 

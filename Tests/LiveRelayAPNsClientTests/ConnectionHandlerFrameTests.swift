@@ -15,7 +15,10 @@ final class RecordingDelegate: APNsConnectionDelegate, @unchecked Sendable {
     let lock = NIOLock()
     var bounced: [APNsPendingRequest] = []
     var closed = false
-    func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int) {}
+    var updates: [String] = []
+    func connectionUpdated(_ id: Int, phase: APNsPoolStateMachine<APNsPendingRequest>.ConnectionPhase, streamLimit: Int) {
+        lock.withLock { updates.append("\(phase) \(streamLimit)") }
+    }
     func connectionClosed(_ id: Int, connectError: String?) { lock.withLock { closed = true } }
     var finished = 0
     func requestsFinished(on id: Int, results: [Result<APNsResponse, APNsTransportError>]) {
@@ -100,6 +103,21 @@ struct ConnectionHandlerFrameTests {
         #expect(try result(second)?.get().reason == "BadDeviceToken")
         // The close events nio-http2 sends after an answer change nothing.
         channel.pipeline.fireUserInboundEventTriggered(StreamClosedEvent(streamID: 1, reason: nil))
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
+
+    /// The pool hears of a phase or a limit that changed, not of every stream's end
+    /// (it counts those from `requestsFinished`).
+    @Test func thePoolIsToldOfChangesNotOfEachStreamsEnd() throws {
+        #expect(delegate.lock.withLock { delegate.updates } == ["ready 1", "ready 10"])
+        let futures = (1...3).map { send($0) }
+        _ = try outbound()
+        for id in [1, 3, 5] { try answer(HTTP2StreamID(id), status: "200") }
+        for future in futures { #expect(try result(future)?.get().status == 200) }
+        #expect(delegate.lock.withLock { (delegate.updates, delegate.finished) } == (["ready 1", "ready 10"], 3))
+        try channel.writeInbound(
+            HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: 4)]))))
+        #expect(delegate.lock.withLock { delegate.updates } == ["ready 1", "ready 10", "ready 4"])
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 
