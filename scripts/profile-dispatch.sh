@@ -3,8 +3,9 @@
 # pushing to a `liverelay mock-apns` of its own process, both on loopback; a warm-up call,
 # then `perf record -g` on the server while 3 more calls each fan out to 100,000 tokens and
 # wait for every APNs answer. Prints the server's CPU per call (divide by 100,000 for per
-# push) and writes the profile's top symbols to OUTDIR/top.txt. Everything it starts stops
-# by itself (timeouts) or when it ends.
+# push) and how its samples split by owner (scripts/profile-owners.py: nio-http2, TLS, our
+# code, NIO, kernel), and writes the profile's top symbols to OUTDIR/top.txt. Everything
+# it starts stops by itself (timeouts) or when it ends.
 #
 #   scripts/profile-dispatch.sh [LIVERELAY_BINARY] [OUTDIR]
 #   (default: .build-bench/release/liverelay, /tmp/liverelay-profile)
@@ -49,5 +50,7 @@ PERF=$!
 fanout 3 >"$OUT/fanout.out" 2>&1
 wait "$PERF"
 perf report -i "$OUT/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -v "^#" | grep "%" | head -60 >"$OUT/top.txt"
+perf script -i "$OUT/perf.data" -F comm,tid,ip,sym,dso 2>/dev/null | python3 "$(dirname "$0")/profile-owners.py" >"$OUT/owners.txt"
 grep -i "server CPU" "$OUT/fanout.out" | head -1
-echo "profile: $OUT/top.txt (perf report -i $OUT/perf.data for more)"
+cat "$OUT/owners.txt"
+echo "profile: $OUT/top.txt, $OUT/owners.txt (perf report -i $OUT/perf.data for more)"
