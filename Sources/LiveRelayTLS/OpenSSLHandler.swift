@@ -337,7 +337,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
                 failure = seal(&gathered)
                 gathered.clear()
             }
-            if data.readableBytes >= Self.recordPlaintextBytes {
+            // A write of a record or more, or the flush's only write, needs no copy.
+            if data.readableBytes >= Self.recordPlaintextBytes || (gathered.readableBytes == 0 && !pendingWrites.hasMark) {
                 if failure == nil { failure = seal(&data) }
             } else {
                 gathered.writeBuffer(&data)
