@@ -9,8 +9,10 @@
 #
 #   scripts/profile-dispatch.sh [LIVERELAY_BINARY] [OUTDIR]
 #   (default: .build-bench/release/liverelay, /tmp/liverelay-profile)
+#   MOCK_BINARY=path runs the mock from another build (to compare servers against one mock).
 set -u
 LR=${1:-.build-bench/release/liverelay}
+MOCK=${MOCK_BINARY:-$LR}
 OUT=${2:-/tmp/liverelay-profile}
 command -v perf >/dev/null || { echo "profile-dispatch: perf missing (apt-get install linux-perf)" >&2; exit 1; }
 rm -rf "$OUT"
@@ -27,7 +29,7 @@ export LIVERELAY_API_KEY
 LIVERELAY_API_KEY=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$OUT/setup.out" | head -1)
 kill "$SETUP"; wait "$SETUP" 2>/dev/null
 
-timeout 300 "$LR" mock-apns --port 0 --recording-capacity 0 --cert-out "$OUT/mock.pem" --log-level warning \
+timeout 300 "$MOCK" mock-apns --port 0 --recording-capacity 0 --cert-out "$OUT/mock.pem" --log-level warning \
     --app "dev.app,LRDEVTEAM1,LRDEVKEY01,$OUT/data/apns-dev-key.p8" >"$OUT/mock.out" 2>&1 &
 PIDS+=("$!")
 wait_for "$OUT/mock.out" "listening on"
