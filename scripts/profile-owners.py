@@ -4,10 +4,12 @@
 Reads `perf script -F comm,tid,ip,sym,dso` output (recorded with -g). Each sample
 goes to the first frame, from the leaf up, that belongs to a known owner:
 nio-http2 (NIOHTTP2, NIOHPACK), tls (libssl, libcrypto, LiveRelayTLS),
-liverelay (any other LiveRelay module), nio (NIOCore, NIOPosix). Frames of the
-Swift runtime, libc and the standard library's generic code belong to nobody, so
+liverelay (any other LiveRelay module), nio (NIOCore, NIOPosix), other packages
+(metrics, logging), told apart by the module a Swift symbol is defined in. Frames of
+the Swift runtime, libc and the standard library's generic code belong to nobody, so
 a retain, a malloc or a Dictionary lookup counts for the code that called it. A
-sample in the kernel counts as "kernel" (system calls, page faults). Samples
+sample in the kernel counts as "kernel" (system calls, page faults); one with no owner
+at all as "other" (mostly malloc and free, whose callers perf cannot unwind). Samples
 whose stack passes through the RPC server (LiveRelayServer) are counted apart:
 in scripts/profile-dispatch.sh they are the benchmark registering its tokens,
 not dispatch.
@@ -25,23 +27,38 @@ import sys
 RPC = "rpc (not dispatch)"
 
 
+def module_of(symbol):
+    """The module a mangled Swift symbol is defined in (`$s7NIOCore...` -> NIOCore)."""
+    match = re.match(r"\$s(\d+)", symbol)
+    if not match:
+        return None
+    start = match.end()
+    return symbol[start : start + int(match.group(1))]
+
+
 def owner(symbol, dso):
     if "kernel" in dso:
         return "kernel"
-    if "libssl" in dso or "libcrypto" in dso or "LiveRelayTLS" in symbol:
+    if "libssl" in dso or "libcrypto" in dso:
         return "tls"
-    if "NIOHTTP2" in symbol or "NIOHPACK" in symbol:
-        return "nio-http2"
-    if "LiveRelay" in symbol:
+    module = module_of(symbol)
+    if module is None:
+        return None  # C, the runtime, or the standard library's generic code (`$ss...`)
+    if module == "LiveRelayTLS":
+        return "tls"
+    if module.startswith("LiveRelay"):
         return "liverelay"
-    if "NIOCore" in symbol or "NIOPosix" in symbol:
-        return "nio"
-    return None
+    if module in ("NIOHTTP2", "NIOHPACK"):
+        return "nio-http2"
+    if module.startswith("NIO"):
+        # NIOCore's types specialized or extended by nio-http2 (its stream buffers) are nio-http2's.
+        return "nio-http2" if "NIOHTTP2" in symbol or "NIOHPACK" in symbol else "nio"
+    return "other packages"
 
 
 def classify(frames):
     """The owner of one sample and the frame that decided it."""
-    if any("LiveRelayServer" in symbol for symbol, _ in frames):
+    if any(module_of(symbol) == "LiveRelayServer" for symbol, _ in frames):
         return RPC, None
     for index, (symbol, dso) in enumerate(frames):
         found = owner(symbol, dso)
@@ -51,7 +68,7 @@ def classify(frames):
             continue  # a kernel frame above user code (a signal): keep walking
         if found:
             return found, symbol
-    return "other", None
+    return "other", frames[0][0]
 
 
 def samples(lines):

@@ -201,10 +201,13 @@ public struct APNsPoolStateMachine<Waiter> {
 
     private mutating func connect() -> [Action] {
         guard !isShutDown, !backingOff else { return [] }
-        let counted = connections.values.filter { $0.phase != .draining }
-        guard counted.count < configuration.maximumConnections,
-            !counted.contains(where: { $0.phase == .connecting })
-        else { return [] }
+        // Runs on every submit that queues (all connections full): counted in place.
+        var counted = 0
+        for connection in connections.values where connection.phase != .draining {
+            if connection.phase == .connecting { return [] }
+            counted += 1
+        }
+        guard counted < configuration.maximumConnections else { return [] }
         let id = nextID
         nextID += 1
         connections[id] = Connection(phase: .connecting, limit: 0, inFlight: 0)
