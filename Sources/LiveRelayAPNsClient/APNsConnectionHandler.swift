@@ -140,12 +140,13 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         deliverFinished()
     }
 
+    /// nio-http2 sends five events per push (its stream created, the connection's and
+    /// the stream's windows as its DATA leaves, the stream closed, the connection's
+    /// window after it): the commonest is checked first, and a stream's creation,
+    /// which tells this handler nothing (it opened the stream), goes no further.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let closed = event as? StreamClosedEvent {
-            streamClosed(closed.streamID, reason: closed.reason)
-            return
-        }
-        if let window = event as? NIOHTTP2WindowUpdatedEvent {
+        switch event {
+        case let window as NIOHTTP2WindowUpdatedEvent:
             // Each push's stream carries one small answer within its own window; only the
             // connection's, which every answer body spends, needs giving back.
             if window.streamID == .rootStream, let size = window.inboundWindowSize,
@@ -155,17 +156,23 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
                     wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
                     promise: nil)
             }
-            return
-        }
-        if let event = event as? TLSEvent, case .handshakeCompleted(let negotiated) = event {
-            guard negotiated == "h2" else {
-                lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"
-                context.close(promise: nil)
-                return
+        case let closed as StreamClosedEvent:
+            streamClosed(closed.streamID, reason: closed.reason)
+        case is NIOHTTP2StreamCreatedEvent:
+            break
+        case let tls as TLSEvent:
+            if case .handshakeCompleted(let negotiated) = tls {
+                guard negotiated == "h2" else {
+                    lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"
+                    context.close(promise: nil)
+                    return
+                }
+                run(machine.connected(now: .now()))
             }
-            run(machine.connected(now: .now()))
+            context.fireUserInboundEventTriggered(event)
+        default:
+            context.fireUserInboundEventTriggered(event)
         }
-        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
