@@ -29,8 +29,6 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
     let bio: ByteBufferBIO
     private var stateMachine = TLSConnectionStateMachine()
     private var pendingWrites = MarkedCircularBuffer<PendingWrite>(initialCapacity: 8)
-    /// Where ``encryptFlushedWrites(context:)`` gathers small writes, kept between flushes.
-    private var gatherBuffer: ByteBuffer?
     private var closePromise: EventLoopPromise<Void>?
     private var handshakeTimer: Scheduled<Void>?
     private var shutdownTimer: Scheduled<Void>?
@@ -325,10 +323,10 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
         // `SSL_write` seals at least one record of its own, and an HTTP/2 peer writes
         // two or three small buffers per stream (HEADERS, DATA's frame header, the
         // body), so sealing each cost a record (header, AEAD tag, a cipher call) per
-        // buffer (issue 14: three records per APNs push before).
-        var gathered = gatherBuffer ?? context.channel.allocator.buffer(capacity: Self.recordPlaintextBytes)
-        gatherBuffer = nil
-        gathered.clear()
+        // buffer (issue 14: three records per APNs push before). The buffer is made
+        // for a flush that has small writes to gather and dropped after it: kept
+        // between flushes, it would hold 16 KiB for every idle connection.
+        var gathered = ByteBuffer()
         var failure: TLSError?
         while failure == nil, pendingWrites.hasMark, let write = pendingWrites.popFirst() {
             if let promise = write.promise { promises.append(promise) }
@@ -341,12 +339,11 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
             if data.readableBytes >= Self.recordPlaintextBytes || (gathered.readableBytes == 0 && !pendingWrites.hasMark) {
                 if failure == nil { failure = seal(&data) }
             } else {
+                if gathered.capacity == 0 { gathered = context.channel.allocator.buffer(capacity: Self.recordPlaintextBytes) }
                 gathered.writeBuffer(&data)
             }
         }
         if failure == nil, gathered.readableBytes > 0 { failure = seal(&gathered) }
-        gathered.clear()
-        gatherBuffer = gathered
         if let failure {
             promises.forEach { $0.fail(failure) }
             fail(context: context, with: failure)
