@@ -364,6 +364,8 @@ let package = Package(
                 "LiveRelayDispatch",
                 "LiveRelayPushOutlet",
                 "LiveRelayAPNs",
+                "LiveRelayAPNsClient",
+                "LiveRelayTLS",
                 "LiveRelayMessages",
                 "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -202,22 +202,8 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .client, serverHostname: host))
                     try sync.addHandler(FlushCoalescingHandler())
-                    var settings = NIOHTTP2Handler.ConnectionConfiguration()
-                    settings.initialSettings = [
-                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes
-                        HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-                        HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
-                    ]
-                    // Every request header is ours, built by APNsRequestHeaders from
-                    // validated values: nio-http2 checking each push's header block
-                    // again was ~5% of a push's CPU (issue 14). Answers are read
-                    // defensively by APNsConnectionHandler (no `:status`, a bad one or
-                    // an unreadable body is a malformed response), so nothing relies on
-                    // nio-http2 validating them either.
-                    settings.headerBlockValidation = .disabled
-                    settings.contentLengthValidation = .disabled
                     // Frame mode: the connection handler runs every stream itself (see APNsConnectionHandler).
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: settings))
+                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2Configuration))
                     let handler = APNsConnectionHandler(
                         id: id, timeouts: configuration.timeouts, tickInterval: configuration.tickInterval,
                         authority: authority, tokenSource: tokenSource, delegate: self)
@@ -231,6 +217,25 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                 // The handler was never added, so nobody else reports this connection.
                 connectionClosed(id, connectError: describe(error))
             }
+    }
+
+    /// nio-http2's settings for an APNs connection.
+    static var http2Configuration: NIOHTTP2Handler.ConnectionConfiguration {
+        var settings = NIOHTTP2Handler.ConnectionConfiguration()
+        settings.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes
+            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
+        ]
+        // Every request header is ours, built by APNsRequestHeaders from
+        // validated values: nio-http2 checking each push's header block
+        // again was ~5% of a push's CPU (issue 14). Answers are read
+        // defensively by APNsConnectionHandler (no `:status`, a bad one or
+        // an unreadable body is a malformed response), so nothing relies on
+        // nio-http2 validating them either.
+        settings.headerBlockValidation = .disabled
+        settings.contentLengthValidation = .disabled
+        return settings
     }
 
     private func describe(_ error: any Error) -> String {
