@@ -201,13 +201,10 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .client, serverHostname: host))
-                    try sync.addHandler(FlushCoalescingHandler())
-                    // Frame mode: the connection handler runs every stream itself (see APNsConnectionHandler).
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2Configuration))
                     let handler = APNsConnectionHandler(
                         id: id, timeouts: configuration.timeouts, tickInterval: configuration.tickInterval,
                         authority: authority, tokenSource: tokenSource, delegate: self)
-                    try sync.addHandler(handler)
+                    try sync.addHandlers(Self.handlers(above: handler))
                     let bound = NIOLoopBound(handler, eventLoop: channel.eventLoop)
                     self.state.withLockedValue { $0.connections[id] = bound }
                 }
@@ -219,8 +216,16 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
             }
     }
 
+    /// An APNs connection's handlers above TLS, in pipeline order: flush coalescing,
+    /// nio-http2 in frame mode (the connection handler runs every stream itself,
+    /// see APNsConnectionHandler), then `connection`. Also what
+    /// ``APNsConnectionProbe`` counts, so the gate measures what runs.
+    static func handlers(above connection: APNsConnectionHandler) -> [any ChannelHandler] {
+        [FlushCoalescingHandler(), NIOHTTP2Handler(mode: .client, connectionConfiguration: http2Configuration), connection]
+    }
+
     /// nio-http2's settings for an APNs connection.
-    static var http2Configuration: NIOHTTP2Handler.ConnectionConfiguration {
+    private static var http2Configuration: NIOHTTP2Handler.ConnectionConfiguration {
         var settings = NIOHTTP2Handler.ConnectionConfiguration()
         settings.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes

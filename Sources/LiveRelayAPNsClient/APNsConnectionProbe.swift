@@ -1,6 +1,5 @@
 import LiveRelayAPNs
 import NIOCore
-import NIOHTTP2
 
 /// One APNs connection's handlers as the pool builds them (flush coalescing,
 /// nio-http2 in frame mode, the connection handler), without the socket and
@@ -16,10 +15,7 @@ package final class APNsConnectionProbe {
         connection = APNsConnectionHandler(
             id: 0, timeouts: .init(), tickInterval: .hours(1), authority: authority, tokenSource: tokenSource,
             delegate: NoPool())
-        handlers = [
-            FlushCoalescingHandler(), NIOHTTP2Handler(mode: .client, connectionConfiguration: APNsConnectionPool.http2Configuration),
-            connection,
-        ]
+        handlers = APNsConnectionPool.handlers(above: connection)
     }
 
     /// Opens a stream for each request, as the pool does with the requests it hands
