@@ -2,10 +2,10 @@ import LiveRelayCollections
 import NIOCore
 
 extension DispatchScheduler {
-    /// One token's pushes of one app.
+    /// One token's pushes of one app. Its token is kept by the ``LaneTable``:
+    /// a lane holds no reference of its own until it has pushes queued or has
+    /// seen an activity, so an empty one costs nothing to make or destroy.
     struct Lane {
-        /// The token (or, for a broadcast, the channel id) whose pushes these are.
-        var token: String
         var pending = PendingPushes()
         /// The push in flight or waiting to retry; none may be sent to the token meanwhile.
         var busy: UInt64?
@@ -51,6 +51,9 @@ extension DispatchScheduler {
     struct LaneTable {
         /// Lane slots by their token's hash (stored, so growing rehashes no token).
         private var index = RecordIndex()
+        /// Each slot's token (or, for a broadcast, channel id): the index's key, kept
+        /// here while its lane is out, so ``take(_:)`` leaves an empty lane behind.
+        private var tokens: [String] = []
         private var lanes: [Lane] = []
         private var free: [Int] = []
 
@@ -66,46 +69,56 @@ extension DispatchScheduler {
 
         /// Makes room for a batch of `tokens` lanes before they are looked up
         /// (the index grows from its stored hashes, without reading a token).
-        mutating func reserve(forBatchOf tokens: Int) {
-            lanes.reserveCapacity(max(lanes.count, tokens))
+        mutating func reserve(forBatchOf count: Int) {
+            tokens.reserveCapacity(max(tokens.count, count))
+            lanes.reserveCapacity(max(lanes.count, count))
         }
+
+        /// The token of the lane in `slot`.
+        func token(at slot: Int) -> String { tokens[slot] }
 
         /// The token's lane, made if it has none; one hash of the token either way.
         mutating func slot(for token: String) -> Int {
             let hash = token.hashValue
-            if let found = index.find(hash: hash, { lanes[Int($0)].token == token }) { return Int(found) }
+            if let found = index.find(hash: hash, { tokens[Int($0)] == token }) { return Int(found) }
             let slot: Int
             if let reused = free.popLast() {
                 slot = reused
-                lanes[slot] = Lane(token: token)
+                tokens[slot] = token
+                lanes[slot] = Lane()
             } else {
                 slot = lanes.count
-                lanes.append(Lane(token: token))
+                tokens.append(token)
+                lanes.append(Lane())
             }
             index.insert(Int32(slot), hash: hash)
             return slot
         }
 
         /// Moves the lane out of its slot (no copy of its arrays); ``put(_:at:)``
-        /// puts it back. The slot keeps the token meanwhile: it is the index's key.
+        /// puts it back. The token stays: it is the index's key.
         mutating func take(_ slot: Int) -> Lane {
-            var lane = Lane(token: lanes[slot].token)
+            var lane = Lane()
             swap(&lane, &lanes[slot])
             return lane
         }
 
-        mutating func put(_ lane: Lane, at slot: Int) { lanes[slot] = lane }
+        /// Consumes `lane`: a borrowed one was copied into the slot (a retain of each
+        /// of its references) and then destroyed by the caller, for every push sent and answered.
+        mutating func put(_ lane: consuming Lane, at slot: Int) { lanes[slot] = lane }
 
-        /// Forgets the lanes `isForgotten` picks.
-        mutating func forget(where isForgotten: (Lane) -> Bool) {
+        /// Forgets the lanes `isForgotten` picks, given each one's token and lane.
+        mutating func forget(where isForgotten: (String, Lane) -> Bool) {
             let freed = Set(free)
-            for slot in lanes.indices where !freed.contains(slot) && isForgotten(lanes[slot]) {
-                index.remove(Int32(slot), hash: lanes[slot].token.hashValue)
-                lanes[slot] = Lane(token: "")
+            for slot in lanes.indices where !freed.contains(slot) && isForgotten(tokens[slot], lanes[slot]) {
+                index.remove(Int32(slot), hash: tokens[slot].hashValue)
+                tokens[slot] = ""
+                lanes[slot] = Lane()
                 free.append(slot)
             }
             if index.count == 0 {
                 index = RecordIndex()
+                tokens.removeAll()
                 lanes.removeAll()
                 free.removeAll()
             }

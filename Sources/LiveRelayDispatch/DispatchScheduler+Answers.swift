@@ -43,19 +43,21 @@ extension DispatchScheduler {
             // APNs answered: the route works, unless the answer is a 5xx (a 429
             // is about one token's rate, not the endpoint's health).
             routeOutcome = (500..<600).contains(response.status) ? .failure : .success
-            let reason = response.reason ?? DispatchFailure.status(response.status)
+            // Made only for an answer that is not a delivery: formatting "HTTP200" for each
+            // delivered push was work for nothing.
+            var reason: String { response.reason ?? DispatchFailure.status(response.status) }
             // A channel is never pruned: an answer that would declare a token dead
             // (APNs sends none for a channel) fails the send instead.
             var disposition = response.disposition
             if push.channelPolicy != nil, disposition == .pruneToken { disposition = .failRequest }
-            if disposition != .refreshProviderTokenAndRetry { pushes[id]?.refreshedAtOnce = false }
+            if push.refreshedAtOnce, disposition != .refreshProviderTokenAndRetry { pushes[id]?.refreshedAtOnce = false }
             switch disposition {
             case .delivered:
                 credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
                 finish(id, .delivered, &actions)
             case .pruneToken:
                 let dead = PrunedToken(
-                    appID: apps[a].id, token: lane.token, reason: reason,
+                    appID: apps[a].id, token: apps[a].lanes.token(at: push.lane), reason: reason,
                     invalidSince: response.timestampMilliseconds.map { UnixTime(milliseconds: $0) })
                 let verdict: MassPruneGuard.Answer =
                     switch (response.status, response.reason) {
@@ -116,7 +118,7 @@ extension DispatchScheduler {
             // a push that waited past its send-by time in the transport says nothing either.
             case .refusedByGoAway, .shutDown, .malformedResponse, .expiredBeforeSending: routeOutcome = .neutral
             }
-            pushes[id]?.refreshedAtOnce = false
+            if push.refreshedAtOnce { pushes[id]?.refreshedAtOnce = false }
             if error == .expiredBeforeSending {
                 // The transport kept it from the wire at its send-by time: expired, as if it had waited here.
                 finish(id, .expired, &actions)
@@ -260,7 +262,7 @@ extension DispatchScheduler {
         let retention = configuration.laneRetention
         var remaining = 0
         for a in apps.indices {
-            apps[a].lanes.forget { $0.isIdle && now - $0.lastTaken >= retention }
+            apps[a].lanes.forget { _, lane in lane.isIdle && now - lane.lastTaken >= retention }
             remaining += apps[a].lanes.count
         }
         nextSweep = remaining > 0 ? now + retention : nil

@@ -112,23 +112,6 @@ public struct DispatchScheduler {
         var pruneGuard: MassPruneGuard
     }
 
-    struct Call {
-        var app: Int
-        var activityID: String
-        var timestamp: Int64
-        var payload: APNsPayload
-        var headers: APNsHeaders
-        var first: UInt64
-        var count: Int
-        /// Names the call in every push's `apns-id`.
-        var apnsCall: APNsCallID
-        var sendBy: NIODeadline?
-        var waits: Bool
-        var durable: Bool
-        var replied = false
-        var account = CallAccount()
-    }
-
     enum CallTimer { case sendBy(UInt64), replyBy(UInt64) }
 
     enum Phase: Equatable {
@@ -294,10 +277,11 @@ public struct DispatchScheduler {
         let lifetimeEnd = apps[a].maxPushLifetime.map { now + $0 }
         let sendBy = [sendBy, lifetimeEnd].compactMap { $0 }.min()
         var call = Call(
-            app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
-            headers: batch.headers, first: first, count: n,
-            apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
-            sendBy: sendBy, waits: waitForDelivery, durable: batch.durable)
+            fixed: Call.Fixed(
+                app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
+                headers: batch.headers, first: first, count: n,
+                apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
+                sendBy: sendBy, waits: waitForDelivery, durable: batch.durable))
         call.account.result.queued = n
         calls[callID] = call
         apps[a].counters.enqueued += n
@@ -332,6 +316,9 @@ public struct DispatchScheduler {
             if let sendBy { callTimers.push(sendBy, .sendBy(callID)) }
             if waitForDelivery, let replyBy { callTimers.push(replyBy, .replyBy(callID)) }
         }
+        // The sends this pump can make, made room for at once: grown by doubling, the
+        // array of a fan-out's first sends was copied about ten times over.
+        actions.sends.reserveCapacity(min(n, max(0, configuration.maxInFlight - inFlight)))
         pump(now: now, &actions)
 
         let id = CallID(raw: callID)
@@ -420,15 +407,16 @@ public struct DispatchScheduler {
             }
             var lane = apps[a].lanes.take(slot)
             lane.inReady = false
-            var chosen: UInt64?
+            var chosen: (id: UInt64, index: Dictionary<UInt64, Push>.Index)?
             while lane.busy == nil, chosen == nil, let id = lane.pending.popFirst() {
-                if pushes[id] != nil { chosen = id }
+                if let index = pushes.index(forKey: id) { chosen = (id, index) }
             }
-            guard let id = chosen, let pushIndex = pushes.index(forKey: id) else {
+            guard let (id, pushIndex) = chosen else {
                 apps[a].lanes.put(lane, at: slot)
                 continue
             }
-            let call = calls[pushes.values[pushIndex].call]!
+            // The call's shared part only: no copy of its account.
+            let call = calls[pushes.values[pushIndex].call]!.fixed
             if let sendBy = call.sendBy, sendBy <= now {
                 finish(id, .expired, &actions)
                 makeReady(&lane, slot: slot, app: a, front: true)
@@ -443,7 +431,7 @@ public struct DispatchScheduler {
             }
             if apps[a].deficit <= 0 { apps[a].deficit += apps[a].quantum }
             lane.busy = id
-            let token = lane.token
+            let token = apps[a].lanes.token(at: slot)
             apps[a].lanes.put(lane, at: slot)
             pushes.values[pushIndex].sent(route: route, probe: breakers[route].sent())
             let push = pushes.values[pushIndex]

@@ -1,0 +1,59 @@
+import LiveRelayAPNs
+import NIOCore
+
+extension DispatchScheduler {
+    /// One accepted call. What never changes after ``enqueue`` is kept in one
+    /// shared object, so reading a call for each of its pushes (sending, retrying,
+    /// superseding) copies a reference instead of its activity id, payload,
+    /// headers and apns-id prefix, each with a retain and a release (issue 14).
+    /// The scheduler stays a value: the shared part is immutable.
+    struct Call {
+        final class Fixed: Sendable {
+            let app: Int
+            let activityID: String
+            let timestamp: Int64
+            let payload: APNsPayload
+            let headers: APNsHeaders
+            let first: UInt64
+            let count: Int
+            /// Names the call in every push's `apns-id`.
+            let apnsCall: APNsCallID
+            let sendBy: NIODeadline?
+            let waits: Bool
+            let durable: Bool
+
+            init(
+                app: Int, activityID: String, timestamp: Int64, payload: APNsPayload, headers: APNsHeaders, first: UInt64,
+                count: Int, apnsCall: APNsCallID, sendBy: NIODeadline?, waits: Bool, durable: Bool
+            ) {
+                self.app = app
+                self.activityID = activityID
+                self.timestamp = timestamp
+                self.payload = payload
+                self.headers = headers
+                self.first = first
+                self.count = count
+                self.apnsCall = apnsCall
+                self.sendBy = sendBy
+                self.waits = waits
+                self.durable = durable
+            }
+        }
+
+        let fixed: Fixed
+        var replied = false
+        var account = CallAccount()
+
+        var app: Int { fixed.app }
+        var activityID: String { fixed.activityID }
+        var timestamp: Int64 { fixed.timestamp }
+        var payload: APNsPayload { fixed.payload }
+        var headers: APNsHeaders { fixed.headers }
+        var first: UInt64 { fixed.first }
+        var count: Int { fixed.count }
+        var apnsCall: APNsCallID { fixed.apnsCall }
+        var sendBy: NIODeadline? { fixed.sendBy }
+        var waits: Bool { fixed.waits }
+        var durable: Bool { fixed.durable }
+    }
+}
