@@ -290,6 +290,15 @@ public struct APNsEnvironmentRouter: APNsTransport {
     }
 
     public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
+        // A step's sends are nearly always one environment's: passed on whole, uncopied.
+        if !requests.contains(where: { $0.request.environment == .sandbox }) {
+            production.send(requests, to: sink)
+            return
+        }
+        if !requests.contains(where: { $0.request.environment != .sandbox }) {
+            sandbox.send(requests, to: sink)
+            return
+        }
         var toSandbox: [APNsTaggedRequest] = []
         var toProduction: [APNsTaggedRequest] = []
         for tagged in requests {

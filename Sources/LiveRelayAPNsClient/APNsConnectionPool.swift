@@ -115,8 +115,11 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
         let actions = state.withLockedValue { state in
             var actions: [Machine.Action] = []
-            for tagged in requests {
-                actions += state.machine.submit(APNsPendingRequest(request: tagged.request, sink: sink, tag: tagged.tag))
+            actions.reserveCapacity(requests.count)
+            // By index: each element read where it is, not copied out whole first.
+            for i in requests.indices {
+                state.machine.submit(
+                    APNsPendingRequest(request: requests[i].request, sink: sink, tag: requests[i].tag), into: &actions)
             }
             return actions
         }

@@ -79,20 +79,28 @@ public struct APNsPoolStateMachine<Waiter> {
     // MARK: Requests
 
     public mutating func submit(_ waiter: Waiter) -> [Action] {
-        if isShutDown { return [.fail(waiter, .shutDown)] }
-        if let id = leastLoaded() {
+        var actions: [Action] = []
+        submit(waiter, into: &actions)
+        return actions
+    }
+
+    /// ``submit(_:)`` for a batch: the actions go to the end of `actions`, so a
+    /// fan-out's thousand requests make one array, not two per request (issue 14).
+    public mutating func submit(_ waiter: Waiter, into actions: inout [Action]) {
+        if isShutDown {
+            actions.append(.fail(waiter, .shutDown))
+        } else if let id = leastLoaded() {
             connections[id]!.inFlight += 1
-            return [.dispatch(waiter, to: id)] + connectIfBusy()
+            actions.append(.dispatch(waiter, to: id))
+            actions += connectIfBusy()
+        } else if backingOff && !connections.values.contains(where: { $0.phase != .draining }) {
+            actions.append(.fail(waiter, .connectFailed(lastFailure ?? "backing off after failed connects")))
+        } else if queuedCount >= configuration.maximumQueuedRequests {
+            actions.append(.fail(waiter, .connectFailed("APNs request queue full (\(configuration.maximumQueuedRequests))")))
+        } else {
+            queue.append(waiter)
+            actions += connectIfNeeded()
         }
-        let live = connections.values.contains { $0.phase != .draining }
-        if backingOff && !live {
-            return [.fail(waiter, .connectFailed(lastFailure ?? "backing off after failed connects"))]
-        }
-        guard queuedCount < configuration.maximumQueuedRequests else {
-            return [.fail(waiter, .connectFailed("APNs request queue full (\(configuration.maximumQueuedRequests))"))]
-        }
-        queue.append(waiter)
-        return connectIfNeeded()
     }
 
     /// A connection could not take a request it was given (its limit dropped or it

@@ -37,6 +37,26 @@ struct PoolStateMachineTests {
         #expect(summary(m.submit("c")) == ["dispatch c->0"])
     }
 
+    /// A batch's actions gather in one array, in submission order, the same as one submit at a time.
+    @Test func aBatchSubmitsIntoOneArrayInOrder() {
+        var one = M(configuration: .init(maximumConnections: 2, maximumQueuedRequests: 2, streamsPerConnection: 2))
+        var batch = one
+        let waiters = ["a", "b", "c", "d", "e", "f", "g"]
+        _ = one.submit("first")
+        _ = one.connectionUpdated(0, phase: .ready, streamLimit: 3)
+        _ = batch.submit("first")
+        _ = batch.connectionUpdated(0, phase: .ready, streamLimit: 3)
+        let separately = waiters.flatMap { summary(one.submit($0)) }
+        var actions: [M.Action] = [.connect(9)]
+        for waiter in waiters { batch.submit(waiter, into: &actions) }
+        #expect(summary(actions) == ["connect 9"] + separately)
+        // Dispatched while connection 0 has room, queued up to the bound, then refused.
+        #expect(Array(separately.prefix(3)) == ["dispatch a->0", "connect 1", "dispatch b->0"])
+        #expect(separately.dropFirst(3).allSatisfy { $0.hasPrefix("fail ") })
+        #expect(separately.last?.hasPrefix("fail g") == true)
+        #expect(batch.queuedCount == 2)
+    }
+
     @Test func picksTheLeastLoadedConnection() {
         var m = machine()
         _ = m.submit("a")
