@@ -21,17 +21,18 @@ public struct RegisterToken: StoreMutation {
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
         let key = TokenKey(appID: command.appID, hex: command.hex)
         let existing = state.token(key)
-        var occupant: Token?
-        var activity: Activity?
-        if !command.remove {
+        let plan: TokenRegistration.Plan
+        if command.remove {
+            plan = try TokenRegistration.decide(command, existing: existing, slotOccupant: nil, activity: nil, now: now)
+        } else {
             let candidate = try TokenRegistration.token(from: command, now: now)
-            occupant = candidate.slot.flatMap { state.token(in: $0) }
-            if let activityID = candidate.activityID {
-                activity = state.activity(ActivityKey(appID: command.appID, activityID: activityID))
+            let occupant = candidate.slot.flatMap { state.token(in: $0) }
+            let activity = candidate.activityID.flatMap {
+                state.activity(ActivityKey(appID: command.appID, activityID: $0))
             }
+            plan = try TokenRegistration.decide(
+                command, candidate: candidate, existing: existing, slotOccupant: occupant, activity: activity, now: now)
         }
-        let plan = try TokenRegistration.decide(
-            command, existing: existing, slotOccupant: occupant, activity: activity, now: now)
         if case .create = plan.decision, let tokenQuota { throw .quotaExceeded(appID: command.appID, tokenQuota) }
         var writes: [StoreWrite] = []
         switch plan.decision {

@@ -135,8 +135,19 @@ public enum TokenRegistration {
             guard let existing, existing.kind == kind else { return Plan(decision: .notFound) }
             return Plan(decision: .remove(existing))
         }
+        return try decide(
+            command, candidate: token(from: command, now: now), existing: existing, slotOccupant: slotOccupant,
+            activity: activity, now: now)
+    }
 
-        var token = try token(from: command, now: now)
+    /// ``decide(_:existing:slotOccupant:activity:now:)`` for a registration (not a
+    /// removal) whose token the caller has made already, with ``token(from:now:)``
+    /// to find its slot: made once, not twice, per RegisterToken (issue 14).
+    static func decide(
+        _ command: RegistrationCommand, candidate: Token, existing: Token?, slotOccupant: Token?, activity: Activity?,
+        now: UnixTime
+    ) throws(DomainError) -> Plan {
+        var token = candidate
         let activityWrite =
             token.kind == .update
             ? try activityAfterRegistration(of: token, activity: activity, now: now) : nil
