@@ -290,13 +290,10 @@ public struct APNsEnvironmentRouter: APNsTransport {
     }
 
     public func send(_ requests: [APNsTaggedRequest], to sink: any APNsAnswerSink) {
+        guard let environment = requests.first?.request.environment else { return }
         // A step's sends are nearly always one environment's: passed on whole, uncopied.
-        if !requests.contains(where: { $0.request.environment == .sandbox }) {
-            production.send(requests, to: sink)
-            return
-        }
-        if !requests.contains(where: { $0.request.environment != .sandbox }) {
-            sandbox.send(requests, to: sink)
+        if requests.allSatisfy({ $0.request.environment == environment }) {
+            (environment == .sandbox ? sandbox : production).send(requests, to: sink)
             return
         }
         var toSandbox: [APNsTaggedRequest] = []

@@ -9,7 +9,6 @@ extension DispatchScheduler {
     /// The scheduler stays a value: the shared part is immutable.
     struct Call {
         final class Fixed: Sendable {
-            let app: Int
             let activityID: String
             let timestamp: Int64
             let payload: APNsPayload
@@ -23,10 +22,9 @@ extension DispatchScheduler {
             let durable: Bool
 
             init(
-                app: Int, activityID: String, timestamp: Int64, payload: APNsPayload, headers: APNsHeaders, first: UInt64,
+                activityID: String, timestamp: Int64, payload: APNsPayload, headers: APNsHeaders, first: UInt64,
                 count: Int, apnsCall: APNsCallID, sendBy: NIODeadline?, waits: Bool, durable: Bool
             ) {
-                self.app = app
                 self.activityID = activityID
                 self.timestamp = timestamp
                 self.payload = payload
@@ -44,14 +42,11 @@ extension DispatchScheduler {
         var replied = false
         var account = CallAccount()
 
-        var app: Int { fixed.app }
+        // What the scheduler reads from a call it holds as a whole (sending reads `fixed`).
         var activityID: String { fixed.activityID }
         var timestamp: Int64 { fixed.timestamp }
-        var payload: APNsPayload { fixed.payload }
-        var headers: APNsHeaders { fixed.headers }
         var first: UInt64 { fixed.first }
         var count: Int { fixed.count }
-        var apnsCall: APNsCallID { fixed.apnsCall }
         var sendBy: NIODeadline? { fixed.sendBy }
         var waits: Bool { fixed.waits }
         var durable: Bool { fixed.durable }

@@ -278,7 +278,7 @@ public struct DispatchScheduler {
         let sendBy = [sendBy, lifetimeEnd].compactMap { $0 }.min()
         var call = Call(
             fixed: Call.Fixed(
-                app: a, activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
+                activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
                 headers: batch.headers, first: first, count: n,
                 apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
                 sendBy: sendBy, waits: waitForDelivery, durable: batch.durable))

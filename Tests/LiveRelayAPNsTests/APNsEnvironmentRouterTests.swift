@@ -41,6 +41,7 @@ struct APNsEnvironmentRouterTests {
         ([.sandbox, .sandbox], [], [[0, 1]]),
         ([.production, .sandbox, .production, .sandbox], [[0, 2]], [[1, 3]]),
         ([.sandbox, .production], [[1]], [[0]]),
+        ([], [], []),
     ])
     func eachRequestGoesToItsEnvironment(
         environments: [APNsEnvironment], production expectedProduction: [[UInt64]], sandbox expectedSandbox: [[UInt64]]
