@@ -52,7 +52,7 @@ struct TokenTable: Sendable {
     private var byType = RecordMap<Pair, Ends>()
     private var byUser = RecordMap<Triple, Ends>()
     /// Tokens with their own expiry: the only ones the token sweep must look at.
-    private var expiring = RecordBits()
+    private var expiring = ExpiryIndex()
     private var perApp: [UInt32: Int] = [:]
     private(set) var count = 0
 
@@ -180,7 +180,7 @@ struct TokenTable: Sendable {
     func tokensExpired(at now: UnixTime, limit: Int) -> [Token] {
         var due: [Token] = []
         guard limit > 0 else { return due }
-        expiring.forEach { i in
+        expiring.forEach(dueBy: now.milliseconds) { i in
             if records[Int(i)].expiresAt <= now.milliseconds { due.append(token(at: i)) }
             return due.count < limit
         }
@@ -273,7 +273,7 @@ struct TokenTable: Sendable {
             if let occupant { bySlot.remove(occupant, hash: hash) }
             bySlot.insert(i, hash: hash)
         }
-        if r.hasExpiry { expiring.insert(i) }
+        if r.hasExpiry { expiring.insert(i, expiresAt: r.expiresAt) }
         let (main, isType, user) = lists(of: r)
         if let main {
             if isType {
@@ -288,7 +288,12 @@ struct TokenTable: Sendable {
     private mutating func unindex(_ i: Int32) {
         let r = records[Int(i)]
         if r.device != nil, r.slotScope != 0 { bySlot.remove(i, hash: Self.slotHash(of: r)) }
-        if r.hasExpiry { expiring.remove(i) }
+        if r.hasExpiry, let word = expiring.remove(i, expiresAt: r.expiresAt) {
+            // `i` had its word's earliest expiry: the next earliest is among the word's other records.
+            var earliest = Int64.max
+            expiring.forEachMember(ofWord: word) { earliest = min(earliest, records[Int($0)].expiresAt) }
+            expiring.setEarliest(earliest, ofWord: word)
+        }
         let (main, isType, user) = lists(of: r)
         if let main {
             if isType {

@@ -157,33 +157,69 @@ struct StringPool: Sendable {
     }
 }
 
-/// A set of record numbers as one bit each: the tokens with their own expiry.
-/// Most push-to-start tokens have one (the retention), so this is written on
-/// nearly every RegisterToken; a `Set<Int32>` hashed each number and rehashed
-/// them all as it grew, where a bit costs a shift, and an eighth of a byte
-/// per token instead of about nine.
-struct RecordBits: Sendable {
+/// The tokens with their own expiry: a bit per record number and, for each
+/// run of 64 record numbers (one word of bits), the earliest expiry among
+/// its members, so that a sweep reads only the words that have a token due.
+///
+/// Why: the sweeper asks for the expired tokens every minute, inside a
+/// mutation (under the memory store's lock). Most push-to-start tokens have
+/// an expiry (the retention, 30 days by default), and reading every member's
+/// record to find the due ones took 13 ms at a million tokens, nearly always
+/// to find none (docs/BENCHMARKS.md, "The token sweep's read"). The earliest
+/// expiries cost 8 bytes per 64 records (the bits an eighth of a byte per
+/// record), where an index by minute would cost 20 bytes per token.
+///
+/// The earliest expiry of a word is exact: removing the member that had it
+/// reads the word's other members again (at most 63 records, and only for
+/// that member). Record numbers are handed out in registration order, so a
+/// word's members mostly expire in the order they came.
+struct ExpiryIndex: Sendable {
     private var words: [UInt64] = []
+    /// Per word: the earliest expiry of its members; `Int64.max` when it has none.
+    private var earliest: [Int64] = []
 
-    mutating func insert(_ record: Int32) {
+    mutating func insert(_ record: Int32, expiresAt: Int64) {
         let (word, bit) = Int(record).quotientAndRemainder(dividingBy: 64)
-        if word >= words.count { words.append(contentsOf: repeatElement(0, count: word - words.count + 1)) }
+        if word >= words.count {
+            let added = word - words.count + 1
+            words.append(contentsOf: repeatElement(0, count: added))
+            earliest.append(contentsOf: repeatElement(.max, count: added))
+        }
         words[word] |= 1 << UInt64(bit)
+        earliest[word] = min(earliest[word], expiresAt)
     }
 
-    mutating func remove(_ record: Int32) {
+    /// Takes `record` (whose expiry was `expiresAt`) out. Returns its word
+    /// when `record` had the word's earliest expiry: the caller then finds
+    /// the new earliest among ``forEachMember(ofWord:_:)`` and sets it with
+    /// ``setEarliest(_:ofWord:)`` (the expiries are in its records, not here).
+    mutating func remove(_ record: Int32, expiresAt: Int64) -> Int? {
         let (word, bit) = Int(record).quotientAndRemainder(dividingBy: 64)
-        guard word < words.count else { return }
+        guard word < words.count, words[word] & (1 << UInt64(bit)) != 0 else { return nil }
         words[word] &= ~(1 << UInt64(bit))
+        guard expiresAt <= earliest[word] else { return nil }
+        earliest[word] = .max
+        return words[word] == 0 ? nil : word
     }
 
-    /// The members in increasing order until `body` returns false.
-    func forEach(_ body: (Int32) -> Bool) {
-        for (w, word) in words.enumerated() where word != 0 {
-            var rest = word
+    func forEachMember(ofWord word: Int, _ body: (Int32) -> Void) {
+        var rest = words[word]
+        while rest != 0 {
+            body(Int32(word * 64 + rest.trailingZeroBitCount))
+            rest &= rest - 1
+        }
+    }
+
+    mutating func setEarliest(_ expiresAt: Int64, ofWord word: Int) { earliest[word] = expiresAt }
+
+    /// In increasing order, the members of the words whose earliest expiry
+    /// is at or before `now`, until `body` returns false. Members that are
+    /// not due yet are among them: `body` checks each one's own expiry.
+    func forEach(dueBy now: Int64, _ body: (Int32) -> Bool) {
+        for w in words.indices where earliest[w] <= now {
+            var rest = words[w]
             while rest != 0 {
-                let bit = rest.trailingZeroBitCount
-                guard body(Int32(w * 64 + bit)) else { return }
+                guard body(Int32(w * 64 + rest.trailingZeroBitCount)) else { return }
                 rest &= rest - 1
             }
         }

@@ -2,46 +2,96 @@ import Testing
 
 @testable import LiveRelayDomain
 
-/// ``RecordBits`` against a `Set`, across word boundaries and removals.
-@Suite struct RecordBitsTests {
-    @Test func holdsWhatASetHoldsInIncreasingOrder() {
-        var bits = RecordBits()
-        var model = Set<Int32>()
+/// ``ExpiryIndex`` against a dictionary of expiries, across word boundaries,
+/// removals and moved expiries, the way ``TokenTable`` drives it.
+@Suite struct ExpiryIndexTests {
+    /// The index and its model, changed together; removal refreshes a word's
+    /// earliest expiry as `TokenTable.unindex` does.
+    struct Harness {
+        var index = ExpiryIndex()
+        var model: [Int32: Int64] = [:]
+
+        mutating func insert(_ record: Int32, _ expiresAt: Int64) {
+            remove(record)
+            index.insert(record, expiresAt: expiresAt)
+            model[record] = expiresAt
+        }
+
+        mutating func remove(_ record: Int32) {
+            guard let old = model.removeValue(forKey: record) else { return }
+            if let word = index.remove(record, expiresAt: old) {
+                var earliest = Int64.max
+                index.forEachMember(ofWord: word) { earliest = min(earliest, model[$0]!) }
+                index.setEarliest(earliest, ofWord: word)
+            }
+        }
+
+        /// What a sweep at `now` reads: every member the index visits.
+        func visited(dueBy now: Int64) -> [Int32] {
+            var seen: [Int32] = []
+            index.forEach(dueBy: now) {
+                seen.append($0)
+                return true
+            }
+            return seen
+        }
+    }
+
+    @Test func visitsEveryDueRecordAndNoWordWithoutOne() {
+        var h = Harness()
         var seed: UInt64 = 11
         func next(_ n: Int) -> Int {
             seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return Int((seed >> 33) % UInt64(n))
         }
-        bits.remove(5_000)  // beyond the words: nothing to do
-        for _ in 0..<20_000 {
-            let record = Int32(next(3_000))
-            if next(3) == 0 {
-                bits.remove(record)
-                model.remove(record)
-            } else {
-                bits.insert(record)
-                model.insert(record)
+        #expect(h.index.remove(5_000, expiresAt: 1) == nil)  // beyond the words: nothing to do
+        for round in 0..<40 {
+            for _ in 0..<500 {
+                let record = Int32(next(3_000))
+                if next(3) == 0 { h.remove(record) } else { h.insert(record, Int64(next(10_000))) }
+            }
+            for now in [-1, 0, 50, 2_500, 9_999, Int64(round * 250)] {
+                let visited = h.visited(dueBy: now)
+                #expect(visited == visited.sorted())
+                // Every due record is visited...
+                let due = Set(h.model.filter { $0.value <= now }.keys)
+                #expect(due.isSubset(of: Set(visited)))
+                // ...and only words that have one: the earliest expiries are exact, not stale.
+                let dueWords = Set(due.map { $0 / 64 })
+                #expect(Set(visited.map { $0 / 64 }) == dueWords)
             }
         }
-        var seen: [Int32] = []
-        bits.forEach {
-            seen.append($0)
-            return true
-        }
-        #expect(seen == model.sorted())
-        // Stopping early: exactly the first members.
+    }
+
+    @Test func aWordsEarliestFollowsItsMembers() {
+        var h = Harness()
+        h.insert(3, 100)
+        h.insert(70, 50)  // the next word
+        h.insert(5, 300)
+        #expect(h.visited(dueBy: 99) == [70])
+        #expect(h.visited(dueBy: 100) == [3, 5, 70])  // the word of 3 and 5 is read whole
+        // The earliest leaves: its word's earliest becomes the next one's.
+        h.remove(3)
+        #expect(h.visited(dueBy: 299) == [70])
+        #expect(h.visited(dueBy: 300) == [5, 70])
+        // An expiry moved later (a refreshed retention) leaves nothing behind.
+        h.insert(70, 1_000)
+        #expect(h.visited(dueBy: 999) == [5])
+        h.remove(5)
+        #expect(h.visited(dueBy: 999).isEmpty)
+        #expect(h.visited(dueBy: 1_000) == [70])
+    }
+
+    @Test func stopsWhenTheBodySays() {
+        var h = Harness()
+        for record in Int32(0)..<200 { h.insert(record, Int64(record)) }
         var first: [Int32] = []
-        bits.forEach {
+        h.index.forEach(dueBy: .max) {
             first.append($0)
             return first.count < 10
         }
-        #expect(first == Array(model.sorted().prefix(10)))
-        for record in [Int32(0), 63, 64, 127, 128] { bits.insert(record) }
-        var edges: [Int32] = []
-        bits.forEach {
-            if [0, 63, 64, 127, 128].contains($0) { edges.append($0) }
-            return true
-        }
-        #expect(edges == [0, 63, 64, 127, 128])
+        #expect(first == Array(0..<10))
+        #expect(h.visited(dueBy: 63) == Array(0..<64))
+        #expect(h.visited(dueBy: 64) == Array(0..<128))
     }
 }

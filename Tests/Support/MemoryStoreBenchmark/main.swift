@@ -103,7 +103,9 @@ for i in 0..<count {
             attributesType: "DeliveryAttributes", externalUserID: "user-\(i / 4)", deviceID: scatter.uuid())
     }
     let before = monotonic()
-    let plan = try state.apply(RegisterToken(request), now: now)
+    // Push-to-start tokens with the retention `serve` gives them by default (30 days), so
+    // that each has an expiry, as in a server.
+    let plan = try state.apply(RegisterToken(request, pushToStartRetention: .hours(30 * 24)), now: now)
     note(monotonic() - before, stored: i + 1000)
     precondition(plan.result == .created)
 }
@@ -148,4 +150,13 @@ if shape == "activities" {
     before = monotonic()
     let due = state.activitiesDue(at: now, limit: 10_000)
     print("activitiesDue(at:limit:) found \(due.count) due in \(ms(monotonic() - before)) ms")
+}
+if shape != "activities" {
+    // The token sweep's read (every 60 s, inside the Sweep mutation, so under the store's
+    // lock): none due, then the first 10,000 once all are.
+    for at in [now, now + .hours(31 * 24)] {
+        let before = monotonic()
+        let due = state.tokensExpired(at: at, limit: 10_000)
+        print("tokensExpired(at:limit: 10,000) found \(due.count) due in \(ms(monotonic() - before)) ms")
+    }
 }
