@@ -16,6 +16,7 @@ import LiveRelayCollections
 /// hex: only hand-made tokens, validation refuses them) is not packable, and
 /// ``TokenTable`` keeps it as an interned string instead.
 struct PackedHex: Hashable, Sendable {
+    /// Character `i` is nibble `15 - i % 16` of word `i / 16` (the first character on top).
     private var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0, w3: UInt64 = 0
     /// Characters; 0 for "not packed" (the token is interned instead).
     private(set) var length: UInt8 = 0
@@ -24,11 +25,11 @@ struct PackedHex: Hashable, Sendable {
 
     private init() {}
 
-    /// One pass over the UTF-8 bytes, a 64-bit word per 16 characters: every
-    /// lookup and write of a token packs its hex, so this is on the ingest
-    /// path several times per RegisterToken (iterating `hex.utf8` with a
-    /// word chosen per character cost about 3,500 instructions for 64
-    /// characters; this costs a tenth of that).
+    /// Every lookup and write of a token packs its hex (twice per
+    /// RegisterToken), and every fan-out target unpacks one: eight
+    /// characters at a time in one 64-bit word (SWAR), the rest one by one.
+    /// A loop per character cost about 1,000 instructions for 64 characters
+    /// each way (docs/BENCHMARKS.md, "PackedHex eight characters at a time").
     init?(_ hex: String) {
         var hex = hex
         // Native strings are contiguous; a bridged or lazily made one is made so once.
@@ -36,37 +37,65 @@ struct PackedHex: Hashable, Sendable {
         self = packed
     }
 
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highBits: UInt64 = 0x8080_8080_8080_8080
+
+    /// The nibbles of eight hex characters (the first in the low byte, as
+    /// loaded from memory), nil unless each is `0-9` or `a-f`.
+    private static func nibbles(_ chars: UInt64) -> UInt64? {
+        // Bytes below 0x80 add without carrying into the next byte: bit 7 of
+        // `c + (0x80 - lo)` says `c >= lo`.
+        guard chars & highBits == 0 else { return nil }
+        let digit = (chars &+ ones &* 0x50) & ~(chars &+ ones &* 0x46)
+        let letter = (chars &+ ones &* 0x1F) & ~(chars &+ ones &* 0x19)
+        guard (digit | letter) & highBits == highBits else { return nil }
+        // '0'...'9' -> 0...9; 'a'...'f' -> 1...6, plus 9.
+        return (chars & (ones &* 0x0F)) &+ ((letter & highBits) >> 7) &* 9
+    }
+
+    /// Eight nibbles, one per byte with the first in the low byte, as 32 bits with the first on top.
+    private static func gather(_ n: UInt64) -> UInt64 {
+        let pairs = (n & 0x000F_000F_000F_000F) << 4 | (n >> 8) & 0x000F_000F_000F_000F
+        let quads = (pairs & 0x0000_00FF_0000_00FF) << 8 | (pairs >> 16) & 0x0000_00FF_0000_00FF
+        return (quads & 0xFFFF) << 16 | (quads >> 32) & 0xFFFF
+    }
+
+    /// The inverse of ``gather(_:)``.
+    private static func scatter(_ bits: UInt64) -> UInt64 {
+        let quads = (bits >> 16) & 0xFFFF | (bits & 0xFFFF) << 32
+        let pairs = (quads >> 8) & 0x0000_00FF_0000_00FF | (quads & 0x0000_00FF_0000_00FF) << 16
+        return (pairs >> 4) & 0x000F_000F_000F_000F | (pairs & 0x000F_000F_000F_000F) << 8
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt64? {
+        if c &- 0x30 < 10 { return UInt64(c &- 0x30) }
+        if c &- 0x61 < 6 { return UInt64(c &- 0x61 &+ 10) }
+        return nil
+    }
+
     private static func pack(_ bytes: UnsafeBufferPointer<UInt8>) -> PackedHex? {
         let count = bytes.count
-        guard count > 0, count <= 64, count % 2 == 0 else { return nil }
+        guard count > 0, count <= 64, count % 2 == 0, let base = bytes.baseAddress else { return nil }
         var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        var start = 0
-        var w = 0
-        while start < count {
-            let end = min(start + 16, count)
-            var word: UInt64 = 0
-            for i in start..<end {
-                let c = bytes[i]
-                let nibble: UInt8
-                if c &- 0x30 < 10 {
-                    nibble = c &- 0x30
-                } else if c &- 0x61 < 6 {
-                    nibble = c &- 0x61 &+ 10
-                } else {
-                    return nil
-                }
-                word = word << 4 | UInt64(nibble)
+        func add(_ bits: UInt64, at i: Int) {
+            switch i / 16 {
+            case 0: words.0 |= bits
+            case 1: words.1 |= bits
+            case 2: words.2 |= bits
+            default: words.3 |= bits
             }
-            // A word's first character is its top nibble, as when it is full.
-            word <<= UInt64((16 - (end - start)) * 4)
-            switch w {
-            case 0: words.0 = word
-            case 1: words.1 = word
-            case 2: words.2 = word
-            default: words.3 = word
-            }
-            w += 1
-            start = end
+        }
+        var i = 0
+        while i + 8 <= count {
+            let chars = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+            guard let n = nibbles(chars) else { return nil }
+            add(gather(n) << (i % 16 == 0 ? 32 : 0), at: i)
+            i += 8
+        }
+        while i < count {
+            guard let n = nibble(bytes[i]) else { return nil }
+            add(n << UInt64((15 - i % 16) * 4), at: i)
+            i += 1
         }
         var packed = PackedHex()
         (packed.w0, packed.w1, packed.w2, packed.w3) = words
@@ -74,25 +103,35 @@ struct PackedHex: Hashable, Sendable {
         return packed
     }
 
-    private func nibble(_ i: Int) -> UInt8 {
-        let word =
-            switch i / 16 {
-            case 0: w0
-            case 1: w1
-            case 2: w2
-            default: w3
-            }
-        return UInt8(truncatingIfNeeded: word >> UInt64((15 - i % 16) * 4)) & 0xF
+    private func word(_ i: Int) -> UInt64 {
+        switch i / 16 {
+        case 0: w0
+        case 1: w1
+        case 2: w2
+        default: w3
+        }
     }
 
     /// The hex it was made from.
     var string: String {
         String(unsafeUninitializedCapacity: Int(length)) { buffer in
-            for i in 0..<Int(length) {
-                let v = nibble(i)
-                buffer[i] = v < 10 ? 0x30 &+ v : 0x61 &+ v &- 10
+            let count = Int(length)
+            guard let base = buffer.baseAddress else { return 0 }
+            var i = 0
+            while i + 8 <= count {
+                let n = Self.scatter(word(i) >> (i % 16 == 0 ? 32 : 0) & 0xFFFF_FFFF)
+                // 0...9 -> '0'...'9'; 10...15 -> 'a'...'f' (0x57 + n = 0x30 + n + 0x27).
+                let letter = ((n &+ Self.ones &* 0x76) & Self.highBits) >> 7
+                let chars = n &+ Self.ones &* 0x30 &+ letter &* 0x27
+                UnsafeMutableRawPointer(base + i).storeBytes(of: chars.littleEndian, as: UInt64.self)
+                i += 8
             }
-            return Int(length)
+            while i < count {
+                let v = UInt8(truncatingIfNeeded: word(i) >> UInt64((15 - i % 16) * 4)) & 0xF
+                buffer[i] = v < 10 ? 0x30 &+ v : 0x57 &+ v
+                i += 1
+            }
+            return count
         }
     }
 }
