@@ -55,6 +55,13 @@ struct TokenTable: Sendable {
     private var expiring = ExpiryIndex()
     private var perApp: [UInt32: Int] = [:]
     private(set) var count = 0
+    /// The pool ids of the app and of the scope (attributes type or activity)
+    /// of the last token written. Most calls name the app, and often the
+    /// scope, of the call before, and comparing a string with the pool's costs
+    /// a fraction of hashing it: six string hashes per RegisterToken were
+    /// about 2,700 instructions (docs/BENCHMARKS.md, "String ids by hint").
+    /// Only hints: ``StringPool/id(of:hint:)`` checks them.
+    private var appHint: UInt32 = 0, scopeHint: UInt32 = 0
 
     // MARK: Hashes
 
@@ -82,7 +89,7 @@ struct TokenTable: Sendable {
     // MARK: Reads
 
     private func find(_ key: TokenKey) -> Int32? {
-        guard let app = pool.id(of: key.appID) else { return nil }
+        guard let app = pool.id(of: key.appID, hint: appHint) else { return nil }
         var hex = PackedHex.none
         var hexID: UInt32 = 0
         if let packed = PackedHex(key.hex) {
@@ -135,7 +142,8 @@ struct TokenTable: Sendable {
         case let .update(a, activity, d): (appID, pushToStart, scopeString, device) = (a, false, activity, d)
         case let .pushToStart(a, d, type): (appID, pushToStart, scopeString, device) = (a, true, type, d)
         }
-        guard let app = pool.id(of: appID), let scope = pool.id(of: scopeString) else { return nil }
+        guard let app = pool.id(of: appID, hint: appHint), let scope = pool.id(of: scopeString, hint: scopeHint)
+        else { return nil }
         let found = bySlot.find(hash: Self.slotHash(app, pushToStart, scope, device)) {
             let r = records[Int($0)]
             return r.app == app && r.isPushToStart == pushToStart && r.slotScope == scope && r.device == device
@@ -144,7 +152,7 @@ struct TokenTable: Sendable {
     }
 
     private func pair(_ appID: String, _ id: String) -> Pair? {
-        guard let app = pool.id(of: appID), let id = pool.id(of: id) else { return nil }
+        guard let app = pool.id(of: appID, hint: appHint), let id = pool.id(of: id, hint: scopeHint) else { return nil }
         return Pair(app: app, id: id)
     }
 
@@ -238,9 +246,15 @@ struct TokenTable: Sendable {
         if let packed = PackedHex(token.hex) { hex = packed } else { hexID = pool.retain(token.hex) }
         let flags: UInt8 =
             (token.kind == .pushToStart ? 1 : 0) | (token.environment == .production ? 2 : 0) | (token.expiresAt != nil ? 4 : 0)
+        let app = pool.retain(token.appID, hint: appHint)
+        let activity = pool.retain(token.activityID, hint: scopeHint)
+        let type = pool.retain(token.attributesType, hint: scopeHint)
+        let scope = token.kind == .pushToStart ? type : activity
+        appHint = app
+        if scope != 0 { scopeHint = scope }
         return Record(
-            hex: hex, flags: flags, hexID: hexID, app: pool.retain(token.appID), activity: pool.retain(token.activityID),
-            type: pool.retain(token.attributesType), user: pool.retain(token.externalUserID),
+            hex: hex, flags: flags, hexID: hexID, app: app, activity: activity,
+            type: type, user: pool.retain(token.externalUserID),
             next: -1, prev: -1, userNext: -1, userPrev: -1, device: token.deviceID,
             createdAt: token.createdAt.milliseconds, updatedAt: token.updatedAt.milliseconds,
             expiresAt: token.expiresAt?.milliseconds ?? 0)

@@ -161,11 +161,27 @@ struct StringPool: Sendable {
     /// The id of `string` if some stored token uses it.
     func id(of string: String) -> UInt32? { find(string, hash: string.hashValue) }
 
+    /// Whether `hint` is the id of `string`: a comparison instead of a hash.
+    /// Each stored string has one id, so a live id holding an equal string is
+    /// the answer, however old the hint (a freed id holds no user).
+    private func names(_ hint: UInt32, _ string: String) -> Bool {
+        hint != 0 && Int(hint) < counts.count && counts[Int(hint)] > 0 && strings[Int(hint)] == string
+    }
+
+    /// ``id(of:)``, trying `hint` first: an id that often names `string`
+    /// (see ``TokenTable``'s hints).
+    func id(of string: String, hint: UInt32) -> UInt32? { names(hint, string) ? hint : id(of: string) }
+
     subscript(id: UInt32) -> String? { id == 0 ? nil : strings[Int(id)] }
 
-    /// The id of `string` (0 for nil), counting one more user of it.
-    mutating func retain(_ string: String?) -> UInt32 {
+    /// The id of `string` (0 for nil), counting one more user of it; `hint`
+    /// as for ``id(of:hint:)``.
+    mutating func retain(_ string: String?, hint: UInt32 = 0) -> UInt32 {
         guard let string else { return 0 }
+        if names(hint, string) {
+            counts[Int(hint)] += 1
+            return hint
+        }
         let hash = string.hashValue
         if let id = find(string, hash: hash) {
             counts[Int(id)] += 1

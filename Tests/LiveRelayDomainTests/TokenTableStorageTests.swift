@@ -95,3 +95,36 @@ import Testing
         #expect(h.visited(dueBy: 64) == Array(0..<128))
     }
 }
+
+/// ``StringPool``'s hints: an id tried before hashing is taken only when it
+/// is a live id of an equal string, however stale.
+@Suite struct StringPoolHintTests {
+    @Test func aHintIsTakenOnlyWhenItNamesTheString() {
+        var pool = StringPool()
+        let a = pool.retain("app-a")
+        let b = pool.retain("app-b")
+        #expect(pool.id(of: "app-a", hint: a) == a)
+        #expect(pool.id(of: "app-a", hint: b) == a)  // another string's id: found by its hash
+        #expect(pool.id(of: "app-a", hint: 9_999) == a)  // beyond the pool
+        #expect(pool.retain("app-b", hint: a) == b)  // counted on b, not a
+        #expect(pool.retain("app-b", hint: b) == b)
+
+        pool.release(a)  // a's last user: its id is free
+        #expect(pool.id(of: "app-a", hint: a) == nil)
+        #expect(pool.id(of: "", hint: a) == nil)  // a free id holds "", but no user
+        let c = pool.retain("app-c")
+        #expect(c == a)  // the free id, reused
+        #expect(pool.id(of: "app-a", hint: c) == nil)
+        let again = pool.retain("app-a", hint: c)
+        #expect(again != c)
+        #expect(pool[c] == "app-c")
+        #expect(pool[again] == "app-a")
+
+        // b has three users now: it stays until the third release.
+        pool.release(b)
+        pool.release(b)
+        #expect(pool.id(of: "app-b", hint: b) == b)
+        pool.release(b)
+        #expect(pool.id(of: "app-b", hint: b) == nil)
+    }
+}
