@@ -245,16 +245,20 @@ struct ExpiryIndex: Sendable {
     }
 
     /// Takes `record` (whose expiry was `expiresAt`) out. Returns its word
-    /// when `record` had the word's earliest expiry: the caller then finds
-    /// the new earliest among ``forEachMember(ofWord:_:)`` and sets it with
-    /// ``setEarliest(_:ofWord:)`` (the expiries are in its records, not here).
+    /// when `record` had the word's earliest expiry and others remain: the
+    /// caller then finds the new earliest among ``forEachMember(ofWord:_:)``
+    /// and sets it with ``setEarliest(_:ofWord:)`` (the expiries are in its
+    /// records, not here). Until then the old one stands: a word read too
+    /// early, never one skipped.
     mutating func remove(_ record: Int32, expiresAt: Int64) -> Int? {
         let (word, bit) = Int(record).quotientAndRemainder(dividingBy: 64)
         guard word < words.count, words[word] & (1 << UInt64(bit)) != 0 else { return nil }
         words[word] &= ~(1 << UInt64(bit))
-        guard expiresAt <= earliest[word] else { return nil }
-        earliest[word] = .max
-        return words[word] == 0 ? nil : word
+        if words[word] == 0 {
+            earliest[word] = .max
+            return nil
+        }
+        return expiresAt <= earliest[word] ? word : nil
     }
 
     func forEachMember(ofWord word: Int, _ body: (Int32) -> Void) {
