@@ -307,9 +307,9 @@ public struct ActivityService: LiveRelayService {
 
     // MARK: Housekeeping
 
-    /// One expiry sweep (at most `limit` activities and tokens).
-    public func sweep(limit: Int = 10_000, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
-        let swept = store.apply(Sweep(limit: limit), now: clock.now(), on: eventLoop).map { report in
+    /// One expiry sweep (at most `limit` activities and tokens; by default the store's ``ActivityStore/sweepLimit``).
+    public func sweep(limit: Int? = nil, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
+        let swept = store.apply(Sweep(limit: limit ?? store.sweepLimit), now: clock.now(), on: eventLoop).map { report in
             if !report.isEmpty {
                 self.logger.info(
                     "swept activities and tokens",

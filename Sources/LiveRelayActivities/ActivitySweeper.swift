@@ -3,8 +3,9 @@ import ServiceLifecycle
 
 /// Runs the expiry sweep (``ActivityService/sweep(limit:on:)``) every
 /// `interval` until graceful shutdown, and at each turn again and again while a
-/// pass finds work: one pass is capped (`limit`, one store transaction), so a
-/// backlog larger than that clears at once instead of one pass per interval.
+/// pass finds work: one pass is capped (`limit`, by default the store's
+/// `sweepLimit`: one store transaction), so a backlog larger than that clears
+/// at once instead of one pass per interval.
 /// Expiry is also enforced lazily by the rules, so the interval only bounds how
 /// long dead tokens and records linger.
 /// In the server's `ServiceGroup` it stops right after the RPC server, before
@@ -12,11 +13,11 @@ import ServiceLifecycle
 public struct ActivitySweeper: Service {
     private let service: ActivityService
     private let interval: TimeAmount
-    private let limit: Int
+    private let limit: Int?
     private let eventLoop: any EventLoop
 
     public init(
-        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int = 10_000, on eventLoop: any EventLoop
+        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int? = nil, on eventLoop: any EventLoop
     ) {
         self.service = service
         self.interval = interval

@@ -303,9 +303,14 @@ struct TokenTable: Sendable {
         let r = records[Int(i)]
         if r.device != nil, r.slotScope != 0 { bySlot.remove(i, hash: Self.slotHash(of: r)) }
         if r.hasExpiry, let word = expiring.remove(i, expiresAt: r.expiresAt) {
-            // `i` had its word's earliest expiry: the next earliest is among the word's other records.
+            // `i` had its word's earliest expiry: the next earliest is among the word's other
+            // records, and one with the same expiry ends the search (tokens registered
+            // together share one, and each would read the whole word again).
             var earliest = Int64.max
-            expiring.forEachMember(ofWord: word) { earliest = min(earliest, records[Int($0)].expiresAt) }
+            expiring.forEachMember(ofWord: word) {
+                earliest = min(earliest, records[Int($0)].expiresAt)
+                return earliest > r.expiresAt
+            }
             expiring.setEarliest(earliest, ofWord: word)
         }
         let (main, isType, user) = lists(of: r)

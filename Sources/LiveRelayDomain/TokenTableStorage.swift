@@ -261,10 +261,11 @@ struct ExpiryIndex: Sendable {
         return expiresAt <= earliest[word] ? word : nil
     }
 
-    func forEachMember(ofWord word: Int, _ body: (Int32) -> Void) {
+    /// The members of `word` in increasing order, until `body` returns false.
+    func forEachMember(ofWord word: Int, _ body: (Int32) -> Bool) {
         var rest = words[word]
         while rest != 0 {
-            body(Int32(word * 64 + rest.trailingZeroBitCount))
+            guard body(Int32(word * 64 + rest.trailingZeroBitCount)) else { return }
             rest &= rest - 1
         }
     }

@@ -68,10 +68,17 @@ public protocol ActivityStore: Sendable {
 
     /// Flushes and releases the store; calls after it fail.
     func close() async throws
+
+    /// How many activities and tokens one sweep pass (``LiveRelayDomain/Sweep``)
+    /// should take: a pass is one mutation, so one transaction of a SQL store
+    /// and one hold of the memory store's lock. 10,000 by default.
+    var sweepLimit: Int { get }
 }
 
 extension ActivityStore {
     public func close() async throws {}
+
+    public var sweepLimit: Int { 10_000 }
 
     public func apply<M: StoreMutation>(
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,

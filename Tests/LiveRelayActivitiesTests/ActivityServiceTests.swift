@@ -235,6 +235,24 @@ import Testing
         #expect(try await sweeper.sweepUntilClear() == 0)
     }
 
+    /// A pass of the memory store's takes at most its own limit (a tenth of the SQL stores'):
+    /// each pass holds the lock every call waits for.
+    @Test func aSweepPassTakesAtMostTheStoresLimit() async throws {
+        let h = Harness()
+        #expect(h.store.sweepLimit == 1_000)
+        for i in 0..<1_001 {
+            var request = pushToStart(hex(i), device: "d\(i)")
+            request.expiresAt = t0.seconds + 60
+            try await h.register(request)
+        }
+        h.clock.advance(by: .minutes(2))
+        let first = try await h.service.sweep(on: h.loop).get()
+        #expect(first.deletedTokens.count == 1_000)
+        let second = try await h.service.sweep(on: h.loop).get()
+        #expect(second.deletedTokens.count == 1)
+        #expect(h.store.snapshot.tokenCount == 0)
+    }
+
     @Test func afterEightHoursTheSweepExpiresTheActivity() async throws {
         let h = try await started()
         h.clock.advance(by: .hours(8))

@@ -21,7 +21,10 @@ import Testing
             guard let old = model.removeValue(forKey: record) else { return }
             if let word = index.remove(record, expiresAt: old) {
                 var earliest = Int64.max
-                index.forEachMember(ofWord: word) { earliest = min(earliest, model[$0]!) }
+                index.forEachMember(ofWord: word) {
+                    earliest = min(earliest, model[$0]!)
+                    return earliest > old
+                }
                 index.setEarliest(earliest, ofWord: word)
             }
         }
@@ -80,6 +83,15 @@ import Testing
         h.remove(5)
         #expect(h.visited(dueBy: 999).isEmpty)
         #expect(h.visited(dueBy: 1_000) == [70])
+        // Equal expiries (tokens registered together): the earliest stays until the last of them leaves.
+        h.insert(128, 500)
+        h.insert(129, 500)
+        h.insert(130, 700)
+        h.remove(128)
+        #expect(h.visited(dueBy: 500) == [129, 130])
+        h.remove(129)
+        #expect(h.visited(dueBy: 699).isEmpty)
+        #expect(h.visited(dueBy: 700) == [130])
     }
 
     @Test func stopsWhenTheBodySays() {

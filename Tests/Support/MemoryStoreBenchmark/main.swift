@@ -159,6 +159,18 @@ if shape != "activities" {
         let due = state.tokensExpired(at: at, limit: 10_000)
         print("tokensExpired(at:limit: 10,000) found \(due.count) due in \(ms(monotonic() - before)) ms")
     }
+    // Whole sweep passes once every token is due (a mass expiry), as the sweeper makes them:
+    // each is one mutation under the store's lock, reading and deleting up to its limit.
+    let expired = now + .hours(31 * 24)
+    for limit in [10_000, 1_000] {
+        var passes: [Double] = []
+        for _ in 0..<5 {
+            let before = monotonic()
+            _ = try state.apply(Sweep(limit: limit), now: expired)
+            passes.append(ms(monotonic() - before))
+        }
+        print("Sweep(limit: \(limit)) with every token due, 5 passes: \(passes) ms")
+    }
 }
 if shape == "update" {
     // The fan-out's read: every update token of every activity, as the push targets a
