@@ -30,8 +30,8 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     public var snapshot: InMemoryState { lock.withLock { state } }
 
     /// A tenth of the SQL stores': a pass holds the lock every call waits
-    /// for, and deleting 10,000 due tokens held it 40–84 ms at a million
-    /// tokens, 1,000 about 3 ms (docs/BENCHMARKS.md, "The token sweep's read").
+    /// for, and deleting 10,000 due tokens held it 46–100 ms at a million
+    /// tokens, 1,000 for 2–7 ms (docs/BENCHMARKS.md, "The token sweep's read").
     /// The sweeper runs passes until one finds nothing, so a mass expiry
     /// still clears in one turn, in short holds.
     public var sweepLimit: Int { 1_000 }
