@@ -138,6 +138,9 @@ public struct InMemoryState: StateReader, Sendable {
     public func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord? { records[activity]?[key] }
 
     public func updateTokens(of activity: ActivityKey) -> [Token] { tokens.updateTokens(of: activity) }
+    public func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
+        tokens.updateTokenKeys(of: activity, limit: limit)
+    }
 
     public func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
         tokens.updateTargets(of: activity, at: now)

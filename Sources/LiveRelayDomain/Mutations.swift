@@ -14,8 +14,13 @@ public protocol StateReader {
     func token(in slot: TokenSlot) -> Token?
     func activity(_ key: ActivityKey) -> Activity?
     func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord?
-    /// Hot lookup 1: the update tokens of an activity (an end deletes them, the sweep too).
+    /// Hot lookup 1: the update tokens of an activity (an end deletes them).
     func updateTokens(of activity: ActivityKey) -> [Token]
+    /// The keys of at most `limit` of the activity's update tokens, in no
+    /// particular order: what the sweep deletes a pass at a time, so that an
+    /// activity with a million tokens costs a thousand short passes, not one
+    /// long one or a thousand reads of a million.
+    func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey]
     /// Hot lookup 1 as an update's fan-out needs it: where the pushes go (each
     /// update token's hex and environment), without the tokens past their own
     /// expiry at `now`. The same as ``updateTokens(of:)`` filtered and mapped,
@@ -35,6 +40,13 @@ public protocol StateReader {
     /// with their lease over at `now` (any lease with `evenIfLeased`: a node
     /// that knows it is the only one), the longest-expired first, at most `limit`.
     func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent]
+}
+
+extension StateReader {
+    /// By default the whole list, cut: the memory and SQLite stores read only `limit`.
+    public func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
+        updateTokens(of: activity).prefix(max(0, limit)).map(\.key)
+    }
 }
 
 /// One change a rule asks the store to make. Plans are lists of these so that

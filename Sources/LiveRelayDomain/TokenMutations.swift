@@ -101,6 +101,13 @@ public struct SweepReport: Hashable, Sendable {
 /// tokens; ended ones become dismissed at their dismissal date; finished ones
 /// are purged after the retention; tokens past their own expiry go.
 /// Push-to-start tokens without an expiry are never swept (only removal or pruning ends them).
+///
+/// A pass does at most `limit` things: each activity changed and each token
+/// deleted counts, the tokens of an expiring activity included, since a pass
+/// is one mutation (one SQL transaction, one hold of the memory store's lock).
+/// An activity expires with as many of its update tokens as the pass has room
+/// for (an update to it is refused from then on either way), the rest go
+/// before its purge: a purge waits until a pass has deleted the last of them.
 public struct Sweep: StoreMutation {
     /// Caps one sweep's work (and a SQL store's transaction); run again while the report is non-empty.
     public var limit: Int
@@ -111,30 +118,46 @@ public struct Sweep: StoreMutation {
         var report = SweepReport()
         var writes: [StoreWrite] = []
         var deleted = Set<TokenKey>()
+        /// What is left of `limit` in this pass.
+        var budget = limit
         func delete(_ key: TokenKey) {
             if deleted.insert(key).inserted {
                 writes.append(.deleteToken(key))
                 report.deletedTokens.append(key)
+                budget -= 1
             }
         }
+        /// Deletes as many of the activity's update tokens as the budget has room for; true when that was all of them.
+        func deleteUpdateTokens(of activity: ActivityKey) -> Bool {
+            let room = max(0, budget)
+            // One more than there is room for says whether any would be left.
+            let keys = state.updateTokenKeys(of: activity, limit: room + 1)
+            keys.prefix(room).forEach(delete)
+            return keys.count <= room
+        }
         for var activity in state.activitiesDue(at: now, limit: limit) where activity.sweepDeadline <= now {
+            guard budget > 0 else { break }
             switch activity.state {
             case .starting, .active:
                 activity.state = .expired
                 writes.append(.putActivity(activity))
                 report.expired.append(activity.key)
-                state.updateTokens(of: activity.key).forEach { delete($0.key) }
+                budget -= 1
+                _ = deleteUpdateTokens(of: activity.key)
             case .ended:
                 activity.state = .dismissed
                 writes.append(.putActivity(activity))
                 report.dismissed.append(activity.key)
+                budget -= 1
             case .expired, .dismissed:
+                // Still due after this pass when tokens are left: the next pass goes on.
+                guard deleteUpdateTokens(of: activity.key) else { continue }
                 writes.append(.deleteActivity(activity.key))
                 report.purged.append(activity.key)
-                state.updateTokens(of: activity.key).forEach { delete($0.key) }
+                budget -= 1
             }
         }
-        for token in state.tokensExpired(at: now, limit: limit) where token.isExpired(at: now) {
+        for token in state.tokensExpired(at: now, limit: max(0, budget)) where token.isExpired(at: now) {
             delete(token.key)
         }
         return MutationPlan(writes: writes, outcome: report)

@@ -160,6 +160,19 @@ struct TokenTable: Sendable {
         tokens(pair(activity.appID, activity.activityID).flatMap { byActivity[$0] })
     }
 
+    /// The first `limit` of the activity's list, as keys.
+    func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
+        guard limit > 0, let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }
+        var keys: [TokenKey] = []
+        var i = ends.head
+        while i >= 0, keys.count < limit {
+            let r = records[Int(i)]
+            keys.append(TokenKey(appID: activity.appID, hex: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? ""))
+            i = r.next
+        }
+        return keys
+    }
+
     /// The fan-out: one pass over the activity's list, one `String` (the hex) per live token.
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
         guard let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }

@@ -21,7 +21,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 33
+        static let count = 34
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -33,6 +33,9 @@ struct SQLiteTables {
         )
         static let updateTokens = SQLiteQuery(
             3, "SELECT \(tokenColumns) FROM tokens INDEXED BY tokens_update_targets WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
+        /// The sweep's bounded read of an activity's tokens, from the covering index alone.
+        static let updateTokenKeys = SQLiteQuery(
+            33, "SELECT hex FROM tokens INDEXED BY tokens_update_targets WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 LIMIT ?3")
         /// An update's fan-out: answered from the covering index alone (no row of
         /// `tokens` is read), expired tokens left out by the query.
         static let updateTargets = SQLiteQuery(
@@ -143,6 +146,14 @@ struct SQLiteTables {
             {
                 $0.bind(1, activity.appID); $0.bind(2, activity.activityID)
             }, row: Self.token(from:))
+    }
+
+    func updateTokenKeys(of activity: ActivityKey, limit: Int) throws(SQLiteError) -> [TokenKey] {
+        try db.query(
+            SQL.updateTokenKeys,
+            {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, Int64(max(0, limit)))
+            }, row: { TokenKey(appID: activity.appID, hex: $0.string(0)) })
     }
 
     /// One pass over the covering index: per row one `String` (the target's hex), nothing else.
@@ -379,6 +390,10 @@ final class SQLiteStateReader: StateReader {
 
     func updateTokens(of activity: ActivityKey) -> [Token] {
         read([]) { () throws(SQLiteError) in try tables.updateTokens(of: activity) }
+    }
+
+    func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
+        read([]) { () throws(SQLiteError) in try tables.updateTokenKeys(of: activity, limit: limit) }
     }
 
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {

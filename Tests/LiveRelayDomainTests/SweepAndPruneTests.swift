@@ -42,6 +42,43 @@ import Testing
         #expect(state.pushToStartTokens(appID: app.id, attributesType: "DeliveryAttributes").map(\.hex) == [hex(2)])
     }
 
+    /// An activity's update tokens count against a pass's limit: one pass of a
+    /// million-token activity would hold the memory store's lock for seconds.
+    @Test func anActivitysTokensAreDeletedAPassAtATimeAndItsPurgeWaitsForThem() throws {
+        var state = InMemoryState()
+        _ = try state.apply(StartActivity(start(), app: app), now: t0)
+        for i in 0..<25 { _ = try state.apply(RegisterToken(updateToken(hex(100 + i), device: "d\(i)")), now: t0) }
+        #expect(state.updateTokens(of: order1).count == 25)
+        func work(_ report: SweepReport) -> Int {
+            report.deletedTokens.count + report.expired.count + report.dismissed.count + report.purged.count
+        }
+
+        // The expiry takes one of the pass's 10, its tokens the other 9.
+        let expiring = try state.apply(Sweep(limit: 10), now: t0 + .hours(8))
+        #expect(expiring.expired == [order1])
+        #expect(expiring.deletedTokens.count == 9)
+        #expect(state.activity(order1)?.state == .expired)
+        #expect(state.updateTokens(of: order1).count == 16)
+        // Not due again until its purge; then 10 tokens a pass, and the purge with the last.
+        let purgeAt = t0 + .hours(8) + ActivityLifetime.retention
+        #expect(try state.apply(Sweep(limit: 10), now: purgeAt - .milliseconds(1)).isEmpty)
+        let first = try state.apply(Sweep(limit: 10), now: purgeAt)
+        #expect(first.deletedTokens.count == 10)
+        #expect(first.purged.isEmpty)
+        #expect(state.activity(order1) != nil)
+        let last = try state.apply(Sweep(limit: 10), now: purgeAt)
+        #expect(last.deletedTokens.count == 6)
+        #expect(last.purged == [order1])
+        for report in [expiring, first, last] { #expect(work(report) <= 10) }
+        #expect(state.activity(order1) == nil)
+        #expect(state.tokenCount == 0)
+        #expect(try state.apply(Sweep(limit: 10), now: purgeAt).isEmpty)
+        // Every token went exactly once.
+        let deleted = (expiring.deletedTokens + first.deletedTokens + last.deletedTokens).map(\.hex)
+        #expect(Set(deleted) == Set((0..<25).map { hex(100 + $0) }))
+        #expect(deleted.count == 25)
+    }
+
     @Test func aSweepIsBoundedByItsLimit() throws {
         var state = InMemoryState()
         for i in 0..<5 { _ = try state.apply(StartActivity(start("a\(i)"), app: app), now: t0) }

@@ -32,6 +32,7 @@ enum StoreBehaviourSuite {
             StoreBehaviour(description: "an end deletes the activity's update tokens", run: endDeletesUpdateTokens),
             StoreBehaviour(description: "a start takes over an activity known only from its update token", run: startAfterPreRegistration),
             StoreBehaviour(description: "the sweep expires activities and their tokens", run: sweep),
+            StoreBehaviour(description: "the sweep deletes an activity's tokens a pass at a time", run: sweepInPasses),
             StoreBehaviour(description: "pruning removes a dead token", run: prune),
             StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
             StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
@@ -257,6 +258,31 @@ enum StoreBehaviourSuite {
         #expect(try await store.updateTokens(of: order1, on: group.any()).get().isEmpty)
         #expect(try await store.activity(order1, on: group.any()).get()?.state == .expired)
         #expect(try await store.token(TokenKey(appID: appID, hex: hex(2)), on: group.any()).get() == nil)
+        try await store.close()
+    }
+
+    /// A pass's limit counts the activity's tokens: the expiry takes what is left of it, the
+    /// purge waits for the rest, deleted by the passes that follow.
+    static func sweepInPasses(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        for i in 0..<7 { try await apply(store, RegisterToken(updateToken(hex(10 + i), device: "d\(i)"))) }
+        let expiring = try await apply(store, Sweep(limit: 3), now: t0 + .hours(8))
+        #expect(expiring.expired == [order1])
+        #expect(expiring.deletedTokens.count == 2)
+        #expect(try await store.updateTokens(of: order1, on: group.any()).get().count == 5)
+        let purgeAt = t0 + .hours(8) + ActivityLifetime.retention
+        let first = try await apply(store, Sweep(limit: 3), now: purgeAt)
+        #expect(first.deletedTokens.count == 3)
+        #expect(first.purged.isEmpty)
+        let last = try await apply(store, Sweep(limit: 3), now: purgeAt)
+        #expect(last.deletedTokens.count == 2)
+        #expect(last.purged == [order1])
+        #expect(try await apply(store, Sweep(limit: 3), now: purgeAt).isEmpty)
+        let deleted = expiring.deletedTokens + first.deletedTokens + last.deletedTokens
+        #expect(Set(deleted) == Set((0..<7).map { TokenKey(appID: appID, hex: hex(10 + $0)) }))
+        #expect(deleted.count == 7)
+        #expect(try await store.activity(order1, on: group.any()).get() == nil)
         try await store.close()
     }
 
