@@ -101,6 +101,14 @@ struct PostgresOverlay {
         return merged
     }
 
+    /// Token keys from the database with the batch's changes, as ``merge(_:where:)`` does for tokens.
+    func merge(_ fromDatabase: [TokenKey], where matches: (Token) -> Bool) -> [TokenKey] {
+        guard !tokens.isEmpty else { return fromDatabase }
+        var merged = fromDatabase.filter { tokens[$0] == nil }
+        for case let .some(token) in tokens.values where matches(token) { merged.append(token.key) }
+        return merged
+    }
+
     /// An activity's update targets from the database with the batch's changes
     /// (as ``merge(_:where:)`` does for tokens), live at `now`.
     func merge(_ fromDatabase: [UpdateTargetRow], of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {

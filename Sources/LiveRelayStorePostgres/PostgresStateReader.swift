@@ -70,6 +70,17 @@ final class PostgresStateReader: StateReader {
         }
     }
 
+    /// Asks for `limit` plus as many rows as the batch changed, like the sweep's
+    /// other reads; tokens the batch changed are answered as the batch left them.
+    func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
+        let key = ReadKey.updateTokenHexes(activity, limit: max(0, limit) + overlay.tokenCount)
+        guard case let .hexes(found)? = lookup(key) else { return [] }
+        let keys = overlay.merge(found.map { TokenKey(appID: activity.appID, hex: $0) }) {
+            $0.kind == .update && $0.appID == activity.appID && $0.activityID == activity.activityID
+        }
+        return Array(keys.prefix(max(0, limit)))
+    }
+
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
         guard case let .targets(rows)? = lookup(.updateTargets(activity)) else { return [] }
         return overlay.merge(rows, of: activity, at: now)

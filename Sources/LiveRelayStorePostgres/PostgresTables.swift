@@ -12,6 +12,8 @@ enum ReadKey: Hashable, Sendable {
     case activity(ActivityKey)
     case record(ActivityKey, String)
     case updateTokens(ActivityKey)
+    /// The sweep's bounded read of an activity's tokens: at most `limit` hexes.
+    case updateTokenHexes(ActivityKey, limit: Int)
     /// An update's fan-out: only what a push needs (``UpdateTargetRow``).
     case updateTargets(ActivityKey)
     case pushToStartOfType(appID: String, attributesType: String)
@@ -30,6 +32,7 @@ enum ReadValue: Sendable {
     case record(IdempotencyRecord?)
     case intents([DispatchIntent])
     case targets([UpdateTargetRow])
+    case hexes([String])
 }
 
 /// One update token as the fan-out reads it: expiry is filtered by the plan
@@ -100,6 +103,9 @@ enum PostgresTables {
         """
     static let activitiesDueSQL =
         "SELECT \(activityColumns) FROM activities WHERE sweep_deadline <= $1 ORDER BY sweep_deadline LIMIT $2"
+    /// From the slot index alone (it carries `hex`), stopping at `limit`.
+    static let updateTokenHexesSQL =
+        "SELECT hex FROM tokens WHERE kind = 0 AND app_id = $1 AND activity_id = $2 LIMIT $3"
     static let tokensExpiredSQL =
         "SELECT \(tokenColumns) FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
 
@@ -157,6 +163,14 @@ enum PostgresTables {
                     found.append(try activity(try row.decode(ActivityRow.self)))
                 }
                 answers[key] = .activities(found)
+            case let .updateTokenHexes(a, limit):
+                var binds = PostgresBindings(capacity: 3)
+                binds.append(a.appID); binds.append(a.activityID); binds.append(Int64(limit))
+                var found: [String] = []
+                for row in try await session.query(PostgresQuery(unsafeSQL: updateTokenHexesSQL, binds: binds)) {
+                    found.append(try row.decode(String.self))
+                }
+                answers[key] = .hexes(found)
             case let .tokensExpired(now, limit):
                 var binds = PostgresBindings(capacity: 2)
                 binds.append(now); binds.append(Int64(limit))

@@ -33,4 +33,24 @@ import Testing
         #expect(merged.count == 3)
         #expect(merged.first { $0.token == hex(2) }?.environment == .production)
     }
+
+    /// The sweep's bounded read: the database is asked for the limit plus what
+    /// the batch changed, and answers as the batch left the tokens.
+    @Test func theSweepsBoundedReadSeesTheBatchsWrites() {
+        let reader = PostgresStateReader()
+        reader.overlay.apply(.deleteToken(TokenKey(appID: appID, hex: hex(1))))
+        reader.overlay.apply(.putToken(token(hex(4))))  // new in this batch
+        reader.overlay.apply(.putToken(token(hex(6), activity: "order-2")))  // another activity
+        reader.beginPlan()
+        #expect(reader.updateTokenKeys(of: order1, limit: 2).isEmpty)
+        #expect(reader.misses == [.updateTokenHexes(order1, limit: 5)])
+        reader.fill([
+            .updateTokenHexes(order1, limit: 5): .hexes([hex(1), hex(2), hex(3)]),
+            .updateTokenHexes(order1, limit: 6): .hexes([hex(1), hex(2), hex(3)]),
+        ])
+        reader.beginPlan()
+        #expect(reader.updateTokenKeys(of: order1, limit: 2).map(\.hex) == [hex(2), hex(3)])
+        #expect(Set(reader.updateTokenKeys(of: order1, limit: 3).map(\.hex)) == [hex(2), hex(3), hex(4)])
+        #expect(reader.misses.isEmpty)
+    }
 }
