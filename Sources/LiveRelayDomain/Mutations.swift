@@ -42,13 +42,6 @@ public protocol StateReader {
     func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent]
 }
 
-extension StateReader {
-    /// By default the whole list, cut: the memory and SQLite stores read only `limit`.
-    public func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
-        updateTokens(of: activity).prefix(max(0, limit)).map(\.key)
-    }
-}
-
 /// One change a rule asks the store to make. Plans are lists of these so that
 /// a SQL store can turn them into prepared statements and batch many calls'
 /// plans into one transaction (one fsync).
