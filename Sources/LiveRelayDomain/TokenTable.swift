@@ -109,10 +109,13 @@ struct TokenTable: Sendable {
         }
     }
 
+    /// The record's hex as a string: unpacked, or the interned one.
+    private func hex(of r: Record) -> String { r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "" }
+
     private func token(at i: Int32) -> Token {
         let r = records[Int(i)]
         return Token(
-            kind: r.isPushToStart ? .pushToStart : .update, hex: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "",
+            kind: r.isPushToStart ? .pushToStart : .update, hex: hex(of: r),
             environment: r.flags & 2 != 0 ? .production : .sandbox, appID: pool[r.app] ?? "",
             attributesType: pool[r.type], activityID: pool[r.activity], externalUserID: pool[r.user],
             deviceID: r.device, createdAt: UnixTime(milliseconds: r.createdAt),
@@ -120,10 +123,13 @@ struct TokenTable: Sendable {
             expiresAt: r.hasExpiry ? UnixTime(milliseconds: r.expiresAt) : nil)
     }
 
-    private func walk(_ ends: Ends?, user: Bool, _ body: (Int32) -> Void) {
+    /// The first `limit` records of a list, in order.
+    private func walk(_ ends: Ends?, user: Bool, limit: Int = .max, _ body: (Int32) -> Void) {
         var i = ends?.head ?? -1
-        while i >= 0 {
+        var left = limit
+        while i >= 0, left > 0 {
             body(i)
+            left -= 1
             i = user ? records[Int(i)].userNext : records[Int(i)].next
         }
     }
@@ -162,13 +168,9 @@ struct TokenTable: Sendable {
 
     /// The first `limit` of the activity's list, as keys.
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
-        guard limit > 0, let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }
         var keys: [TokenKey] = []
-        var i = ends.head
-        while i >= 0, keys.count < limit {
-            let r = records[Int(i)]
-            keys.append(TokenKey(appID: activity.appID, hex: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? ""))
-            i = r.next
+        walk(pair(activity.appID, activity.activityID).flatMap { byActivity[$0] }, user: false, limit: limit) {
+            keys.append(TokenKey(appID: activity.appID, hex: hex(of: records[Int($0)])))
         }
         return keys
     }
@@ -182,7 +184,7 @@ struct TokenTable: Sendable {
             guard !r.hasExpiry || r.expiresAt > now.milliseconds else { return }
             targets.append(
                 PushTarget(
-                    token: r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "",
+                    token: hex(of: r),
                     environment: r.flags & 2 != 0 ? .production : .sandbox))
         }
         return targets

@@ -1,7 +1,7 @@
 import LiveRelayCollections
 
 /// The building blocks of ``TokenTable``'s compact storage: packed token
-/// bytes, interned strings and a bit set of record numbers (its hash index of
+/// bytes, interned strings and an index of the records that expire (its hash index of
 /// record numbers, `RecordIndex`, its chunked arrays and maps are in
 /// LiveRelayCollections, which the dispatcher's lanes share).
 ///

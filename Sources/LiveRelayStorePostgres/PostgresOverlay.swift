@@ -95,17 +95,21 @@ struct PostgresOverlay {
     /// `fromDatabase` with the batch's changes: overlaid rows replaced by their
     /// current version if it still matches, plus overlaid rows that now match.
     func merge(_ fromDatabase: [Token], where matches: (Token) -> Bool) -> [Token] {
-        guard !tokens.isEmpty else { return fromDatabase }
-        var merged = fromDatabase.filter { tokens[$0.key] == nil }
-        for case let .some(token) in tokens.values where matches(token) { merged.append(token) }
-        return merged
+        merge(fromDatabase, key: \.key, as: { $0 }, where: matches)
     }
 
     /// Token keys from the database with the batch's changes, as ``merge(_:where:)`` does for tokens.
     func merge(_ fromDatabase: [TokenKey], where matches: (Token) -> Bool) -> [TokenKey] {
+        merge(fromDatabase, key: { $0 }, as: \.key, where: matches)
+    }
+
+    /// Rows of tokens (whole, or what a read took of them) merged as ``merge(_:where:)`` says.
+    private func merge<Row>(
+        _ fromDatabase: [Row], key: (Row) -> TokenKey, as row: (Token) -> Row, where matches: (Token) -> Bool
+    ) -> [Row] {
         guard !tokens.isEmpty else { return fromDatabase }
-        var merged = fromDatabase.filter { tokens[$0] == nil }
-        for case let .some(token) in tokens.values where matches(token) { merged.append(token.key) }
+        var merged = fromDatabase.filter { tokens[key($0)] == nil }
+        for case let .some(token) in tokens.values where matches(token) { merged.append(row(token)) }
         return merged
     }
 
