@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The store scenarios of scripts/bench.sh alone, for issue 14 (goals 3 and 4): durable
-# RegisterToken on SQLite and PostgreSQL (4 x 64 in flight), and one UpdateActivity of a
+# RegisterToken on SQLite, the journaled store and PostgreSQL (4 x 64 in flight), and one UpdateActivity of a
 # FANOUT-token activity until its pushes are queued (`*-fanout-load`), with the same
 # `liverelay bench` arguments as scripts/bench.sh; plus the same fan-out on the memory store
 # with that server's resident memory. Takes the liverelay binary to run, so that two builds
 # (before/after a change) can be compared in one sitting:
 #
 #   swift build -c release --scratch-path .build-release --product liverelay
-#   scripts/bench-stores.sh .build-release/release/liverelay [sqlite postgres memory]
+#   scripts/bench-stores.sh .build-release/release/liverelay [sqlite journal postgres memory]
 #
 # Environment: DURATION (10), WARMUP (2), FANOUT (100000); FANOUT_CALLS (1): fan-out loads made
 # one after the other against the same server, each with its own new activity, as bench.sh's
@@ -92,6 +92,12 @@ for store in "${STORES[@]}"; do
         start_server sqlite --store sqlite "${UNLIMITED[@]}"
         bench "sqlite-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
         fanout_loads sqlite
+        ;;
+    journal)
+        start_server journal --store journal "${UNLIMITED[@]}"
+        bench "journal-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
+        fanout_loads journal
+        echo "journal files: $(du -sh "$WORK/data/journal" | cut -f1) in $(ls "$WORK/data/journal" | tr '\n' ' ')"
         ;;
     postgres)
         eval "$(bash "$ROOT/scripts/postgres.sh" start)"

@@ -38,13 +38,14 @@ struct StoreSelection {
     }
 
     /// The tenant registry beside the store: `<data dir>/registry.sqlite3` with
-    /// SQLite, the same database (and schema) with PostgreSQL, memory otherwise.
+    /// SQLite or the journal, the same database (and schema) with PostgreSQL,
+    /// memory otherwise.
     func openRegistry(logger: Logger) async throws -> any TenantRegistry {
         if nullService || kind == .memory { return InMemoryTenantRegistry() }
         switch kind {
         case .memory:
             return InMemoryTenantRegistry()
-        case .sqlite:
+        case .sqlite, .journal:
             guard let directory = dataDirectory else { throw CLIError("the tenant registry needs a data directory") }
             do {
                 return try SQLiteTenantRegistry(dataDirectory: directory)
@@ -62,14 +63,14 @@ struct StoreSelection {
     }
 
     /// The broadcast channels beside the registry: `<data dir>/channels.sqlite3`
-    /// with SQLite, the `channels` table of the same database (and schema)
+    /// with SQLite or the journal, the `channels` table of the same database (and schema)
     /// with PostgreSQL, memory otherwise.
     func openChannels(logger: Logger) async throws -> any ChannelStore {
         if nullService || kind == .memory { return InMemoryChannelStore() }
         switch kind {
         case .memory:
             return InMemoryChannelStore()
-        case .sqlite:
+        case .sqlite, .journal:
             guard let directory = dataDirectory else { throw CLIError("the channel store needs a data directory") }
             do {
                 return try SQLiteChannelStore(dataDirectory: directory)
@@ -86,6 +87,18 @@ struct StoreSelection {
         }
     }
 
+    /// The data directory, created owner-only if it does not exist (an existing one is the operator's to set).
+    private func makeDataDirectory(for store: String) throws -> String {
+        guard let directory = dataDirectory else {
+            throw CLIError(
+                "\(store) needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
+        }
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw CLIError("cannot create the data directory \(directory): \(String(cString: strerror(errno)))")
+        }
+        return directory
+    }
+
     func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
         if nullService || kind == .memory {
             return (InMemoryActivityStore(), "in-memory store")
@@ -94,17 +107,23 @@ struct StoreSelection {
         case .memory:
             return (InMemoryActivityStore(), "in-memory store")
         case .sqlite:
-            guard let directory = dataDirectory else {
-                throw CLIError(
-                    "the SQLite store needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
-            }
+            let directory = try makeDataDirectory(for: "the SQLite store")
             let path = directory + "/liverelay.sqlite3"
-            // Owner-only from creation (an existing directory is the operator's to set).
-            if mkdir(directory, 0o700) != 0, errno != EEXIST {
-                throw CLIError("cannot create the data directory \(directory): \(String(cString: strerror(errno)))")
-            }
             do {
                 return (try SQLiteActivityStore(path: path), "SQLite store \(path)")
+            } catch {
+                throw CLIError("cannot open the store \(path): \(error)")
+            }
+        case .journal:
+            let path = try makeDataDirectory(for: "the journaled store") + "/journal"
+            do {
+                let store = try JournaledActivityStore(configuration: .init(directory: path))
+                let opened = store.statistics
+                let from = opened.openedFromSnapshot == 0 ? "no snapshot" : "snapshot \(opened.openedFromSnapshot)"
+                var description =
+                    "journaled store \(path) (opened in \(Int(opened.openMilliseconds)) ms from \(from) and \(opened.recordsReplayed) journal records"
+                if opened.tailBytesCut > 0 { description += "; cut \(opened.tailBytesCut) bytes of an unfinished write" }
+                return (store, description + ")")
             } catch {
                 throw CLIError("cannot open the store \(path): \(error)")
             }

@@ -45,6 +45,15 @@ public struct InMemoryState: StateReader, Sendable {
         return plan.outcome
     }
 
+    /// ``apply(_:now:)`` that also returns the writes it applied: what a
+    /// journaled store appends to its journal.
+    @_specialize(exported:true,where M == RegisterToken)
+    public mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome> {
+        let plan = try mutation.plan(self, now: now)
+        apply(plan.writes)
+        return plan
+    }
+
     public mutating func apply(_ writes: [StoreWrite]) {
         for write in writes {
             switch write {
@@ -83,6 +92,20 @@ public struct InMemoryState: StateReader, Sendable {
                 for (key, intent) in intents where intent.owner == owner { intents[key]?.leaseUntil = until }
             }
         }
+    }
+
+    /// The whole state as writes that rebuild it from empty: every token,
+    /// activity, idempotency record and intent as its put. A journaled store
+    /// writes these as its snapshot, on a copy taken under its lock (a value
+    /// copy: the live state copies only what is written afterwards).
+    public func forEachWrite(_ body: (StoreWrite) -> Void) {
+        tokens.forEachToken { body(.putToken($0)) }
+        for (_, activity) in activities { body(.putActivity(activity)) }
+        for (_, byKey) in records {
+            for (_, record) in byKey { body(.putIdempotencyRecord(record)) }
+        }
+        // Newest first: a put deletes only older intents it supersedes, so none the state holds is lost.
+        for intent in intents.values.sorted(by: { $0.key.timestamp > $1.key.timestamp }) { body(.putIntent(intent)) }
     }
 
     private mutating func removeIntent(_ key: IntentKey) {
@@ -152,6 +175,20 @@ public struct InMemoryState: StateReader, Sendable {
 
     public func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {
         tokens.pushToStartTokens(appID: appID, externalUserID: externalUserID, attributesType: attributesType)
+    }
+
+    /// The push-to-start tokens of several users, each token once.
+    public func pushToStartTokens(appID: String, externalUserIDs: [String], attributesType: String) -> [Token] {
+        var seen = Set<String>()
+        return externalUserIDs.flatMap {
+            pushToStartTokens(appID: appID, externalUserID: $0, attributesType: attributesType)
+        }.filter { seen.insert($0.hex).inserted }
+    }
+
+    /// The usage of the apps `live` has keys for: each app's token count, and
+    /// its live activities as ``countLiveActivities(of:at:from:limit:)`` left in `live`.
+    public func usage(counted live: [String: Int]) -> [String: AppUsage] {
+        Dictionary(uniqueKeysWithValues: live.map { app, count in (app, AppUsage(tokens: tokenCount(ofApp: app), liveActivities: count)) })
     }
 
     /// The earliest due first, as the SQL stores answer (their index is on the

@@ -123,6 +123,11 @@ struct TokenTable: Sendable {
             expiresAt: r.hasExpiry ? UnixTime(milliseconds: r.expiresAt) : nil)
     }
 
+    /// Every token, in record order: what a snapshot of the table writes out.
+    func forEachToken(_ body: (Token) -> Void) {
+        for i in 0..<records.count where !records[i].isFree { body(token(at: Int32(i))) }
+    }
+
     /// The first `limit` records of a list, in order.
     private func walk(_ ends: Ends?, user: Bool, limit: Int = .max, _ body: (Int32) -> Void) {
         var i = ends?.head ?? -1

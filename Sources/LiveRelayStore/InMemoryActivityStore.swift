@@ -17,7 +17,7 @@ import Darwin
 /// the protocol's sense means applied, and a restart forgets everything.
 /// Futures complete at once on the caller's loop (no thread hop), except
 /// ``usage(of:now:on:)``'s, whose scan of every activity runs off the loop.
-public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
+public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendable {
     private let lock = AdaptiveLock()
     private var state: InMemoryState
     private var isClosed = false
@@ -69,38 +69,12 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
-    private func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
+    /// At once: what the memory store holds is all it will ever have.
+    public func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
         let result: Result<T, any Error> = lock.withLock {
             isClosed ? .failure(ActivityStoreError.closed) : .success(body(state))
         }
         return eventLoop.makeCompletedFuture(result)
-    }
-
-    public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
-        read(on: eventLoop) { $0.token(key) }
-    }
-
-    public func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> {
-        read(on: eventLoop) { $0.activity(key) }
-    }
-
-    public func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { $0.updateTokens(of: activity) }
-    }
-
-    public func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { $0.pushToStartTokens(appID: appID, attributesType: attributesType) }
-    }
-
-    public func pushToStartTokens(
-        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { state in
-            var seen = Set<String>()
-            return externalUserIDs.flatMap {
-                state.pushToStartTokens(appID: appID, externalUserID: $0, attributesType: attributesType)
-            }.filter { seen.insert($0.hex).inserted }
-        }
     }
 
     /// Activities counted per lock hold by ``usage(of:now:on:)``: about 1.5 ms of
@@ -113,24 +87,28 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     /// every few seconds). Token counts are kept per app, so they are exact;
     /// an activity started or ended during the scan may be counted or not.
     public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        Self.usage(of: appIDs, now: now, on: eventLoop) { body in
+            self.lock.withLock { self.isClosed ? nil : body(self.state) }
+        }
+    }
+
+    /// The usage scan of a store whose state sits behind a lock (this one, the
+    /// journaled one): `locked` runs its argument on the state under the lock,
+    /// or returns nil once the store is closed.
+    static func usage(
+        of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop,
+        locked: @escaping @Sendable (_ body: (InMemoryState) -> Void) -> Void?
+    ) -> EventLoopFuture<[String: AppUsage]> {
         let promise = eventLoop.makePromise(of: [String: AppUsage].self)
         DispatchQueue.global().async {
             var live = Dictionary(appIDs.map { ($0, 0) }, uniquingKeysWith: { first, _ in first })
             var next: Int? = 0
             while let start = next {
-                // The outer optional is nil once the store is closed; the inner one, at the end of the scan.
-                let slice: Int?? = self.lock.withLock {
-                    self.isClosed ? nil : .some(self.state.countLiveActivities(of: &live, at: now, from: start, limit: Self.usageSlice))
-                }
-                guard let slice else { return promise.fail(ActivityStoreError.closed) }
-                next = slice
+                let scanned: Void? = locked { next = $0.countLiveActivities(of: &live, at: now, from: start, limit: usageSlice) }
+                guard scanned != nil else { return promise.fail(ActivityStoreError.closed) }
             }
-            let usage = self.lock.withLock {
-                Dictionary(
-                    uniqueKeysWithValues: live.map { app, count in
-                        (app, AppUsage(tokens: self.state.tokenCount(ofApp: app), liveActivities: count))
-                    })
-            }
+            var usage: [String: AppUsage] = [:]
+            guard locked({ usage = $0.usage(counted: live) }) != nil else { return promise.fail(ActivityStoreError.closed) }
             promise.succeed(usage)
         }
         return promise.futureResult

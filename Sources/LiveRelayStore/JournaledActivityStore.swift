@@ -1,0 +1,250 @@
+import Dispatch
+import LiveRelayAPNs
+import LiveRelayDomain
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The store of `liverelay serve --store journal`: the memory store's state
+/// and speed, made durable by an append-only journal and periodic snapshots.
+///
+/// ## Why
+/// The SQLite store writes every registration into random B-tree pages (the
+/// token's key, its slot, its user), about 19.6 KB reaching the disk per
+/// durable registration on the project's VM; that, not the code, held it
+/// under 30,000 registrations/s (docs/BENCHMARKS.md, "Stores"). Here a
+/// registration costs its journal record, about 200 bytes appended to one
+/// file, and one `fdatasync` is shared by every call that arrived during the
+/// previous one (``JournalAppender``). Reads never touch the disk.
+///
+/// ## What it costs
+/// The whole state lives in memory (about 280 bytes per token, the memory
+/// store's table), and it is a single-node store: several nodes share
+/// PostgreSQL. Opening replays the newest snapshot and the journals after it.
+///
+/// ## Durability
+/// An answer (success, refusal, replay, read) is given only once every write
+/// it may have seen is synced, as the SQLite store does. A snapshot is written
+/// from a copy of the state taken under the lock (a value copy: the live state
+/// then copies only the chunks it writes) when the journals since the last
+/// one reach ``Configuration/compactAfterBytes`` and the last snapshot's size,
+/// on a thread of its own; the journals it replaces are deleted only once it
+/// is synced and renamed into place (``JournalFile``, ``JournalRecovery``).
+public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// The store's own directory (created, owner-only).
+        public var directory: String
+        /// Journal bytes since the last snapshot before the next one is
+        /// written (at least; the last snapshot's size when that is larger,
+        /// so a recovery replays at most about twice the state).
+        public var compactAfterBytes: Int
+
+        public init(directory: String, compactAfterBytes: Int = 64 << 20) {
+            self.directory = directory
+            self.compactAfterBytes = compactAfterBytes
+        }
+    }
+
+    /// What the store has done since it opened.
+    public struct Statistics: Sendable {
+        /// What opening found: the snapshot it started from, the journal records replayed, the tail cut off.
+        public var openedFromSnapshot: UInt64
+        public var recordsReplayed: Int
+        public var tailBytesCut: Int
+        public var openMilliseconds: Double
+        /// `write` + `fdatasync` rounds of the journal, their total time, bytes appended.
+        public var syncs: Int
+        public var syncMilliseconds: Double
+        public var journalBytes: Int
+        public var snapshots: Int
+        public var lastSnapshotBytes: Int
+        public var lastSnapshotMilliseconds: Double
+        /// The last snapshot that failed (the journal then keeps growing; the next compaction tries again).
+        public var lastSnapshotError: String?
+    }
+
+    private let configuration: Configuration
+    private let lock = AdaptiveLock()
+    private var state: InMemoryState
+    private var isClosed = false
+    private let appender: JournalAppender
+    /// Under the lock.
+    private var compacting = false
+    private var lastSnapshotBytes: Int
+    private var snapshots = 0
+    private var lastSnapshotMilliseconds = 0.0
+    private var lastSnapshotError: String?
+    private let opened: (snapshot: UInt64, records: Int, cut: Int, milliseconds: Double)
+
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        let directory = configuration.directory
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw JournalOpenError("cannot create \(directory): \(JournalFile.errnoText())")
+        }
+        let start = sqliteMonotonicNanoseconds()
+        let recovery = try JournalRecovery(directory: directory)
+        state = recovery.state
+        lastSnapshotBytes = recovery.snapshotBytes
+        appender = try JournalAppender(
+            directory: directory, number: recovery.lastJournal + 1, bytesSinceRotation: recovery.journalBytes)
+        opened = (
+            recovery.snapshot, recovery.recordsReplayed, recovery.cutBytes,
+            Double(sqliteMonotonicNanoseconds() - start) / 1e6
+        )
+        appender.onFlushed = { [weak self] bytes in self?.compactIfDue(journalBytes: bytes) }
+        let appender = self.appender
+        do {
+            try startSQLiteThread(name: "journal") { appender.run() }
+        } catch {
+            throw JournalOpenError("cannot start the journal's thread: \(error)")
+        }
+        compactIfDue(journalBytes: recovery.journalBytes)
+    }
+
+    public var statistics: Statistics {
+        let totals = appender.totals
+        return lock.withLock {
+            Statistics(
+                openedFromSnapshot: opened.snapshot, recordsReplayed: opened.records, tailBytesCut: opened.cut,
+                openMilliseconds: opened.milliseconds, syncs: totals.syncs, syncMilliseconds: Double(totals.syncNanoseconds) / 1e6,
+                journalBytes: totals.bytes, snapshots: snapshots, lastSnapshotBytes: lastSnapshotBytes,
+                lastSnapshotMilliseconds: lastSnapshotMilliseconds, lastSnapshotError: lastSnapshotError)
+        }
+    }
+
+    /// A copy of the whole state, for tests and diagnostics.
+    public var snapshot: InMemoryState { lock.withLock { state } }
+
+    /// The memory store's: a pass holds the lock every call waits for.
+    public var sweepLimit: Int { 1_000 }
+
+    // MARK: Mutations
+
+    public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        let promise = eventLoop.makePromise(of: M.Outcome.self)
+        apply(mutation, now: now, on: eventLoop) { promise.completeWith($0) }
+        return promise.futureResult
+    }
+
+    @_specialize(where M == RegisterToken)
+    public func apply<M: StoreMutation>(
+        _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
+        then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
+    ) {
+        let answered: Result<M.Outcome, any Error>? = lock.withLock {
+            if isClosed { return .failure(ActivityStoreError.closed) }
+            let decided: Result<M.Outcome, any Error>
+            var writes: [StoreWrite] = []
+            do throws(DomainError) {
+                let plan = try state.applyPlan(mutation, now: now)
+                writes = plan.writes
+                decided = .success(plan.outcome)
+            } catch {
+                decided = .failure(error)
+            }
+            let durable = appender.commit(writes, on: eventLoop) { synced in body(synced.flatMap { decided }) }
+            return durable.map { $0.flatMap { decided } }
+        }
+        guard let answered else { return }
+        if eventLoop.inEventLoop {
+            body(answered)
+        } else {
+            eventLoop.execute { body(answered) }
+        }
+    }
+
+    // MARK: Reads
+
+    /// `body` on the state under the lock; answered once what it saw is durable.
+    public func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
+        let promise = eventLoop.makePromise(of: T.self)
+        let answered: Result<T, any Error>? = lock.withLock {
+            if isClosed { return .failure(ActivityStoreError.closed) }
+            let value = body(state)
+            let durable = appender.commit([], on: eventLoop) { synced in promise.completeWith(synced.map { value }) }
+            return durable.map { $0.map { value } }
+        }
+        if let answered { promise.completeWith(answered) }
+        return promise.futureResult
+    }
+
+    /// As the memory store counts (in slices, off the event loop). Not gated on
+    /// the journal: quotas read it every few seconds, and a count a moment
+    /// ahead of the disk decides nothing durable.
+    public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        InMemoryActivityStore.usage(of: appIDs, now: now, on: eventLoop) { body in
+            self.lock.withLock { self.isClosed ? nil : body(self.state) }
+        }
+    }
+
+    /// Syncs and answers everything appended, waits for a running snapshot, and stops the journal's thread.
+    public func close() async throws {
+        let first = lock.withLock {
+            defer { isClosed = true }
+            return !isClosed
+        }
+        guard first else { return }
+        let appender = self.appender
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                while self.lock.withLock({ self.compacting }) { usleep(1_000) }
+                appender.finish()
+                appender.waitUntilFinished()
+                done.resume()
+            }
+        }
+        if let failure = appender.currentFailure { throw failure }
+    }
+
+    // MARK: Snapshots
+
+    private func compactIfDue(journalBytes: Int) {
+        let started: (InMemoryState, UInt64)? = lock.withLock {
+            guard !isClosed, !compacting,
+                journalBytes >= max(configuration.compactAfterBytes, lastSnapshotBytes)
+            else { return nil }
+            compacting = true
+            return (state, appender.rotate())
+        }
+        guard let (copy, number) = started else { return }
+        do {
+            try startSQLiteThread(name: "journal snapshot") { self.writeSnapshot(copy, number: number) }
+        } catch {
+            lock.withLock {
+                compacting = false
+                lastSnapshotError = "\(error)"
+            }
+        }
+    }
+
+    /// Writes `copy` as `snapshot-number` once `journal-number` exists, then deletes what it replaces.
+    private func writeSnapshot(_ copy: InMemoryState, number: UInt64) {
+        let start = sqliteMonotonicNanoseconds()
+        var failure: String?
+        var bytes = 0
+        if appender.waitForRotation(to: number) {
+            do {
+                bytes = try JournalSnapshotWriter.write(copy, directory: configuration.directory, number: number)
+            } catch {
+                failure = "\(error)"
+            }
+        } else {
+            failure = appender.currentFailure.map { "\($0)" } ?? "the store closed before the snapshot's journal was created"
+        }
+        let elapsed = Double(sqliteMonotonicNanoseconds() - start) / 1e6
+        lock.withLock {
+            compacting = false
+            lastSnapshotError = failure
+            if failure == nil {
+                snapshots += 1
+                lastSnapshotBytes = bytes
+                lastSnapshotMilliseconds = elapsed
+            }
+        }
+    }
+}
