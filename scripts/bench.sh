@@ -307,6 +307,7 @@ if [ "$MODE" = gate ]; then
 fi
 
 start_server sqlite --store sqlite "${UNLIMITED[@]}"
+start_server journal --store journal "${UNLIMITED[@]}"
 
 # A throwaway PostgreSQL (scripts/postgres.sh, stopped on exit) for the PostgreSQL store's
 # scenarios, unless PG=0.
@@ -339,8 +340,11 @@ bench memory-update-fanout "$PORT_memory" "$PID_memory" --connections 4 --depth 
 stop_servers "$PID_null" "$PID_memory" ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
 bench sqlite-register-4x64 "$PORT_sqlite" "$PID_sqlite" --connections 4 --depth 64 --mix register "${D[@]}"
 fanout_load sqlite "$PORT_sqlite" "$PID_sqlite"
+stop_servers "$PID_sqlite"
+bench journal-register-4x64 "$PORT_journal" "$PID_journal" --connections 4 --depth 64 --mix register "${D[@]}"
+fanout_load journal "$PORT_journal" "$PID_journal"
 if [ "$PG" = 1 ]; then
-    stop_servers "$PID_sqlite"
+    stop_servers "$PID_journal"
     bench postgres-register-4x64 "$PORT_postgres" "$PID_postgres" --connections 4 --depth 64 --mix register "${D[@]}"
     fanout_load postgres "$PORT_postgres" "$PID_postgres"
 fi
@@ -353,7 +357,7 @@ fi
 # Python APNs client (aioapns, its own HTTP/2 stack).
 # The RPC servers go first: their development setups may still be delivering the pushes
 # of the fan-out loads above to their in-process mocks, on the cores measured here.
-stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
+stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" "$PID_journal" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
 run_overload || log "overload scenario failed; its table is left as it was"
 FANOUT=${FANOUT:-100000}
 FANOUT_CALLS=${FANOUT_CALLS:-3}
