@@ -501,7 +501,7 @@ for name, r in reports.items():
     out.append(f'| {name} | {load} | {n(r["throughput"])} | {r["errors"]} | {ms(lat["p50"])} | {ms(lat["p90"])} | '
                f'{ms(lat["p99"])} | {ms(lat["p999"])} | {ms(lat["max"])} | {cpu(r)} | {late} |')
 out.append("")
-stores = [(k, reports.get(f"{k}-register-4x64"), reports.get(f"{k}-fanout-load")) for k in ["memory", "sqlite", "postgres"]]
+stores = [(k, reports.get(f"{k}-register-4x64"), reports.get(f"{k}-fanout-load")) for k in ["memory", "sqlite", "journal", "postgres"]]
 if any(r or f for _, r, f in stores):
     out.append("#### Stores through the RPC (issue 4): durable RegisterToken/s, and loading one activity's tokens")
     out.append("")
@@ -522,8 +522,9 @@ if any(r or f for _, r, f in stores):
             row += ["", ""]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
-    out.append("SQLite and PostgreSQL answer RegisterToken only after the commit is durable (fsync). "
-               "Tokens are scattered over the key space like real APNs tokens. Goal of issue 4: ≥ 30k/s on SQLite.")
+    out.append("SQLite, the journaled store and PostgreSQL answer RegisterToken only after the write is durable (fsync). "
+               "Tokens are scattered over the key space like real APNs tokens. Goal of issue 4: ≥ 30k/s on SQLite "
+               "(issue 14, goal 3: met through the RPC by the journaled store, not by SQLite).")
     out.append("")
 null = reports.get("null-4x32")
 ingest = [(name, reports.get(name)) for name in ["memory-register-4x32", "memory-mixed-4x32", "memory-mixed-open"]]

@@ -61,6 +61,15 @@ final class JournalAppender: @unchecked Sendable {
     /// Told (on the stage's thread, without its lock) how many journal bytes a recovery would replay.
     var onFlushed: @Sendable (_ bytesSinceRotation: Int) -> Void = { _ in }
 
+    /// `liverelay_store_commit_duration` and `_batch_size` with `store="journal"`: one
+    /// write-and-sync round and the records it carried.
+    private let metrics = StoreMetrics(store: "journal")
+
+    /// Tests only: the next round fails with this instead of writing (a disk
+    /// error, as `write` or `fdatasync` would report it). Under the lock.
+    private var injectedFailure: JournalIOError?
+    func failNextRoundForTesting(_ failure: JournalIOError) { locked { injectedFailure = failure } }
+
     /// Totals for ``JournaledActivityStore/Statistics``; under the lock.
     private var syncs = 0
     private var syncNanoseconds: UInt64 = 0
@@ -173,10 +182,15 @@ final class JournalAppender: @unchecked Sendable {
                 return (bytes, rotation, appended)
             }
             guard var taken else { break }
-            var error = locked { failure }
+            var error = locked {
+                defer { injectedFailure = nil }
+                return failure ?? injectedFailure
+            }
             let start = sqliteMonotonicNanoseconds()
             if error == nil { error = write(taken.bytes, rotatingAt: taken.rotation) }
             let elapsed = sqliteMonotonicNanoseconds() - start
+            let records = Int(taken.sequence - locked { durable })
+            if records > 0, error == nil { metrics.committed(calls: records, nanoseconds: Int64(elapsed)) }
             let (released, sinceRotation): ([Waiter], Int) = locked {
                 syncs += 1
                 syncNanoseconds += elapsed

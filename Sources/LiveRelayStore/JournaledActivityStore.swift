@@ -79,6 +79,26 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     private var lastSnapshotMilliseconds = 0.0
     private var lastSnapshotError: String?
     private let opened: (snapshot: UInt64, records: Int, cut: Int, milliseconds: Double)
+    /// `<directory>/lock`, held (`flock`) while the store is open.
+    private let lockDescriptor: Int32
+
+    /// Two processes appending to one journal would interleave their records
+    /// and each replay only its own: the second is refused. The kernel drops
+    /// the lock when its holder dies, so a crashed server's restart gets it.
+    private static func lockExclusively(_ directory: String) throws -> Int32 {
+        let path = directory + "/lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw JournalOpenError("cannot open \(path): \(JournalFile.errnoText())") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            closeFile(fd)
+            throw JournalOpenError(
+                code == EWOULDBLOCK
+                    ? "\(directory) is open in another store (another server on the same data directory?)"
+                    : "cannot lock \(path): \(JournalFile.errnoText(code))")
+        }
+        return fd
+    }
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -86,12 +106,25 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
             throw JournalOpenError("cannot create \(directory): \(JournalFile.errnoText())")
         }
+        let lockFile = try Self.lockExclusively(directory)
+        lockDescriptor = lockFile
         let start = sqliteMonotonicNanoseconds()
-        let recovery = try JournalRecovery(directory: directory)
+        let recovery: JournalRecovery
+        do {
+            recovery = try JournalRecovery(directory: directory)
+        } catch {
+            closeFile(lockFile)
+            throw error
+        }
         state = recovery.state
         lastSnapshotBytes = recovery.snapshotBytes
-        appender = try JournalAppender(
-            directory: directory, number: recovery.lastJournal + 1, bytesSinceRotation: recovery.journalBytes)
+        do {
+            appender = try JournalAppender(
+                directory: directory, number: recovery.lastJournal + 1, bytesSinceRotation: recovery.journalBytes)
+        } catch {
+            closeFile(lockFile)
+            throw error
+        }
         opened = (
             recovery.snapshot, recovery.recordsReplayed, recovery.cutBytes,
             Double(sqliteMonotonicNanoseconds() - start) / 1e6
@@ -101,6 +134,7 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
         do {
             try startSQLiteThread(name: "journal") { appender.run() }
         } catch {
+            closeFile(lockFile)
             throw JournalOpenError("cannot start the journal's thread: \(error)")
         }
         compactIfDue(journalBytes: recovery.journalBytes)
@@ -116,6 +150,9 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
                 lastSnapshotMilliseconds: lastSnapshotMilliseconds, lastSnapshotError: lastSnapshotError)
         }
     }
+
+    /// Tests only: the journal's next round fails as a disk error would.
+    func failNextJournalRoundForTesting(_ failure: JournalIOError) { appender.failNextRoundForTesting(failure) }
 
     /// A copy of the whole state, for tests and diagnostics.
     public var snapshot: InMemoryState { lock.withLock { state } }
@@ -195,6 +232,8 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
                 while self.lock.withLock({ self.compacting }) { usleep(1_000) }
                 appender.finish()
                 appender.waitUntilFinished()
+                _ = flock(self.lockDescriptor, LOCK_UN)
+                closeFile(self.lockDescriptor)
                 done.resume()
             }
         }
@@ -248,3 +287,6 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
         }
     }
 }
+
+/// File scope: inside the store, `close` names its method.
+private func closeFile(_ fd: Int32) { _ = close(fd) }

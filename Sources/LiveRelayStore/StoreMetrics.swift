@@ -17,7 +17,8 @@ public struct StoreMetrics: Sendable {
     private let commitDuration: Timer
     private let batchSize: Recorder
 
-    /// - Parameter store: the `store` label: "sqlite" or "postgres".
+    /// - Parameter store: the `store` label: "sqlite", "postgres" or "journal"
+    ///   (a round of the journal's `write` and `fdatasync`, and the calls' records it carried).
     public init(store: String) {
         commitDuration = Timer(label: "liverelay_store_commit_duration", dimensions: [("store", store)])
         batchSize = Recorder(label: Self.batchSizeLabel, dimensions: [("store", store)])

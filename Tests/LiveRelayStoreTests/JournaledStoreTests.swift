@@ -138,8 +138,47 @@ import Testing
             #expect(store.snapshot.tokenCount == 1)
             try await store.close()
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: configuration.directory).sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: configuration.directory).filter { $0 != "lock" }.sorted()
         #expect(files == [JournalFile.name(.journal, 1), JournalFile.name(.journal, 2)])
+    }
+
+    /// A failed write or sync: the calls it carried fail, and so does every later
+    /// one (the memory is ahead of the disk); a restart keeps what reached the disk.
+    @Test func aFailedRoundFailsItsCallsAndEveryLaterOne() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let configuration = JournaledActivityStore.Configuration(directory: directory + "/journal")
+        let store = try JournaledActivityStore(configuration: configuration)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "d1")))
+        store.failNextJournalRoundForTesting(JournalIOError("injected: No space left on device"))
+        await #expect(throws: JournalIOError.self) {
+            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(2), device: "d2")))
+        }
+        await #expect(throws: JournalIOError.self) {
+            try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(3), device: "d3")))
+        }
+        await #expect(throws: JournalIOError.self) {
+            _ = try await store.token(TokenKey(appID: appID, hex: hex(1)), on: StoreBehaviourSuite.group.any()).get()
+        }
+        await #expect(throws: JournalIOError.self) { try await store.close() }
+
+        let reopened = try JournaledActivityStore(configuration: configuration)
+        #expect(reopened.snapshot.token(TokenKey(appID: appID, hex: hex(1))) != nil)
+        #expect(reopened.snapshot.token(TokenKey(appID: appID, hex: hex(2))) == nil)
+        #expect(reopened.snapshot.tokenCount == 1)
+        try await reopened.close()
+    }
+
+    /// A second store on the same directory (a second server on one data directory) is refused while the first is open.
+    @Test func aSecondStoreOnTheSameDirectoryIsRefused() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let configuration = JournaledActivityStore.Configuration(directory: directory + "/journal")
+        let first = try JournaledActivityStore(configuration: configuration)
+        #expect(throws: JournalOpenError.self) { _ = try JournaledActivityStore(configuration: configuration) }
+        try await first.close()
+        let second = try JournaledActivityStore(configuration: configuration)
+        try await second.close()
     }
 
     /// Damage anywhere but the newest journal's tail is not a crash's: the store refuses to open.
