@@ -69,7 +69,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
         }
     }
 
-    /// At once: what the memory store holds is all it will ever have.
+    /// At once: nothing the memory store holds is waiting for a disk.
     public func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
         let result: Result<T, any Error> = lock.withLock {
             isClosed ? .failure(ActivityStoreError.closed) : .success(body(state))
