@@ -70,9 +70,8 @@ enum JournalFile {
             guard file.count >= headerSize else {
                 return Scan(validLength: 0, damage: "the file is shorter than its header (\(file.count) bytes)")
             }
-            var header = JournalDecoder(UnsafeRawBufferPointer(rebasing: file[0..<headerSize]))
-            let magic = (0..<8).map { _ in (try? header.u8()) ?? 0 }
-            guard magic == kind.magic else { throw JournalOpenError("\(path) is not a LiveRelay \(kind.rawValue) file") }
+            guard file.starts(with: kind.magic) else { throw JournalOpenError("\(path) is not a LiveRelay \(kind.rawValue) file") }
+            var header = JournalDecoder(UnsafeRawBufferPointer(rebasing: file[kind.magic.count..<headerSize]))
             let version = try header.u32()
             guard version == JournalCodec.formatVersion else {
                 throw JournalOpenError("\(path) has format version \(version); this build reads \(JournalCodec.formatVersion)")
@@ -144,6 +143,12 @@ enum JournalFile {
             }
         }
         return (journals.sorted(), snapshots.sorted())
+    }
+
+    /// Deletes the journals and snapshots numbered below `number`: what snapshot `number` replaces.
+    static func removeReplaced(by number: UInt64, journals: [UInt64], snapshots: [UInt64], in directory: String) {
+        for old in journals where old < number { unlink(directory + "/" + name(.journal, old)) }
+        for old in snapshots where old < number { unlink(directory + "/" + name(.snapshot, old)) }
     }
 
     /// Writes all of `bytes` to `fd`.

@@ -40,8 +40,7 @@ struct JournalRecovery {
             snapshotBytes = scan.validLength
         }
         // Leftovers of a compaction that finished its snapshot but not its cleanup.
-        for old in snapshots where old < snapshot { unlink(directory + "/" + JournalFile.name(.snapshot, old)) }
-        for old in journals where old < snapshot { unlink(directory + "/" + JournalFile.name(.journal, old)) }
+        JournalFile.removeReplaced(by: snapshot, journals: journals, snapshots: snapshots, in: directory)
 
         let replay = journals.filter { $0 >= snapshot }
         var expected = max(snapshot, 1)

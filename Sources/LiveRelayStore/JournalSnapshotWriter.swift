@@ -62,8 +62,7 @@ enum JournalSnapshotWriter {
             throw JournalIOError("cannot sync \(directory): \(JournalFile.errnoText(failed))")
         }
         let (journals, snapshots) = try JournalFile.list(directory)
-        for old in journals where old < number { unlink(directory + "/" + JournalFile.name(.journal, old)) }
-        for old in snapshots where old < number { unlink(directory + "/" + JournalFile.name(.snapshot, old)) }
+        JournalFile.removeReplaced(by: number, journals: journals, snapshots: snapshots, in: directory)
         return total
     }
 }
