@@ -35,17 +35,6 @@ enum ReadValue: Sendable {
     case hexes([String])
 }
 
-/// One update token as the fan-out reads it: expiry is filtered by the plan
-/// (its `now`), so one cached answer serves every plan of a batch.
-struct UpdateTargetRow: Sendable {
-    var hex: String
-    var environment: APNsEnvironment
-    /// UNIX milliseconds; nil for none.
-    var expiresAt: Int64?
-
-    func isLive(at now: UnixTime) -> Bool { expiresAt.map { $0 > now.milliseconds } ?? true }
-}
-
 /// The SQL of the PostgreSQL store: set-based reads (one statement answers
 /// the reads of a whole batch, through `unnest` of key arrays) and set-based
 /// writes (one statement per table and kind of change).
@@ -87,10 +76,12 @@ enum PostgresTables {
             """
     }()
 
-    /// The fan-out read: three columns of the slot index (`INCLUDE`), decoded without building a `Token`.
+    /// The fan-out read: three columns of the slot index (`INCLUDE`), one aggregated value per
+    /// activity (``UpdateTargetList``), decoded without building a `Token`.
     static let updateTargetsSQL = """
-        SELECT k.i, t.hex, t.environment, t.expires_at FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
+        SELECT k.i, \(UpdateTargetList.aggregateSQL) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
             JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x
+            GROUP BY k.i
         """
 
     static let activitiesSQL = """
@@ -198,13 +189,10 @@ enum PostgresTables {
         if !targetKeys.isEmpty {
             var binds = PostgresBindings(capacity: 2)
             binds.append(targetArrays.0); binds.append(targetArrays.1)
-            var lists = Array(repeating: [UpdateTargetRow](), count: targetKeys.count)
             for row in try await session.query(PostgresQuery(unsafeSQL: updateTargetsSQL, binds: binds)) {
-                let (i, hex, environment, expiresAt) = try row.decode((Int64, String, Int16, Int64?).self)
-                lists[Int(i) - 1].append(
-                    UpdateTargetRow(hex: hex, environment: environment == 0 ? .sandbox : .production, expiresAt: expiresAt))
+                let (i, list) = try row.decode((Int64, ByteBuffer).self)
+                answers[targetKeys[Int(i) - 1]] = .targets(try UpdateTargetList.parse(list))
             }
-            for (key, rows) in zip(targetKeys, lists) { answers[key] = .targets(rows) }
         }
         if !activityKeys.isEmpty {
             var binds = PostgresBindings(capacity: 2)

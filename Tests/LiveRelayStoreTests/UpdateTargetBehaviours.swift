@@ -9,7 +9,8 @@ import Testing
 /// without those past their own expiry, and nothing else.
 extension StoreBehaviourSuite {
     static let updateTargetBehaviours: [StoreBehaviour] = [
-        StoreBehaviour(description: "an update goes to the activity's live update tokens only", run: updateGoesToLiveTokens)
+        StoreBehaviour(description: "an update goes to the activity's live update tokens only", run: updateGoesToLiveTokens),
+        StoreBehaviour(description: "updates of several activities at once each reach their own tokens", run: updatesAtOnce),
     ]
 
     static func updateGoesToLiveTokens(_ make: StoreFactory) async throws {
@@ -34,6 +35,27 @@ extension StoreBehaviourSuite {
         }
         #expect(try await targets(at: t0 + .seconds(1)) == [hex(1): .sandbox, hex(2): .production])
         #expect(try await targets(at: t0 + .seconds(60)) == [hex(1): .sandbox], "expired at its expires_at")
+        try await store.close()
+    }
+
+    /// Several fan-outs read together (one PostgreSQL batch answers them with one statement,
+    /// a row per activity): each gets its own tokens, and one without tokens gets none.
+    static func updatesAtOnce(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let activities = (0..<6).map { "order-\($0)" }
+        for (a, activity) in activities.enumerated() where a > 0 {
+            for t in 0..<(a * 3) {
+                try await apply(store, RegisterToken(updateToken(hex(a * 100 + t), activity: activity, device: "d\(a)-\(t)")))
+            }
+        }
+        try await apply(store, StartActivity(start("order-0"), app: app))
+        let loop = group.any()
+        let calls = activities.map { store.apply(ChangeActivity(update($0), app: app), now: t0 + .seconds(1), on: loop) }
+        for (a, call) in calls.enumerated() {
+            let batch = try #require(try await call.get().accepted?.batch, "\(activities[a])")
+            #expect(Set(batch.targets.map(\.token)) == Set((0..<(a * 3)).map { hex(a * 100 + $0) }), "\(activities[a])")
+            #expect(batch.targets.count == a * 3)
+        }
         try await store.close()
     }
 }
