@@ -6,7 +6,7 @@ import Testing
 
 /// The PostgreSQL fan-out's aggregated target list, parsed without a database
 /// (the store's behaviour suite runs the aggregate itself against a real server).
-@Suite struct UpdateTargetListTests {
+@Suite struct PostgresUpdateTargetsTests {
     func parse(_ text: String) throws(PostgresStoreError) -> [UpdateTargetRow] {
         try UpdateTargetList.parse(ByteBuffer(string: text))
     }
