@@ -23,7 +23,9 @@ struct UpdateTargetRow: Sendable {
 /// Each token is `hex environment[ expires]` (the environment's stored number,
 /// the expiry in UNIX milliseconds when there is one), tokens separated by `,`.
 /// A stored token is hex (validation refuses anything else), never a space or
-/// a comma, so the format needs no escaping.
+/// a comma, so the format needs no escaping. PostgreSQL caps a value at 1 GB:
+/// about 13 million tokens of one activity, far past what one activity's
+/// fan-out is for (a broadcast channel serves audiences that large).
 enum UpdateTargetList {
     /// The aggregate the fan-out query selects, over the `tokens` row `t`.
     static let aggregateSQL = "string_agg(t.hex || ' ' || t.environment || coalesce(' ' || t.expires_at, ''), ',')"

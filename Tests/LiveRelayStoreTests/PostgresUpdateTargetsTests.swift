@@ -28,5 +28,4 @@ import Testing
     func refusesAnythingElse(_ text: String) {
         #expect(throws: PostgresStoreError.corruptRow("update target list")) { try parse(text) }
     }
-
 }
