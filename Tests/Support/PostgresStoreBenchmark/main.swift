@@ -6,8 +6,8 @@
 //   1. durable RegisterToken applies per second with --callers concurrent callers, each
 //      awaiting its acknowledgement (COMMIT returned) before the next call;
 //   2. the time to load the --tokens update tokens of one activity (`updateTokens(of:)`,
-//      first and warm), and an UpdateActivity of it (the plan reads every token, builds the
-//      batch, commits).
+//      first and warm), an UpdateActivity of it (the plan reads every token, builds the
+//      batch, commits), then its EndActivity (every token read whole and deleted).
 //
 // Run: swift build -c release --scratch-path .build-pg --product postgres-store-benchmark
 //      .build-pg/release/postgres-store-benchmark --seconds 10
@@ -150,6 +150,16 @@ print(
     UpdateActivity of the \(tokenCount)-token activity (a lane: read all, build the batch, commit): \
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)
+
+// An end reads every token whole (to delete them), not just the fan-out's three columns.
+let endStart = monotonic()
+let ended = try await store.apply(
+    ChangeActivity(EndActivityRequest(appID: appID, activityID: big.activityID), app: app), now: SystemClock().now(), on: loop
+).get()
+guard case let .accepted(endCall) = ended, endCall.batch.targets.count == tokenCount else { fatalError("unexpected end \(ended)") }
+print(
+    "EndActivity of the \(tokenCount)-token activity (read every token, delete them all, commit): \(format((monotonic() - endStart) * 1000)) ms"
+)
 try await store.close()
 if !CommandLine.arguments.contains("--keep") {
     try await PostgresActivityStore.dropSchema(configuration: configuration)
