@@ -115,7 +115,8 @@ let package = Package(
             ]
         ),
         // Collections that grow without stalling (a hash index of record numbers keyed elsewhere, an array in
-        // chunks, a map of both): the memory store's tables and the dispatcher's lanes. No dependencies.
+        // chunks, a map of both, a map by counter-issued key): the memory store's tables and the dispatcher's
+        // lanes, pushes and calls. No dependencies.
         .target(name: "LiveRelayCollections"),
         // Capped exponential back-off with one jitter rule, for every wait after a failure. No I/O.
         .target(

@@ -35,12 +35,18 @@ public struct ChunkedArray<Element: Sendable>: @unchecked Sendable {
             withUnsafeMutablePointerToElements { $0 }
         }
 
+        /// Elements initialized: the header, through its address (reading `header`,
+        /// a class's stored property, checked exclusivity at run time on every append).
+        @inlinable var initialized: UnsafeMutablePointer<Int> {
+            withUnsafeMutablePointerToHeader { $0 }
+        }
+
         /// A chunk of its own for a writer whose chunk is shared with a copy,
         /// or a larger one for the first chunk as it grows.
         @inlinable func copy(capacity: Int? = nil) -> Chunk {
             let copy = Chunk.make(capacity: capacity ?? self.capacity)
-            copy.header = header
-            copy.elements.initialize(from: elements, count: header)
+            copy.initialized.pointee = initialized.pointee
+            copy.elements.initialize(from: elements, count: initialized.pointee)
             return copy
         }
 
@@ -76,14 +82,14 @@ public struct ChunkedArray<Element: Sendable>: @unchecked Sendable {
     @inlinable public mutating func append(_ element: Element) {
         if _count & Self.mask == 0 { chunks.append(Chunk.make(capacity: _count == 0 ? 16 : Self.capacity)) }
         var chunk = uniqueChunk(chunks.count - 1)
-        if _count < Self.capacity && chunk.header == chunk.capacity {
+        if _count < Self.capacity && chunk.initialized.pointee == chunk.capacity {
             // Only the first chunk starts small (16) and doubles up to a full
             // chunk: a small map costs what it holds, not 4,096 elements.
             chunk = chunk.copy(capacity: Swift.min(2 * chunk.capacity, Self.capacity))
             chunks[chunks.count - 1] = chunk
         }
-        (chunk.elements + chunk.header).initialize(to: element)
-        chunk.header += 1
+        (chunk.elements + chunk.initialized.pointee).initialize(to: element)
+        chunk.initialized.pointee += 1
         _count += 1
     }
 }

@@ -132,7 +132,7 @@ extension DispatchScheduler {
             actions.circuitChanges.append((routes[push.route], transition))
         }
         makeReady(&lane, slot: push.lane, app: a, front: false)
-        apps[a].lanes.put(lane, at: push.lane)
+        apps[a].lanes.put(consume lane, at: push.lane)
         if let credentials { failUnsent(app: a, .failed(reason: credentials.reason), &actions) }
     }
 
@@ -232,7 +232,7 @@ extension DispatchScheduler {
                 lane.pending.prepend(id)
                 makeReady(&lane, slot: push.lane, app: push.app, front: true)
             }
-            apps[push.app].lanes.put(lane, at: push.lane)
+            apps[push.app].lanes.put(consume lane, at: push.lane)
         }
         while let timer = callTimers.popDue(now) {
             switch timer {
@@ -276,7 +276,7 @@ extension DispatchScheduler {
             if lane.busy == id { lane.busy = nil }
             finish(id, .expired, &actions)
             makeReady(&lane, slot: push.lane, app: push.app, front: false)
-            apps[push.app].lanes.put(lane, at: push.lane)
+            apps[push.app].lanes.put(consume lane, at: push.lane)
         } else {
             // A queued push stays in its lane as a stale id, skipped when the lane comes up.
             finish(id, .expired, &actions)
@@ -293,7 +293,7 @@ extension DispatchScheduler {
                 finish(busy, outcome, &actions)
                 lane.busy = nil
             }
-            apps[a].lanes.put(lane, at: slot)
+            apps[a].lanes.put(consume lane, at: slot)
         }
     }
 

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayCollections
 import LiveRelayPushOutlet
 import NIOCore
 
@@ -127,8 +128,9 @@ public struct DispatchScheduler {
     var routeIndex: [APNsRoute: Int] = [:]
     var apps: [AppState] = []
     var appIndex: [String: Int] = [:]
-    var pushes: [UInt64: Push] = [:]
-    var calls: [UInt64: Call] = [:]
+    /// By number: pushes and calls are numbered in order, so they are found without hashing.
+    var pushes = SequentialMap<Push>()
+    var calls = SequentialMap<Call>()
     var active = CircularBuffer<Int>()
     var inFlight = 0
     var routeInFlight: [Int] = []
@@ -301,7 +303,6 @@ public struct DispatchScheduler {
             }
         if refusal == nil {
             apps[a].lanes.reserve(forBatchOf: n)
-            pushes.reserveCapacity(pushes.count + n)
         }
         for (i, target) in batch.targets.enumerated() {
             if let refusal {
@@ -341,9 +342,11 @@ public struct DispatchScheduler {
         var lane = apps[a].lanes.take(slot)
         lane.lastTaken = now
         if nextSweep == nil { nextSweep = now + configuration.laneRetention }
-        defer { apps[a].lanes.put(lane, at: slot) }
+        // Put back at each exit, not in a `defer`: the deferred put copied the lane
+        // and destroyed both (two outlined value operations per push).
         let newest = lane.newest[activity]
         if let newest, timestamp <= newest {
+            apps[a].lanes.put(consume lane, at: slot)
             settle(call: call, app: a, .superseded, &actions)
             return
         }
@@ -365,9 +368,11 @@ public struct DispatchScheduler {
                 lane.busy = nil
             }
         }
-        pushes[id] = Push(call: call, app: a, lane: slot, environment: target.environment, channelPolicy: target.channelPolicy)
+        pushes.insert(
+            Push(call: call, app: a, lane: slot, environment: target.environment, channelPolicy: target.channelPolicy), for: id)
         lane.pending.append(id)
         makeReady(&lane, slot: slot, app: a, front: false)
+        apps[a].lanes.put(consume lane, at: slot)
     }
 
     /// Puts an idle lane with pending pushes in its app's ready queue, and the app in the round.
@@ -407,34 +412,37 @@ public struct DispatchScheduler {
             }
             var lane = apps[a].lanes.take(slot)
             lane.inReady = false
-            var chosen: (id: UInt64, index: Dictionary<UInt64, Push>.Index)?
+            var chosen: (id: UInt64, call: UInt64)?
             while lane.busy == nil, chosen == nil, let id = lane.pending.popFirst() {
-                if let index = pushes.index(forKey: id) { chosen = (id, index) }
+                if let push = pushes[id] { chosen = (id, push.call) }
             }
-            guard let (id, pushIndex) = chosen else {
-                apps[a].lanes.put(lane, at: slot)
+            guard let (id, callID) = chosen else {
+                apps[a].lanes.put(consume lane, at: slot)
                 continue
             }
             // The call's shared part only: no copy of its account.
-            let call = calls[pushes.values[pushIndex].call]!.fixed
+            let call = calls[callID]!.fixed
             if let sendBy = call.sendBy, sendBy <= now {
                 finish(id, .expired, &actions)
                 makeReady(&lane, slot: slot, app: a, front: true)
-                apps[a].lanes.put(lane, at: slot)
+                apps[a].lanes.put(consume lane, at: slot)
                 continue
             }
             if let error = apps[a].credentialError, now < error.suspendedUntil {
                 finish(id, .failed(reason: error.reason), &actions)
                 makeReady(&lane, slot: slot, app: a, front: true)
-                apps[a].lanes.put(lane, at: slot)
+                apps[a].lanes.put(consume lane, at: slot)
                 continue
             }
             if apps[a].deficit <= 0 { apps[a].deficit += apps[a].quantum }
             lane.busy = id
             let token = apps[a].lanes.token(at: slot)
-            apps[a].lanes.put(lane, at: slot)
-            pushes.values[pushIndex].sent(route: route, probe: breakers[route].sent())
-            let push = pushes.values[pushIndex]
+            apps[a].lanes.put(consume lane, at: slot)
+            let probe = breakers[route].sent()
+            let push = pushes.update(id) { push in
+                push.sent(route: route, probe: probe)
+                return push
+            }!
             inFlight += 1
             routeInFlight[route] += 1
             apps[a].counters.inFlight += 1
@@ -487,10 +495,11 @@ public struct DispatchScheduler {
             actions.outcomes.append(OutcomeCount(appID: apps[a].id, outcome: outcome, count: 1, app: a))
         }
         // One lookup for the call's account, not one per access.
-        guard let index = calls.index(forKey: id) else { return }
-        calls.values[index].account.record(outcome)
-        guard calls.values[index].account.result.queued == 0 else { return }
-        let call = calls.remove(at: index).value
+        let queued = calls.update(id) { call in
+            call.account.record(outcome)
+            return call.account.result.queued
+        }
+        guard queued == 0, let call = calls.removeValue(forKey: id) else { return }
         if id == enqueuing { finishedWhileEnqueuing = call.account.result }
         if call.waits, !call.replied { actions.replies.append((CallID(raw: id), call.account.result)) }
         // A push given up for the shutdown is not accounted for: the intent stays for the next start.

@@ -4,14 +4,25 @@ import LiveRelayPushOutlet
 import LiveRelayTestSupport
 import NIOCore
 
-/// The dispatcher's scheduler (the pure value inside `Dispatcher`): each iteration
-/// enqueues an update to 1,000 tokens and answers every send with 200, until the
-/// batch is final. Counted per push.
+/// The dispatcher's scheduler (the pure value inside `Dispatcher`), counted per push:
+/// - `dispatch-push`: each iteration enqueues an update to the same 1,000 tokens and
+///   answers every send with 200, until the batch is final;
+/// - `dispatch-fanout-fresh`: the same with 10,000 tokens the scheduler has not seen (a
+///   fan-out's first update after its tokens registered: every push makes its token's
+///   lane), the lanes of earlier iterations kept as a running server keeps them.
 enum DispatchWorkloads {
     static let batchSize = 1_000
+    static let freshBatchSize = 10_000
 
     static var all: [Workload] {
-        [Workload(name: "dispatch-push", unit: "push", iterations: 20) { iterations in try pushes(iterations: iterations) }]
+        [
+            Workload(name: "dispatch-push", unit: "push", iterations: 20) { iterations in
+                try pushes(iterations: iterations, batchSize: batchSize, freshTokens: false)
+            },
+            Workload(name: "dispatch-fanout-fresh", unit: "push", iterations: 10) { iterations in
+                try pushes(iterations: iterations, batchSize: freshBatchSize, freshTokens: true)
+            },
+        ]
     }
 
     static func token(_ n: Int) -> String {
@@ -28,16 +39,18 @@ enum DispatchWorkloads {
             targets: tokens.map { PushTarget(token: $0, environment: .production) })
     }
 
-    static func pushes(iterations: Int) throws -> () throws -> Int {
+    static func pushes(iterations: Int, batchSize: Int, freshTokens: Bool) throws -> () throws -> Int {
         let warmUp = 3
         var scheduler = DispatchScheduler(
             configuration: DispatcherConfiguration(
                 apps: [DispatchApp(appID: "app-a", queueCapacity: 100_000, route: testRoute("key-a"))]))
         let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
         let ok = DispatchAnswer.response(APNsResponse(status: 200))
-        let tokens = (0..<batchSize).map(token)
         // Newer timestamps each time, so no batch is superseded by the one before.
-        let batches = (0..<(warmUp + iterations)).map { batch(timestamp: 1_700_000_000 + Int64($0), tokens: tokens) }
+        let batches = (0..<(warmUp + iterations)).map { n in
+            let first = freshTokens ? n * batchSize : 0
+            return batch(timestamp: 1_700_000_000 + Int64(n), tokens: (first..<(first + batchSize)).map(token))
+        }
 
         func run(_ batch: PushBatch) -> Int {
             let step = scheduler.enqueue(batch, waitForDelivery: false, sendBy: nil, replyBy: nil, now: now)
