@@ -101,6 +101,10 @@ public struct SequentialMap<Value: Sendable>: @unchecked Sendable {
     /// Sets the value of `key`, replacing one it had.
     @inlinable public mutating func insert(_ value: Value, for key: UInt64) {
         let number = key >> Self.shift
+        // The last page, kept while empty for the keys that come next, is freed once they go past it.
+        if let tail = pages.last ?? nil, tail.live.pointee == 0, number > firstPage + UInt64(pages.count - 1) {
+            if pages.count == 1 { pages.removeAll(keepingCapacity: true) } else { pages[pages.count - 1] = nil }
+        }
         if pages.isEmpty {
             firstPage = number
         } else if number < firstPage {
@@ -129,7 +133,9 @@ public struct SequentialMap<Value: Sendable>: @unchecked Sendable {
         slot.pointee = nil
         _count -= 1
         page.live.pointee -= 1
-        if page.live.pointee == 0 {
+        // The last page stays while empty: calls of one push each, answered one at a
+        // time, empty it at every push, and would make and clear a page for each.
+        if page.live.pointee == 0, p < pages.count - 1 {
             pages[p] = nil
             if p == 0 { dropFreedFront() }
         }
