@@ -14,12 +14,13 @@ public protocol StateReader {
     func token(in slot: TokenSlot) -> Token?
     func activity(_ key: ActivityKey) -> Activity?
     func idempotencyRecord(_ activity: ActivityKey, key: String) -> IdempotencyRecord?
-    /// Hot lookup 1: the update tokens of an activity (an end deletes them).
+    /// Hot lookup 1: the update tokens of an activity, whole.
     func updateTokens(of activity: ActivityKey) -> [Token]
     /// The keys of at most `limit` of the activity's update tokens, in no
     /// particular order: what the sweep deletes a pass at a time, so that an
     /// activity with a million tokens costs a thousand short passes, not one
-    /// long one or a thousand reads of a million.
+    /// long one or a thousand reads of a million; and what an end deletes
+    /// (`limit` `Int.max`), read without the rest of each token.
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey]
     /// Hot lookup 1 as an update's fan-out needs it: where the pushes go (each
     /// update token's hex and environment), without the tokens past their own

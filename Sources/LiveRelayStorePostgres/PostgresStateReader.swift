@@ -73,7 +73,9 @@ final class PostgresStateReader: StateReader {
     /// Asks for `limit` plus as many rows as the batch changed, like the sweep's
     /// other reads; tokens the batch changed are answered as the batch left them.
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
-        let key = ReadKey.updateTokenHexes(activity, limit: max(0, limit) + overlay.tokenCount)
+        // Saturated: an end asks for every key (`Int.max`).
+        let asked = min(max(0, limit), Int.max - overlay.tokenCount) + overlay.tokenCount
+        let key = ReadKey.updateTokenHexes(activity, limit: asked)
         guard case let .hexes(found)? = lookup(key) else { return [] }
         let keys = overlay.merge(found.map { TokenKey(appID: activity.appID, hex: $0) }) {
             $0.kind == .update && $0.appID == activity.appID && $0.activityID == activity.activityID

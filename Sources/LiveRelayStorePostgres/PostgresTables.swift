@@ -94,9 +94,12 @@ enum PostgresTables {
         """
     static let activitiesDueSQL =
         "SELECT \(activityColumns) FROM activities WHERE sweep_deadline <= $1 ORDER BY sweep_deadline LIMIT $2"
-    /// From the slot index alone (it carries `hex`), stopping at `limit`.
-    static let updateTokenHexesSQL =
-        "SELECT hex FROM tokens WHERE kind = 0 AND app_id = $1 AND activity_id = $2 LIMIT $3"
+    /// From the slot index alone (it carries `hex`), stopping at `limit`, as one value
+    /// (``UpdateTokenHexList``; NULL for none).
+    static let updateTokenHexesSQL = """
+        SELECT string_agg(t.hex, ',') FROM
+            (SELECT hex FROM tokens WHERE kind = 0 AND app_id = $1 AND activity_id = $2 LIMIT $3) t
+        """
     static let tokensExpiredSQL =
         "SELECT \(tokenColumns) FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2"
 
@@ -159,7 +162,7 @@ enum PostgresTables {
                 binds.append(a.appID); binds.append(a.activityID); binds.append(Int64(limit))
                 var found: [String] = []
                 for row in try await session.query(PostgresQuery(unsafeSQL: updateTokenHexesSQL, binds: binds)) {
-                    found.append(try row.decode(String.self))
+                    if let list = try row.decode(ByteBuffer?.self) { found += try UpdateTokenHexList.parse(list) }
                 }
                 answers[key] = .hexes(found)
             case let .tokensExpired(now, limit):

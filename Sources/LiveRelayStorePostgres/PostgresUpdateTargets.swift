@@ -93,3 +93,25 @@ enum UpdateTargetList {
         return negative ? -value : value
     }
 }
+
+/// Some of an activity's update token keys (the sweep's pass, an end's deletions) as one
+/// text value, `hex,hex,...`, for the reason ``UpdateTargetList`` is one: an end of a
+/// 100,000-token activity read its keys as 100,000 rows.
+enum UpdateTokenHexList {
+    /// Parses a `,`-separated list of non-empty tokens without spaces; anything else is a corrupt row.
+    static func parse(_ list: ByteBuffer) throws(PostgresStoreError) -> [String] {
+        let parsed = list.withUnsafeReadableBytes { bytes -> [String]? in
+            var hexes: [String] = []
+            hexes.reserveCapacity(bytes.count / 65 + 1)
+            var start = 0
+            for i in 0...bytes.count where i == bytes.count || bytes[i] == UInt8(ascii: ",") || bytes[i] == UInt8(ascii: " ") {
+                guard i > start, i == bytes.count || bytes[i] == UInt8(ascii: ",") else { return nil }
+                hexes.append(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self))
+                start = i + 1
+            }
+            return hexes
+        }
+        guard let parsed else { throw .corruptRow("update token list") }
+        return parsed
+    }
+}

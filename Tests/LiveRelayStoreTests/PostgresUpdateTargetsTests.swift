@@ -28,4 +28,17 @@ import Testing
     func refusesAnythingElse(_ text: String) {
         #expect(throws: PostgresStoreError.corruptRow("update target list")) { try parse(text) }
     }
+
+    /// The keys' list (`hex,hex,...`): the database sends NULL for none, so an empty value is corrupt too.
+    @Test func parsesAHexList() throws {
+        #expect(try UpdateTokenHexList.parse(ByteBuffer(string: "\(hex(1)),ab01,\(hex(2))")) == [hex(1), "ab01", hex(2)])
+        #expect(try UpdateTokenHexList.parse(ByteBuffer(string: "ab")) == ["ab"])
+    }
+
+    @Test(arguments: ["", ",", "ab,", ",ab", "ab,,cd", "ab cd", "ab ", " ab"])
+    func refusesAMalformedHexList(_ text: String) {
+        #expect(throws: PostgresStoreError.corruptRow("update token list")) {
+            try UpdateTokenHexList.parse(ByteBuffer(string: text))
+        }
+    }
 }

@@ -11,7 +11,35 @@ extension StoreBehaviourSuite {
     static let updateTargetBehaviours: [StoreBehaviour] = [
         StoreBehaviour(description: "an update goes to the activity's live update tokens only", run: updateGoesToLiveTokens),
         StoreBehaviour(description: "updates of several activities at once each reach their own tokens", run: updatesAtOnce),
+        StoreBehaviour(
+            description: "an end goes to the live update tokens and deletes every one, expired ones too",
+            run: endGoesToLiveTokensAndDeletesAll),
     ]
+
+    /// An end reads the keys it deletes (`updateTokenKeys(of:limit:)`, all of them) apart
+    /// from where it sends (`updateTargets(of:at:)`, the live ones).
+    static func endGoesToLiveTokensAndDeletesAll(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(updateToken(hex(1), device: "a")))
+        try await apply(
+            store,
+            RegisterToken(
+                RegisterTokenRequest(
+                    appID: appID, kind: .update, token: hex(2), environment: .production, activityID: "order-1",
+                    deviceID: "b", expiresAt: t0.seconds + 60)))
+        try await apply(store, RegisterToken(updateToken(hex(3), activity: "order-2", device: "a")))
+        try await apply(store, RegisterToken(pushToStart(hex(4), device: "a")))
+
+        let end = try #require(try await apply(store, ChangeActivity(endRequest(), app: app), now: t0 + .seconds(60)).accepted)
+        #expect(end.batch.targets.map(\.token) == [hex(1)], "the expired token is not sent to")
+        #expect(end.reply.targeted == 1)
+        let loop = group.any()
+        #expect(try await store.updateTokens(of: order1, on: loop).get().isEmpty, "the expired one is deleted too")
+        let other = ActivityKey(appID: appID, activityID: "order-2")
+        #expect(try await store.updateTokens(of: other, on: loop).get().map(\.hex) == [hex(3)])
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(4)), on: loop).get() != nil)
+        try await store.close()
+    }
 
     static func updateGoesToLiveTokens(_ make: StoreFactory) async throws {
         let store = try await make()

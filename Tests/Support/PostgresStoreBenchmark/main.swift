@@ -158,7 +158,7 @@ let ended = try await store.apply(
 ).get()
 guard case let .accepted(endCall) = ended, endCall.batch.targets.count == tokenCount else { fatalError("unexpected end \(ended)") }
 print(
-    "EndActivity of the \(tokenCount)-token activity (read every token, delete them all, commit): \(format((monotonic() - endStart) * 1000)) ms"
+    "EndActivity of the \(tokenCount)-token activity (read its keys and live targets, delete every token, commit): \(format((monotonic() - endStart) * 1000)) ms"
 )
 try await store.close()
 if !CommandLine.arguments.contains("--keep") {
