@@ -16,10 +16,9 @@ extension StoreBehaviourSuite {
             run: endGoesToLiveTokensAndDeletesAll),
     ]
 
-    /// An end reads the keys it deletes (`updateTokenKeys(of:limit:)`, all of them) apart
-    /// from where it sends (`updateTargets(of:at:)`, the live ones).
-    static func endGoesToLiveTokensAndDeletesAll(_ make: StoreFactory) async throws {
-        let store = try await make()
+    /// order-1's update tokens 1 (sandbox, no expiry) and 2 (production, expiring at t0 + 60 s),
+    /// order-2's update token 3 and push-to-start token 4.
+    static func registerMixedTokens(_ store: any ActivityStore) async throws {
         try await apply(store, RegisterToken(updateToken(hex(1), device: "a")))
         try await apply(
             store,
@@ -29,6 +28,13 @@ extension StoreBehaviourSuite {
                     deviceID: "b", expiresAt: t0.seconds + 60)))
         try await apply(store, RegisterToken(updateToken(hex(3), activity: "order-2", device: "a")))
         try await apply(store, RegisterToken(pushToStart(hex(4), device: "a")))
+    }
+
+    /// An end reads the keys it deletes (`updateTokenKeys(of:limit:)`, all of them) apart
+    /// from where it sends (`updateTargets(of:at:)`, the live ones).
+    static func endGoesToLiveTokensAndDeletesAll(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await registerMixedTokens(store)
 
         let end = try #require(try await apply(store, ChangeActivity(endRequest(), app: app), now: t0 + .seconds(60)).accepted)
         #expect(end.batch.targets.map(\.token) == [hex(1)], "the expired token is not sent to")
@@ -43,15 +49,7 @@ extension StoreBehaviourSuite {
 
     static func updateGoesToLiveTokens(_ make: StoreFactory) async throws {
         let store = try await make()
-        try await apply(store, RegisterToken(updateToken(hex(1), device: "a")))
-        try await apply(
-            store,
-            RegisterToken(
-                RegisterTokenRequest(
-                    appID: appID, kind: .update, token: hex(2), environment: .production, activityID: "order-1",
-                    deviceID: "b", expiresAt: t0.seconds + 60)))
-        try await apply(store, RegisterToken(updateToken(hex(3), activity: "order-2", device: "a")))
-        try await apply(store, RegisterToken(pushToStart(hex(4), device: "a")))
+        try await registerMixedTokens(store)
 
         func targets(at now: UnixTime) async throws -> [String: Environment] {
             let outcome = try await apply(store, ChangeActivity(update(), app: app), now: now)
