@@ -13,7 +13,9 @@
 /// key is removed is freed, and the directory drops the freed pages at its
 /// front. A key that lives long (a push retrying for an hour while millions
 /// pass) keeps only its own page, plus one directory entry per 1,024 keys
-/// handed out after it, until it is removed.
+/// handed out after it, until it is removed. The directory's last page is the
+/// exception: kept while empty until the keys go past it, so that keys which
+/// come and go one at a time (calls of one push) do not make a page each.
 ///
 /// Keys may come in any order; a key below the first page only grows the
 /// directory at its front. A value type with copy-on-write per page, as
