@@ -95,8 +95,9 @@ enum UpdateTargetList {
 }
 
 /// Some of an activity's update token keys (the sweep's pass, an end's deletions) as one
-/// text value, `hex,hex,...`, for the reason ``UpdateTargetList`` is one: an end of a
-/// 100,000-token activity read its keys as 100,000 rows.
+/// text value, `hex,hex,...`, for the reason ``UpdateTargetList`` is one: as a row per key,
+/// an end of a 100,000-token activity (which reads them all) would pay postgres-nio's
+/// cost per row 100,000 times.
 enum UpdateTokenHexList {
     /// Parses a `,`-separated list of non-empty tokens without spaces; anything else is a corrupt row.
     static func parse(_ list: ByteBuffer) throws(PostgresStoreError) -> [String] {

@@ -6,8 +6,8 @@
 //   1. durable RegisterToken applies per second with --callers concurrent callers, each
 //      awaiting its acknowledgement (COMMIT returned) before the next call;
 //   2. the time to load the --tokens update tokens of one activity (`updateTokens(of:)`,
-//      first and warm), an UpdateActivity of it (the plan reads every token, builds the
-//      batch, commits), then its EndActivity (every token read whole and deleted).
+//      first and warm), an UpdateActivity of it (the plan reads its targets, builds the
+//      batch, commits), then its EndActivity (its keys and live targets read, every token deleted).
 //
 // Run: swift build -c release --scratch-path .build-pg --product postgres-store-benchmark
 //      .build-pg/release/postgres-store-benchmark --seconds 10
