@@ -98,6 +98,10 @@ public struct DispatcherConfiguration: Sendable {
     /// older than one already sent would be sent too, and the device, which
     /// ignores a timestamp not newer than its last, drops it.
     public var laneRetention: TimeAmount
+    /// Targets a fan-out takes per dispatcher step (``DispatchScheduler/beginEnqueue(_:waitForDelivery:sendBy:replyBy:now:)``):
+    /// the dispatcher's lock is held for one slice, about 4 ms at 8,192, not
+    /// for the whole fan-out, so other apps' calls and APNs's answers go on between slices.
+    public var enqueueSlice: Int
 
     public init(
         apps: [DispatchApp],
@@ -113,7 +117,8 @@ public struct DispatcherConfiguration: Sendable {
         randomSeed: UInt64 = 0x5EED,
         drainGracePeriod: TimeAmount = .seconds(10),
         apnsIDInstance: UInt32 = .random(in: 0...UInt32.max),
-        laneRetention: TimeAmount = .seconds(60)
+        laneRetention: TimeAmount = .seconds(60),
+        enqueueSlice: Int = 8_192
     ) {
         self.apps = apps
         self.maxInFlight = max(1, maxInFlight)
@@ -129,5 +134,6 @@ public struct DispatcherConfiguration: Sendable {
         self.apnsIDInstance = apnsIDInstance
         self.drainGracePeriod = drainGracePeriod
         self.laneRetention = max(.milliseconds(1), laneRetention)
+        self.enqueueSlice = max(1, enqueueSlice)
     }
 }

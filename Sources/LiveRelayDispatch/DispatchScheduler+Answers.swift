@@ -309,7 +309,7 @@ extension DispatchScheduler {
         return tick(now: now)
     }
 
-    private mutating func checkDrained(_ actions: inout DispatchActions) {
+    mutating func checkDrained(_ actions: inout DispatchActions) {
         switch phase {
         case .draining, .finishing: break
         case .running, .stopped: return

@@ -143,9 +143,11 @@ public struct DispatchScheduler {
     var random: SplitMix64
     var nextPush: UInt64 = 1
     var nextCall: UInt64 = 1
-    /// The call being enqueued, and its account if it became final during ``enqueue``.
+    /// The call whose slice is being taken, and its account if it became final in that step.
     var enqueuing: UInt64?
     var finishedWhileEnqueuing: EnqueueResult?
+    /// Calls whose targets are being taken a slice at a time, by call number.
+    var taking: [UInt64: Taking] = [:]
     /// When idle lanes are next looked for (nil while there are no lanes).
     var nextSweep: NIODeadline?
 
@@ -244,135 +246,6 @@ public struct DispatchScheduler {
         apps[a].counters.refusedCalls += 1
         let retryAfter = UInt32(clamping: configuration.queueFullRetryAfter.nanoseconds / 1_000_000)
         return .queueFull(unfinished: unfinished, capacity: apps[a].capacity, retryAfterMS: retryAfter)
-    }
-
-    /// Takes every target of `batch`. Returns the result to answer with now
-    /// (always for a call that does not wait; for a waiting call only when
-    /// every push is already final), else the call's answer comes later in
-    /// ``DispatchActions/replies``.
-    ///
-    /// - Parameters:
-    ///   - sendBy: pushes not sent by then expire, and are not retried past it
-    ///     (the batch's expiry, or a waiting call's deadline less the reply
-    ///     margin, whichever is first); the app's
-    ///     ``DispatchApp/maxPushLifetime`` from `now` caps it further.
-    ///   - replyBy: when a waiting call is answered even if pushes are still in
-    ///     flight (its deadline; the dispatcher fails such a call with
-    ///     ``DeliveryDeadlineExceeded``).
-    public mutating func enqueue(
-        _ batch: PushBatch, waitForDelivery: Bool, sendBy: NIODeadline?, replyBy: NIODeadline?, now: NIODeadline
-    ) -> (call: CallID, immediate: EnqueueResult?, actions: DispatchActions) {
-        var actions = DispatchActions()
-        let callID = nextCall
-        nextCall += 1
-        let n = batch.targets.count
-        guard let a = appIndex[batch.appID], n > 0 else {
-            let result = n == 0 ? EnqueueResult() : EnqueueResult(failures: [DispatchFailure.appNotConfigured: n])
-            if batch.durable {
-                actions.settled.append(
-                    SettledBatch(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp, account: result))
-            }
-            return (CallID(raw: callID), result, actions)
-        }
-        let first = nextPush
-        nextPush += UInt64(n)
-        let lifetimeEnd = apps[a].maxPushLifetime.map { now + $0 }
-        let sendBy = [sendBy, lifetimeEnd].compactMap { $0 }.min()
-        var call = Call(
-            fixed: Call.Fixed(
-                activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
-                headers: batch.headers, first: first, count: n,
-                apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
-                sendBy: sendBy, waits: waitForDelivery, durable: batch.durable))
-        call.account.result.queued = n
-        calls[callID] = call
-        apps[a].counters.enqueued += n
-        apps[a].counters.unfinished += n
-        unfinished += n
-
-        enqueuing = callID
-        finishedWhileEnqueuing = nil
-        defer { enqueuing = nil }
-        let refusal: String? =
-            if phase != .running {
-                DispatchFailure.shuttingDown
-            } else if let error = apps[a].credentialError, now < error.suspendedUntil {
-                error.reason
-            } else {
-                nil
-            }
-        if refusal == nil {
-            apps[a].lanes.reserve(forBatchOf: n)
-        }
-        for (i, target) in batch.targets.enumerated() {
-            if let refusal {
-                settle(call: callID, app: a, .failed(reason: refusal), &actions)
-            } else {
-                take(
-                    first + UInt64(i), target: target, call: callID, activity: batch.activityID, timestamp: batch.timestamp,
-                    app: a, now: now, &actions)
-            }
-        }
-        if calls[callID] != nil {
-            if let sendBy { callTimers.push(sendBy, .sendBy(callID)) }
-            if waitForDelivery, let replyBy { callTimers.push(replyBy, .replyBy(callID)) }
-        }
-        // The sends this pump can make, made room for at once: grown by doubling, the
-        // array of a fan-out's first sends was copied about ten times over.
-        actions.sends.reserveCapacity(min(n, max(0, configuration.maxInFlight - inFlight)))
-        pump(now: now, &actions)
-
-        let id = CallID(raw: callID)
-        if let index = actions.replies.firstIndex(where: { $0.call == id }) {
-            return (id, actions.replies.remove(at: index).result, actions)
-        }
-        if !waitForDelivery {
-            return (id, calls[callID]?.account.result ?? finishedWhileEnqueuing ?? EnqueueResult(), actions)
-        }
-        return (id, nil, actions)
-    }
-
-    /// One target into its token's lane: superseded if a newer push of the
-    /// activity was taken for the token, superseding the older one queued or retrying.
-    private mutating func take(
-        _ id: UInt64, target: PushTarget, call: UInt64, activity: String, timestamp: Int64, app a: Int, now: NIODeadline,
-        _ actions: inout DispatchActions
-    ) {
-        let slot = apps[a].lanes.slot(for: target.token)
-        var lane = apps[a].lanes.take(slot)
-        lane.lastTaken = now
-        if nextSweep == nil { nextSweep = now + configuration.laneRetention }
-        // Put back at each exit, not in a `defer`: the deferred put copied the lane
-        // and destroyed both (two outlined value operations per push).
-        let newest = lane.newest[activity]
-        if let newest, timestamp <= newest {
-            apps[a].lanes.put(consume lane, at: slot)
-            settle(call: call, app: a, .superseded, &actions)
-            return
-        }
-        lane.newest[activity] = timestamp
-        // Only a lane that took a push of this activity before can hold one to supersede.
-        // A push-to-start token starting one new activity after another skips the scan,
-        // which was quadratic in the lane's backlog (every start copied each waiting push's call).
-        if newest != nil {
-            lane.pending.removeAll { old in
-                guard let push = pushes[old] else { return true }
-                guard calls[push.call]?.activityID == activity else { return false }
-                finish(old, .superseded, &actions)
-                return true
-            }
-            if let busy = lane.busy, let push = pushes[busy], push.state == .backingOff,
-                calls[push.call]?.activityID == activity
-            {
-                finish(busy, .superseded, &actions)
-                lane.busy = nil
-            }
-        }
-        pushes.insert(
-            Push(call: call, app: a, lane: slot, environment: target.environment, channelPolicy: target.channelPolicy), for: id)
-        lane.pending.append(id)
-        makeReady(&lane, slot: slot, app: a, front: false)
-        apps[a].lanes.put(consume lane, at: slot)
     }
 
     /// Puts an idle lane with pending pushes in its app's ready queue, and the app in the round.

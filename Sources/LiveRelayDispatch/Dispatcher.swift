@@ -101,13 +101,14 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             sendBy = min(sendBy ?? expires, expires)
         }
         // The promise is registered under the lock, before any answer can complete the call.
-        let (call, future): (CallID, EventLoopFuture<EnqueueResult>) = lock.withLock {
-            let step = scheduler.enqueue(batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy, replyBy: replyBy, now: now)
+        let (call, more, future): (CallID, Bool, EventLoopFuture<EnqueueResult>) = lock.withLock {
+            let step = scheduler.beginEnqueue(
+                batch, waitForDelivery: options.waitForDelivery, sendBy: sendBy, replyBy: replyBy, now: now)
             outbox.append(step.actions)
-            if let immediate = step.immediate { return (step.call, eventLoop.makeSucceededFuture(immediate)) }
+            if let immediate = step.immediate { return (step.call, step.more, eventLoop.makeSucceededFuture(immediate)) }
             let promise = eventLoop.makePromise(of: EnqueueResult.self)
             waiters[step.call] = promise
-            return (step.call, promise.futureResult)
+            return (step.call, step.more, promise.futureResult)
         }
         logger.debug(
             "pushes queued",
@@ -117,7 +118,29 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
                 "apns_id": "\(APNsCallID(instance: apnsIDInstance, call: call.raw))-*",
             ])
         run()
+        if more { takeMoreLater(call) }
         return future
+    }
+
+    /// Takes the call's next slice on the dispatcher's loop in its next tick:
+    /// a task run now (`execute`) would run in this tick, after the one before
+    /// it, and the loop's I/O (other calls, APNs's answers) would wait for the
+    /// whole fan-out again.
+    private func takeMoreLater(_ call: CallID) {
+        eventLoop.scheduleTask(in: .microseconds(100)) { self.takeMore(call) }
+    }
+
+    /// Takes the next slice of a large fan-out (``DispatchScheduler/continueEnqueue(_:now:)``).
+    private func takeMore(_ call: CallID) {
+        let now = eventLoop.now
+        let (more, answered): (Bool, (EventLoopPromise<EnqueueResult>?, EnqueueResult)?) = lock.withLock {
+            let step = scheduler.continueEnqueue(call, now: now)
+            outbox.append(step.actions)
+            return (step.more, step.immediate.map { (waiters.removeValue(forKey: call), $0) })
+        }
+        run()
+        if let (promise, result) = answered { promise?.succeed(result) }
+        if more { takeMoreLater(call) }
     }
 
     // MARK: Configuration, queries and shutdown

@@ -120,6 +120,22 @@ import Testing
         try await tearDown(d, transport)
     }
 
+    @Test func aFanOutTakenInSlicesIsDeliveredWholeAndAnsweredOnce() async throws {
+        let transport = FakeTransport(eventLoop: loop) { _, _ in .success(APNsResponse(status: 200)) }
+        let d = harness.dispatcher([("app", 1_000, transport)], maxInFlight: 16, enqueueSlice: 8, pruner: RecordingPruner())
+        let tokens = (0..<50).map(token)
+        let waiting = d.enqueue(
+            try batch(app: "app", tokens: tokens), options: EnqueueOptions(waitForDelivery: true), on: callLoop)
+        let fireAndForget = d.enqueue(try batch(app: "app", activity: "act-2", tokens: tokens), on: callLoop)
+        await drive(until: { d.counters(appID: "app")?.delivered == 100 })
+        #expect(try await waiting.get() == EnqueueResult(delivered: 50))
+        #expect(try await fireAndForget.get() == EnqueueResult(queued: 50), "answered after its first slice")
+        let sent = Dictionary(grouping: transport.requests, by: \.deviceToken).mapValues(\.count)
+        #expect(sent == Dictionary(uniqueKeysWithValues: tokens.map { ($0, 2) }), "each token once per call")
+        #expect(d.unfinishedCount == 0)
+        try await tearDown(d, transport)
+    }
+
     // MARK: A push's life is the push's (issue 11, item 5)
 
     /// Retries without a cap (100 ms doubling to 1 s, no jitter) and a breaker

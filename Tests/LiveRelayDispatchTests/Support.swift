@@ -91,6 +91,24 @@ struct SchedulerDriver {
         return (step.call, step.immediate)
     }
 
+    /// Registers the call and takes its first slice (``DispatchScheduler/beginEnqueue(_:waitForDelivery:sendBy:replyBy:now:)``).
+    @discardableResult
+    mutating func begin(_ batch: PushBatch, wait: Bool = true) -> EnqueueStep {
+        let step = scheduler.beginEnqueue(batch, waitForDelivery: wait, sendBy: nil, replyBy: nil, now: now)
+        absorb(step.actions)
+        if let immediate = step.immediate, wait { replies[step.call] = immediate }
+        return step
+    }
+
+    /// Takes the call's next slice.
+    @discardableResult
+    mutating func takeMore(_ call: CallID) -> EnqueueStep {
+        let step = scheduler.continueEnqueue(call, now: now)
+        absorb(step.actions)
+        if let immediate = step.immediate { replies[call] = immediate }
+        return step
+    }
+
     /// Answers the oldest outstanding send (or the one to `token`).
     @discardableResult
     mutating func answer(_ answer: DispatchAnswer, token: String? = nil) -> DispatchSend {

@@ -25,7 +25,8 @@ public struct DispatcherHarness: Sendable {
     public func dispatcher(
         _ apps: [(id: String, capacity: Int, transport: FakeTransport)], maxInFlight: Int = 100, quantum: Int = 4,
         retry: RetryPolicy = cappedRetries, circuitBreaker: CircuitBreakerPolicy = CircuitBreakerPolicy(),
-        maxPushLifetime: TimeAmount? = nil, pruner: any TokenPruner, ledger: (any DispatchLedger)? = nil
+        maxPushLifetime: TimeAmount? = nil, enqueueSlice: Int = 8_192, pruner: any TokenPruner,
+        ledger: (any DispatchLedger)? = nil
     ) -> Dispatcher {
         let transports = FakeTransports()
         for app in apps { transports.set(app.transport, for: testRoute(app.id)) }
@@ -34,7 +35,8 @@ public struct DispatcherHarness: Sendable {
                 apps: apps.map {
                     DispatchApp(appID: $0.id, queueCapacity: $0.capacity, route: testRoute($0.id), maxPushLifetime: maxPushLifetime)
                 },
-                maxInFlight: maxInFlight, quantum: quantum, retry: retry, circuitBreaker: circuitBreaker),
+                maxInFlight: maxInFlight, quantum: quantum, retry: retry, circuitBreaker: circuitBreaker,
+                enqueueSlice: enqueueSlice),
             transports: transports, eventLoop: loop, clock: wall, pruner: pruner,
             ledger: ledger, logger: Logger(label: "dispatch-test"))
     }
