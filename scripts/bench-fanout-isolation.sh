@@ -25,17 +25,7 @@ NAME=bench-fanout-isolation
 # shellcheck source=scripts/bench-common.sh
 source "$ROOT/scripts/bench-common.sh"
 
-KEY=$(python3 - "$WORK/keys.json" <<'PY'
-import hashlib, json, secrets, sys
-key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
-secret = secrets.token_hex(32)
-record = {"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "all_apps": True,
-          "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
-          "created_at": "2026-01-01T00:00:00Z", "label": "scripts/bench-fanout-isolation.sh"}
-json.dump({"keys": [record]}, open(sys.argv[1], "w"))
-print(f"lrk_{key_id}_{secret}")
-PY
-)
+KEY=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/keys.json" "scripts/bench-fanout-isolation.sh")
 export LIVERELAY_API_KEY=$KEY
 P8=$WORK/data/apns-dev-key.p8
 

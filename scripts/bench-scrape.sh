@@ -20,21 +20,15 @@ source "$ROOT/scripts/bench-common.sh"
 
 # An operator key for every app, and the mock and serve configs for APPS apps sharing one key.
 export LIVERELAY_API_KEY
-LIVERELAY_API_KEY=$(python3 - "$WORK" "$APPS" <<'PY'
-import hashlib, json, secrets, sys
+LIVERELAY_API_KEY=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/keys.json" bench-scrape)
+python3 - "$WORK" "$APPS" <<'PY'
+import json, sys
 work, apps = sys.argv[1], int(sys.argv[2])
-key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
-secret = secrets.token_hex(32)
-json.dump({"keys": [{"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "all_apps": True,
-                     "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
-                     "created_at": "2026-01-01T00:00:00Z", "label": "bench-scrape"}]}, open(f"{work}/keys.json", "w"))
 ids = [f"app-{i}" for i in range(1, apps + 1)]
 json.dump({"port": 0, "cert_out": f"{work}/mock.pem",
            "apps": [{"bundle_id": i, "team_id": "LRDEVTEAM1", "key_id": "LRDEVKEY01", "key_file": f"{work}/data/apns-dev-key.p8"} for i in ids]},
           open(f"{work}/mock.json", "w"))
-print(f"lrk_{key_id}_{secret}")
 PY
-)
 timeout 1800 "$LR" mock-apns --config "$WORK/mock.json" --log-level warning >"$WORK/mock.out" 2>&1 &
 PIDS+=($!)
 wait_for "$WORK/mock.out" "listening on "

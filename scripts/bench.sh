@@ -122,17 +122,7 @@ OVERLOAD_RESULTS="$WORK/overload"
 run_overload() {
     mkdir -p "$OVERLOAD_RESULTS"
     local key
-    key=$(python3 - "$WORK/overload-keys.json" <<'PY'
-import hashlib, json, secrets, sys
-key_id = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz234567") for _ in range(12))
-secret = secrets.token_hex(32)
-record = {"key_id": key_id, "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), "all_apps": True,
-          "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping"],
-          "created_at": "2026-01-01T00:00:00Z", "label": "scripts/bench.sh overload scenario"}
-json.dump({"keys": [record]}, open(sys.argv[1], "w"))
-print(f"lrk_{key_id}_{secret}")
-PY
-)
+    key=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/overload-keys.json" "scripts/bench.sh overload scenario")
     local name admission capacity=()
     for name in on off; do
         admission='{"enabled": true}'
