@@ -17,15 +17,13 @@ public struct EnqueueStep: Sendable {
 }
 
 extension DispatchScheduler {
-    /// A fan-out taken a slice at a time: what is left of it.
+    /// A fan-out taken a slice at a time: what is left of it. The rest (its
+    /// activity, timestamp and push numbers) is its ``Call``, which lives while
+    /// targets are untaken: their pushes count as unfinished.
     struct Taking {
         var targets: [PushTarget]
-        var next: Int
+        var next = 0
         let app: Int
-        let first: UInt64
-        let activityID: String
-        let timestamp: Int64
-        let waits: Bool
     }
 
     /// Takes every target of `batch` in one step: ``beginEnqueue(_:waitForDelivery:sendBy:replyBy:now:)``
@@ -80,9 +78,9 @@ extension DispatchScheduler {
         guard let taking = self.taking.removeValue(forKey: call.raw) else {
             return EnqueueStep(call: call, immediate: nil, more: false, actions: actions)
         }
-        let (immediate, more) = takeSlice(taking, call: call.raw, slice: configuration.enqueueSlice, now: now, &actions)
-        // A call that does not wait was answered by its first step.
-        return EnqueueStep(call: call, immediate: taking.waits ? immediate : nil, more: more, actions: actions)
+        // A call that does not wait was answered by its first step: only a waiting one's reply comes here.
+        let (reply, more) = takeSlice(taking, call: call.raw, slice: configuration.enqueueSlice, now: now, &actions)
+        return EnqueueStep(call: call, immediate: reply, more: more, actions: actions)
     }
 
     /// Calls whose targets are not all taken yet.
@@ -119,27 +117,27 @@ extension DispatchScheduler {
         apps[a].counters.enqueued += n
         apps[a].counters.unfinished += n
         unfinished += n
-        if refusal(app: a, now: now) == nil { apps[a].lanes.reserve(forBatchOf: n) }
-        let taking = Taking(
-            targets: batch.targets, next: 0, app: a, first: first, activityID: batch.activityID, timestamp: batch.timestamp,
-            waits: waitForDelivery)
-        let (immediate, more) = takeSlice(taking, call: callID, slice: slice, now: now, &actions)
+        let (reply, more) = takeSlice(Taking(targets: batch.targets, app: a), call: callID, slice: slice, now: now, &actions)
         // A call that finished in its first slice has no timers to keep.
         if calls[callID] != nil {
             if let sendBy { callTimers.push(sendBy, .sendBy(callID)) }
             if waitForDelivery, let replyBy { callTimers.push(replyBy, .replyBy(callID)) }
         }
+        // A call that does not wait is answered now, with its account so far.
+        let immediate = waitForDelivery ? reply : calls[callID]?.account.result ?? finishedWhileEnqueuing ?? EnqueueResult()
         return EnqueueStep(call: CallID(raw: callID), immediate: immediate, more: more, actions: actions)
     }
 
     /// Takes up to `slice` of the call's targets, then fills the send slots;
-    /// keeps the rest in ``taking`` for the next step. Returns what the caller
-    /// may be answered with now (``EnqueueStep/immediate``), and whether targets are left.
+    /// keeps the rest in ``taking`` for the next step. Returns a waiting call's
+    /// reply if its last push became final in this step, and whether targets are left.
     private mutating func takeSlice(
         _ taking: Taking, call callID: UInt64, slice: Int, now: NIODeadline, _ actions: inout DispatchActions
-    ) -> (immediate: EnqueueResult?, more: Bool) {
+    ) -> (reply: EnqueueResult?, more: Bool) {
         var taking = taking
         let a = taking.app
+        // There while targets are untaken (their pushes are unfinished).
+        let call = calls[callID]!.fixed
         let start = taking.next
         let end = taking.targets.count - start > slice ? start + slice : taking.targets.count
         taking.next = end
@@ -148,13 +146,14 @@ extension DispatchScheduler {
         defer { enqueuing = nil }
         // Asked again per slice: a shutdown or a credential rejection between slices refuses the rest.
         let refusal = refusal(app: a, now: now)
+        if start == 0, refusal == nil { apps[a].lanes.reserve(forBatchOf: taking.targets.count) }
         for i in start..<end {
             if let refusal {
                 settle(call: callID, app: a, .failed(reason: refusal), &actions)
             } else {
                 take(
-                    taking.first + UInt64(i), target: taking.targets[i], call: callID, activity: taking.activityID,
-                    timestamp: taking.timestamp, app: a, now: now, &actions)
+                    call.first + UInt64(i), target: taking.targets[i], call: callID, activity: call.activityID,
+                    timestamp: call.timestamp, app: a, now: now, &actions)
             }
         }
         let more = end < taking.targets.count
@@ -166,13 +165,8 @@ extension DispatchScheduler {
         checkDrained(&actions)
 
         let id = CallID(raw: callID)
-        if !more, let index = actions.replies.firstIndex(where: { $0.call == id }) {
-            return (actions.replies.remove(at: index).result, more)
-        }
-        if !taking.waits {
-            return (calls[callID]?.account.result ?? finishedWhileEnqueuing ?? EnqueueResult(), more)
-        }
-        return (nil, more)
+        guard !more, let index = actions.replies.firstIndex(where: { $0.call == id }) else { return (nil, more) }
+        return (actions.replies.remove(at: index).result, more)
     }
 
     /// Why the app's pushes cannot be taken now, if they cannot.
