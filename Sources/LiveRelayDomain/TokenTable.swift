@@ -104,13 +104,20 @@ struct TokenTable: Sendable {
     /// The record with this key, its hash given (a write has it already).
     private func find(app: UInt32, hex: PackedHex, hexID: UInt32, hash: Int) -> Int32? {
         byKey.find(hash: hash) {
-            let r = records[Int($0)]
-            return r.app == app && r.hexID == hexID && r.hex == hex
+            records[Int($0)].app == app && records[Int($0)].hexID == hexID && records[Int($0)].hex == hex
         }
     }
 
     /// The record's hex as a string: unpacked, or the interned one.
     private func hex(of r: Record) -> String { r.hexID == 0 ? r.hex.string : pool[r.hexID] ?? "" }
+
+    /// Record `i`'s hex, its fields read in place. Reads that walk many records take their
+    /// fields this way, never `let r = records[i]`: a copy of a record retains its device id,
+    /// a cache miss on another object per record (41% of a 100,000-token fan-out's read).
+    private func hex(at i: Int32) -> String {
+        let id = records[Int(i)].hexID
+        return id == 0 ? records[Int(i)].hex.string : pool[id] ?? ""
+    }
 
     private func token(at i: Int32) -> Token {
         let r = records[Int(i)]
@@ -175,7 +182,7 @@ struct TokenTable: Sendable {
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
         var keys: [TokenKey] = []
         walk(pair(activity.appID, activity.activityID).flatMap { byActivity[$0] }, user: false, limit: limit) {
-            keys.append(TokenKey(appID: activity.appID, hex: hex(of: records[Int($0)])))
+            keys.append(TokenKey(appID: activity.appID, hex: hex(at: $0)))
         }
         return keys
     }
@@ -185,12 +192,9 @@ struct TokenTable: Sendable {
         guard let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }
         var targets: [PushTarget] = []
         walk(ends, user: false) { i in
-            let r = records[Int(i)]
-            guard !r.hasExpiry || r.expiresAt > now.milliseconds else { return }
-            targets.append(
-                PushTarget(
-                    token: hex(of: r),
-                    environment: r.flags & 2 != 0 ? .production : .sandbox))
+            guard !records[Int(i)].hasExpiry || records[Int(i)].expiresAt > now.milliseconds else { return }
+            let environment: APNsEnvironment = records[Int(i)].flags & 2 != 0 ? .production : .sandbox
+            targets.append(PushTarget(token: hex(at: i), environment: environment))
         }
         return targets
     }
@@ -355,8 +359,7 @@ struct TokenTable: Sendable {
     }
 
     private func links(_ i: Int32, user: Bool) -> (prev: Int32, next: Int32) {
-        let r = records[Int(i)]
-        return user ? (r.userPrev, r.userNext) : (r.prev, r.next)
+        user ? (records[Int(i)].userPrev, records[Int(i)].userNext) : (records[Int(i)].prev, records[Int(i)].next)
     }
 
     private mutating func append(_ i: Int32, to ends: Ends?, user: Bool) -> Ends {
