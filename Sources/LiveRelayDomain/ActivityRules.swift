@@ -131,7 +131,7 @@ public struct StartActivity: StoreMutation {
             headers: APNsHeaders(
                 bundleID: app.bundleID, priority: command.priority,
                 expiration: activity.expiresAt.seconds),
-            targets: resolution.tokens.map { PushTarget(token: $0.hex, environment: $0.environment) },
+            targets: resolution.targets,
             expiresAt: activity.expiresAt)
         let reply = StoredReply(
             timestamp: stamp, state: activity.state, targeted: batch.targets.count,

@@ -173,6 +173,10 @@ public struct InMemoryState: StateReader, Sendable {
         tokens.pushToStartTokens(appID: appID, attributesType: attributesType)
     }
 
+    public func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) -> [PushTarget] {
+        tokens.pushToStartTargets(appID: appID, attributesType: attributesType, at: now)
+    }
+
     public func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {
         tokens.pushToStartTokens(appID: appID, externalUserID: externalUserID, attributesType: attributesType)
     }

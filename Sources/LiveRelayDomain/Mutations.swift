@@ -29,8 +29,14 @@ public protocol StateReader {
     /// store from one covering index in one pass, with one `String` per row
     /// (the target's) instead of a whole `Token` (six of them) built and dropped.
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget]
-    /// Hot lookup 2: the push-to-start tokens of an attributes type (`all_devices`).
+    /// Hot lookup 2: the push-to-start tokens of an attributes type, whole.
     func pushToStartTokens(appID: String, attributesType: String) -> [Token]
+    /// Hot lookup 2 as a start to `all_devices` needs it: where the pushes go,
+    /// without the tokens past their own expiry at `now`. Narrow for the reason
+    /// ``updateTargets(of:at:)`` is: whole tokens made a 100,000-device start
+    /// hold the memory store's lock for a quarter of a second, every other
+    /// app's calls waiting behind it.
+    func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) -> [PushTarget]
     /// Hot lookup 3: a user's push-to-start tokens of an attributes type (`external_user_ids`).
     func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token]
     /// Activities whose ``Activity/sweepDeadline`` is at or before `now`, at most `limit`.

@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayMessages
+import LiveRelayPushOutlet
 
 /// Turns StartActivity's targets into push-to-start tokens.
 ///
@@ -9,7 +10,7 @@ import LiveRelayMessages
 public enum TargetResolution {
     public struct Result: Hashable, Sendable {
         /// Distinct tokens, in the order their targets were named.
-        public var tokens: [Token]
+        public var targets: [PushTarget]
         public var unresolved: [UnresolvedStartTarget]
     }
 
@@ -17,11 +18,11 @@ public enum TargetResolution {
         _ targets: Targets, appID: String, attributesType: String, state: some StateReader, now: UnixTime
     ) -> Result {
         var seen = Set<String>()
-        var tokens: [Token] = []
+        var found: [PushTarget] = []
         var unresolved: [UnresolvedStartTarget] = []
 
         func take(_ token: Token) {
-            if seen.insert(token.hex).inserted { tokens.append(token) }
+            if seen.insert(token.hex).inserted { found.append(PushTarget(token: token.hex, environment: token.environment)) }
         }
 
         var explicitSeen = Set<String>()
@@ -58,16 +59,23 @@ public enum TargetResolution {
         }
 
         if targets.allDevices == true {
-            let found = state.pushToStartTokens(appID: appID, attributesType: attributesType)
-                .filter { !$0.isExpired(at: now) }
-            if found.isEmpty {
+            // Read narrow (hex and environment), as an update's fan-out: every device of the type
+            // may be a million tokens, read under the store's lock. The tokens named before are
+            // among them; only those need the check for duplicates.
+            let all = state.pushToStartTargets(appID: appID, attributesType: attributesType, at: now)
+            if all.isEmpty {
                 unresolved.append(
                     UnresolvedStartTarget(
                         kind: .allDevices, value: "",
                         reason: "no push-to-start token registered for attributes type \(attributesType)"))
             }
-            found.forEach(take)
+            if seen.isEmpty {
+                found = all
+            } else {
+                found.reserveCapacity(all.count)
+                for target in all where !seen.contains(target.token) { found.append(target) }
+            }
         }
-        return Result(tokens: tokens, unresolved: unresolved)
+        return Result(targets: found, unresolved: unresolved)
     }
 }

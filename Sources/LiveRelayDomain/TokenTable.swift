@@ -189,7 +189,19 @@ struct TokenTable: Sendable {
 
     /// The fan-out: one pass over the activity's list, one `String` (the hex) per live token.
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
-        guard let key = pair(activity.appID, activity.activityID), let ends = byActivity[key] else { return [] }
+        guard let key = pair(activity.appID, activity.activityID) else { return [] }
+        return liveTargets(byActivity[key], at: now)
+    }
+
+    /// A start to `all_devices`: one pass over the type's list, as ``updateTargets(of:at:)``.
+    func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) -> [PushTarget] {
+        guard let key = pair(appID, attributesType) else { return [] }
+        return liveTargets(byType[key], at: now)
+    }
+
+    /// The tokens of a main list (an activity's or a type's) not past their own expiry, as targets.
+    private func liveTargets(_ ends: Ends?, at now: UnixTime) -> [PushTarget] {
+        guard let ends else { return [] }
         var targets: [PushTarget] = []
         walk(ends, user: false) { i in
             guard !records[Int(i)].hasExpiry || records[Int(i)].expiresAt > now.milliseconds else { return }

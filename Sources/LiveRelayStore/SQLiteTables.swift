@@ -21,7 +21,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 34
+        static let count = 35
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -43,6 +43,13 @@ struct SQLiteTables {
             """
             SELECT hex, environment FROM tokens INDEXED BY tokens_update_targets
             WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2 AND (expires_at IS NULL OR expires_at > ?3)
+            """)
+        /// A start to `all_devices`: the hex and environment of the type's live tokens.
+        static let pushToStartTargets = SQLiteQuery(
+            34,
+            """
+            SELECT hex, environment FROM tokens INDEXED BY tokens_push_to_start_slot
+            WHERE kind = 1 AND app_id = ?1 AND attributes_type = ?2 AND (expires_at IS NULL OR expires_at > ?3)
             """)
         static let pushToStartOfType = SQLiteQuery(
             4,
@@ -162,7 +169,7 @@ struct SQLiteTables {
             SQL.updateTargets,
             {
                 $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, now.milliseconds)
-            }, row: { PushTarget(token: $0.string(0), environment: $0.int64(1) == 0 ? .sandbox : .production) })
+            }, row: Self.target(from:))
     }
 
     func pushToStartTokens(appID: String, attributesType: String) throws(SQLiteError) -> [Token] {
@@ -171,6 +178,14 @@ struct SQLiteTables {
             {
                 $0.bind(1, appID); $0.bind(2, attributesType)
             }, row: Self.token(from:))
+    }
+
+    func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) throws(SQLiteError) -> [PushTarget] {
+        try db.query(
+            SQL.pushToStartTargets,
+            {
+                $0.bind(1, appID); $0.bind(2, attributesType); $0.bind(3, now.milliseconds)
+            }, row: Self.target(from:))
     }
 
     func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) throws(SQLiteError) -> [Token] {
@@ -311,6 +326,11 @@ struct SQLiteTables {
 
     // MARK: Rows
 
+    /// A row of `hex, environment`: what a fan-out's push needs of a token.
+    static func target(from s: SQLiteStatement) -> PushTarget {
+        PushTarget(token: s.string(0), environment: s.int64(1) == 0 ? .sandbox : .production)
+    }
+
     static func token(from s: SQLiteStatement) -> Token {
         Token(
             kind: s.int64(2) == 0 ? .update : .pushToStart, hex: s.string(1),
@@ -402,6 +422,10 @@ final class SQLiteStateReader: StateReader {
 
     func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
         read([]) { () throws(SQLiteError) in try tables.pushToStartTokens(appID: appID, attributesType: attributesType) }
+    }
+
+    func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) -> [PushTarget] {
+        read([]) { () throws(SQLiteError) in try tables.pushToStartTargets(appID: appID, attributesType: attributesType, at: now) }
     }
 
     func pushToStartTokens(appID: String, externalUserID: String, attributesType: String) -> [Token] {

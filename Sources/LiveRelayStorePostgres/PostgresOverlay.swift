@@ -113,19 +113,16 @@ struct PostgresOverlay {
         return merged
     }
 
-    /// An activity's update targets from the database with the batch's changes
-    /// (as ``merge(_:where:)`` does for tokens), live at `now`.
-    func merge(_ fromDatabase: [UpdateTargetRow], of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
+    /// A fan-out's targets (tokens of `appID`) from the database with the batch's
+    /// changes (as ``merge(_:where:)`` does for tokens), live at `now`.
+    func merge(_ fromDatabase: [TargetRow], appID: String, at now: UnixTime, where matches: (Token) -> Bool) -> [PushTarget] {
         var targets: [PushTarget] = []
         targets.reserveCapacity(fromDatabase.count)
         for row in fromDatabase where row.isLive(at: now) {
-            if !tokens.isEmpty, tokens[TokenKey(appID: activity.appID, hex: row.hex)] != nil { continue }
+            if !tokens.isEmpty, tokens[TokenKey(appID: appID, hex: row.hex)] != nil { continue }
             targets.append(PushTarget(token: row.hex, environment: row.environment))
         }
-        for case let .some(token) in tokens.values
-        where token.kind == .update && token.appID == activity.appID && token.activityID == activity.activityID
-            && !token.isExpired(at: now)
-        {
+        for case let .some(token) in tokens.values where token.appID == appID && matches(token) && !token.isExpired(at: now) {
             targets.append(PushTarget(token: token.hex, environment: token.environment))
         }
         return targets

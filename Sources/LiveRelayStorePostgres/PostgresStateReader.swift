@@ -85,7 +85,12 @@ final class PostgresStateReader: StateReader {
 
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
         guard case let .targets(rows)? = lookup(.updateTargets(activity)) else { return [] }
-        return overlay.merge(rows, of: activity, at: now)
+        return overlay.merge(rows, appID: activity.appID, at: now) { $0.kind == .update && $0.activityID == activity.activityID }
+    }
+
+    func pushToStartTargets(appID: String, attributesType: String, at now: UnixTime) -> [PushTarget] {
+        guard case let .targets(rows)? = lookup(.pushToStartTargets(appID: appID, attributesType: attributesType)) else { return [] }
+        return overlay.merge(rows, appID: appID, at: now) { $0.kind == .pushToStart && $0.attributesType == attributesType }
     }
 
     func pushToStartTokens(appID: String, attributesType: String) -> [Token] {

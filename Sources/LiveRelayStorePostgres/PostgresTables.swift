@@ -14,9 +14,11 @@ enum ReadKey: Hashable, Sendable {
     case updateTokens(ActivityKey)
     /// The sweep's bounded read of an activity's tokens: at most `limit` hexes.
     case updateTokenHexes(ActivityKey, limit: Int)
-    /// An update's fan-out: only what a push needs (``UpdateTargetRow``).
+    /// An update's fan-out: only what a push needs (``TargetRow``).
     case updateTargets(ActivityKey)
     case pushToStartOfType(appID: String, attributesType: String)
+    /// A start to `all_devices`: only what a push needs, as ``updateTargets(_:)``.
+    case pushToStartTargets(appID: String, attributesType: String)
     case pushToStartOfUser(appID: String, externalUserID: String, attributesType: String)
     case activitiesDue(now: Int64, limit: Int)
     case tokensExpired(now: Int64, limit: Int)
@@ -31,7 +33,7 @@ enum ReadValue: Sendable {
     case activities([Activity])
     case record(IdempotencyRecord?)
     case intents([DispatchIntent])
-    case targets([UpdateTargetRow])
+    case targets([TargetRow])
     case hexes([String])
 }
 
@@ -77,10 +79,16 @@ enum PostgresTables {
     }()
 
     /// The fan-out read: three columns of the slot index (`INCLUDE`), one aggregated value per
-    /// activity (``UpdateTargetList``), decoded without building a `Token`.
+    /// activity (``TargetList``), decoded without building a `Token`.
     static let updateTargetsSQL = """
-        SELECT k.i, \(UpdateTargetList.aggregateSQL) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
+        SELECT k.i, \(TargetList.aggregateSQL) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, x, i)
             JOIN tokens t ON t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x
+            GROUP BY k.i
+        """
+    /// A start to `all_devices` read as the fan-out is: one aggregated value per (app, type).
+    static let pushToStartTargetsSQL = """
+        SELECT k.i, \(TargetList.aggregateSQL) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(a, ty, i)
+            JOIN tokens t ON t.kind = 1 AND t.app_id = k.a AND t.attributes_type = k.ty
             GROUP BY k.i
         """
 
@@ -120,6 +128,7 @@ enum PostgresTables {
         var activityKeys: [ReadKey] = [], activityArrays: ([String], [String]) = ([], [])
         var recordKeys: [ReadKey] = [], recordArrays: ([String], [String], [String]) = ([], [], [])
         var targetKeys: [ReadKey] = [], targetArrays: ([String], [String]) = ([], [])
+        var startKeys: [ReadKey] = [], startArrays: ([String], [String]) = ([], [])
         for key in keys {
             switch key {
             case let .token(k):
@@ -136,6 +145,9 @@ enum PostgresTables {
                 answers[key] = .tokens([])
             case let .updateTargets(a):
                 targetKeys.append(key); targetArrays.0.append(a.appID); targetArrays.1.append(a.activityID)
+                answers[key] = .targets([])
+            case let .pushToStartTargets(app, type):
+                startKeys.append(key); startArrays.0.append(app); startArrays.1.append(type)
                 answers[key] = .targets([])
             case let .pushToStartOfType(app, type):
                 tokenQueries[4].append(key); tokenArrays[10].append(app); tokenArrays[11].append(type)
@@ -189,12 +201,13 @@ enum PostgresTables {
             }
             for (key, tokens) in lists { answers[key] = .tokens(tokens) }
         }
-        if !targetKeys.isEmpty {
+        for (sql, keys, arrays) in [(updateTargetsSQL, targetKeys, targetArrays), (pushToStartTargetsSQL, startKeys, startArrays)]
+        where !keys.isEmpty {
             var binds = PostgresBindings(capacity: 2)
-            binds.append(targetArrays.0); binds.append(targetArrays.1)
-            for row in try await session.query(PostgresQuery(unsafeSQL: updateTargetsSQL, binds: binds)) {
+            binds.append(arrays.0); binds.append(arrays.1)
+            for row in try await session.query(PostgresQuery(unsafeSQL: sql, binds: binds)) {
                 let (i, list) = try row.decode((Int64, ByteBuffer).self)
-                answers[targetKeys[Int(i) - 1]] = .targets(try UpdateTargetList.parse(list))
+                answers[keys[Int(i) - 1]] = .targets(try TargetList.parse(list))
             }
         }
         if !activityKeys.isEmpty {

@@ -14,10 +14,10 @@ func hex(_ n: Int) -> String {
 
 func pushToStart(
     _ token: String, device: String = "device-1", type: String = "DeliveryAttributes", user: String = "",
-    expiresAt: Int64 = 0
+    expiresAt: Int64 = 0, environment: Environment = .production
 ) -> RegisterTokenRequest {
     RegisterTokenRequest(
-        appID: appID, kind: .pushToStart, token: token, environment: .production,
+        appID: appID, kind: .pushToStart, token: token, environment: environment,
         attributesType: type, externalUserID: user, deviceID: device, expiresAt: expiresAt)
 }
 

@@ -13,25 +13,59 @@ import Testing
             createdAt: t0, updatedAt: t0, expiresAt: expiresAt)
     }
 
-    @Test func targetsSeeTheBatchsWrites() {
-        let rows = [
-            UpdateTargetRow(hex: hex(1), environment: .sandbox, expiresAt: nil),
-            UpdateTargetRow(hex: hex(2), environment: .sandbox, expiresAt: nil),
-            UpdateTargetRow(hex: hex(3), environment: .sandbox, expiresAt: (t0 + .seconds(10)).milliseconds),
-        ]
-        var overlay = PostgresOverlay()
-        #expect(overlay.merge(rows, of: order1, at: t0).map(\.token) == [hex(1), hex(2), hex(3)])
-        #expect(overlay.merge(rows, of: order1, at: t0 + .seconds(10)).map(\.token) == [hex(1), hex(2)])
+    /// Rows as the database answered them: the third expires 10 s after `t0`.
+    let rows = [
+        TargetRow(hex: hex(1), environment: .sandbox, expiresAt: nil),
+        TargetRow(hex: hex(2), environment: .sandbox, expiresAt: nil),
+        TargetRow(hex: hex(3), environment: .sandbox, expiresAt: (t0 + .seconds(10)).milliseconds),
+    ]
 
-        overlay.apply(.deleteToken(TokenKey(appID: appID, hex: hex(1))))
-        overlay.apply(.putToken(token(hex(2))))  // rewritten: production now
-        overlay.apply(.putToken(token(hex(4))))  // new in this batch
-        overlay.apply(.putToken(token(hex(5), expiresAt: t0)))  // new but already expired
-        overlay.apply(.putToken(token(hex(6), activity: "order-2")))  // another activity
-        let merged = overlay.merge(rows, of: order1, at: t0 + .seconds(1))
+    @Test func targetsSeeTheBatchsWrites() {
+        let reader = PostgresStateReader()
+        reader.fill([.updateTargets(order1): .targets(rows)])
+        #expect(reader.updateTargets(of: order1, at: t0).map(\.token) == [hex(1), hex(2), hex(3)])
+        #expect(reader.updateTargets(of: order1, at: t0 + .seconds(10)).map(\.token) == [hex(1), hex(2)])
+
+        reader.overlay.apply(.deleteToken(TokenKey(appID: appID, hex: hex(1))))
+        reader.overlay.apply(.putToken(token(hex(2))))  // rewritten: production now
+        reader.overlay.apply(.putToken(token(hex(4))))  // new in this batch
+        reader.overlay.apply(.putToken(token(hex(5), expiresAt: t0)))  // new but already expired
+        reader.overlay.apply(.putToken(token(hex(6), activity: "order-2")))  // another activity
+        reader.overlay.apply(.putToken(pushToStart(hex(7))))  // not an update token
+        let merged = reader.updateTargets(of: order1, at: t0 + .seconds(1))
         #expect(Set(merged.map(\.token)) == [hex(2), hex(3), hex(4)])
         #expect(merged.count == 3)
         #expect(merged.first { $0.token == hex(2) }?.environment == .production)
+        #expect(reader.misses.isEmpty)
+    }
+
+    func pushToStart(_ hex: String, type: String = "DeliveryAttributes", app: String = appID) -> Token {
+        Token(
+            kind: .pushToStart, hex: hex, environment: .production, appID: app, attributesType: type, deviceID: hex,
+            createdAt: t0, updatedAt: t0)
+    }
+
+    /// A start to `all_devices` reads the type's targets narrowly, merged with the
+    /// batch's writes as an update's are: only the app's live tokens of that type.
+    @Test func startTargetsSeeTheBatchsWrites() {
+        let reader = PostgresStateReader()
+        let ofType = ReadKey.pushToStartTargets(appID: appID, attributesType: "DeliveryAttributes")
+        reader.beginPlan()
+        #expect(reader.pushToStartTargets(appID: appID, attributesType: "DeliveryAttributes", at: t0).isEmpty)
+        #expect(reader.misses == [ofType])
+        reader.fill([ofType: .targets(rows)])
+        reader.beginPlan()
+        #expect(reader.pushToStartTargets(appID: appID, attributesType: "DeliveryAttributes", at: t0 + .seconds(10)).count == 2)
+
+        reader.overlay.apply(.deleteToken(TokenKey(appID: appID, hex: hex(2))))
+        reader.overlay.apply(.putToken(pushToStart(hex(4))))  // new in this batch
+        reader.overlay.apply(.putToken(pushToStart(hex(5), type: "FlightAttributes")))  // another type
+        reader.overlay.apply(.putToken(pushToStart(hex(6), app: "other.app")))  // another app
+        reader.overlay.apply(.putToken(token(hex(8))))  // an update token
+        let merged = reader.pushToStartTargets(appID: appID, attributesType: "DeliveryAttributes", at: t0 + .seconds(1))
+        #expect(merged.map(\.token) == [hex(1), hex(3), hex(4)])
+        #expect(merged.map(\.environment) == [.sandbox, .sandbox, .production])
+        #expect(reader.misses.isEmpty)
     }
 
     /// The sweep's bounded read: the database is asked for the limit plus what

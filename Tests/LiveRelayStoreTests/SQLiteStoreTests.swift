@@ -187,6 +187,7 @@ func removeDirectory(_ path: String) {
             (SQL.updateSlot, "tokens_update_targets"),
             (SQL.updateTargets, "COVERING INDEX tokens_update_targets"),
             (SQL.pushToStartOfType, "tokens_push_to_start_slot"),
+            (SQL.pushToStartTargets, "tokens_push_to_start_slot"),
             (SQL.pushToStartSlot, "tokens_push_to_start_slot"),
             (SQL.pushToStartOfUser, "tokens_push_to_start_by_user"),
             (SQL.tokensExpired, "tokens_expiring"),

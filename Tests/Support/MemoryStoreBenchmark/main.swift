@@ -163,6 +163,21 @@ if shape == "update" {
     for a in 0..<1000 { targets += state.updateTargets(of: ActivityKey(appID: appID, activityID: "activity-\(a)"), at: now).count }
     print("updateTargets(of:at:) read \(targets) targets of 1,000 activities in \(ms(monotonic() - before)) ms")
 }
+if shape == "push-to-start" {
+    // A StartActivity to `all_devices`: every push-to-start token of the type resolved as
+    // its targets (the rule's read, under the store's lock), three times.
+    var reads: [Double] = []
+    var targets = 0
+    for _ in 0..<3 {
+        let before = monotonic()
+        targets =
+            TargetResolution.resolve(
+                Targets(allDevices: true), appID: appID, attributesType: "DeliveryAttributes", state: state, now: now
+            ).targets.count
+        reads.append(ms(monotonic() - before))
+    }
+    print("TargetResolution.resolve(all_devices) resolved \(targets) targets in \(reads) ms")
+}
 if shape != "activities" {
     // The token sweep's read (every 60 s, inside the Sweep mutation, so under the store's
     // lock): none due, then the first 10,000 once all are.

@@ -7,7 +7,8 @@
 //      awaiting its acknowledgement (COMMIT returned) before the next call;
 //   2. the time to load the --tokens update tokens of one activity (`updateTokens(of:)`,
 //      first and warm), an UpdateActivity of it (the plan reads its targets, builds the
-//      batch, commits), then its EndActivity (its keys and live targets read, every token deleted).
+//      batch, commits), then its EndActivity (its keys and live targets read, every token deleted);
+//   3. a StartActivity to `all_devices` of the push-to-start tokens of step 1, four times.
 //
 // Run: swift build -c release --scratch-path .build-pg --product postgres-store-benchmark
 //      .build-pg/release/postgres-store-benchmark --seconds 10
@@ -150,6 +151,16 @@ print(
     UpdateActivity of the \(tokenCount)-token activity (a lane: read all, build the batch, commit): \
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)
+
+// 3. A StartActivity to `all_devices` of BenchAttributes: every push-to-start token registered in 1.
+try await printCallTimes({ "StartActivity to all_devices (\($0) push-to-start tokens: read their targets, commit)" }) { i in
+    let request = StartActivityRequest(
+        appID: appID, activityID: "start-\(i)", attributesType: "BenchAttributes", attributesJSON: "{}",
+        contentStateJSON: "{}", targets: Targets(allDevices: true))
+    let outcome = try await store.apply(StartActivity(request, app: app), now: SystemClock().now(), on: loop).get()
+    guard case let .accepted(call) = outcome else { fatalError("unexpected outcome \(outcome)") }
+    return call.batch.targets.count
+}
 
 // An end reads every token whole (to delete them), not just the fan-out's three columns.
 let endStart = monotonic()

@@ -8,7 +8,9 @@
 //   2. the time to load the --tokens update tokens of one activity, on a file that also
 //      holds everything from step 1: through the read connection (`updateTokens(of:)`),
 //      first after reopening and then warm, and inside the writer as an UpdateActivity
-//      (the plan reads every token and builds the 100k-target push batch, then commits).
+//      (the plan reads every token and builds the 100k-target push batch, then commits);
+//   3. a StartActivity to `all_devices` of the push-to-start tokens of step 1 (its plan
+//      reads every one as a target), four times.
 //
 // Run: swift build -c release --scratch-path .build-sqlite --product sqlite-store-benchmark
 //      .build-sqlite/release/sqlite-store-benchmark --dir /var/tmp
@@ -226,4 +228,14 @@ print(
     UpdateActivity of the \(tokenCount)-token activity (writer: read all, build the batch, commit): \
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)
+
+// 3. A StartActivity to `all_devices` of BenchAttributes: every push-to-start token registered in 1.
+try await printCallTimes({ "StartActivity to all_devices (\($0) push-to-start tokens: read their targets, commit)" }) { i in
+    let request = StartActivityRequest(
+        appID: appID, activityID: "start-\(i)", attributesType: "BenchAttributes", attributesJSON: "{}",
+        contentStateJSON: "{}", targets: Targets(allDevices: true))
+    let outcome = try await store.apply(StartActivity(request, app: app), now: SystemClock().now(), on: loop).get()
+    guard case let .accepted(call) = outcome else { fatalError("unexpected outcome \(outcome)") }
+    return call.batch.targets.count
+}
 try await store.close()

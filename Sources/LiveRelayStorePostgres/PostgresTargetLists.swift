@@ -1,9 +1,10 @@
 import LiveRelayAPNs
 import NIOCore
 
-/// One update token as the fan-out reads it: expiry is filtered by the plan
-/// (its `now`), so one cached answer serves every plan of a batch.
-struct UpdateTargetRow: Sendable {
+/// One token as a fan-out reads it (an update's, or a start's to `all_devices`):
+/// expiry is filtered by the plan (its `now`), so one cached answer serves
+/// every plan of a batch.
+struct TargetRow: Sendable {
     var hex: String
     var environment: APNsEnvironment
     /// UNIX milliseconds; nil for none.
@@ -12,7 +13,8 @@ struct UpdateTargetRow: Sendable {
     func isLive(at now: UnixTime) -> Bool { expiresAt.map { $0 > now.milliseconds } ?? true }
 }
 
-/// An activity's fan-out targets as one text value, aggregated by the database.
+/// A fan-out's targets (an activity's update tokens, or a type's push-to-start
+/// tokens) as one text value, aggregated by the database.
 ///
 /// A row per token cost the server about 2 µs each in postgres-nio (the row's
 /// message, its state machine step, its column decoding): 100,000 tokens took
@@ -26,14 +28,14 @@ struct UpdateTargetRow: Sendable {
 /// a comma, so the format needs no escaping. PostgreSQL caps a value at 1 GB:
 /// about 13 million tokens of one activity, far past what one activity's
 /// fan-out is for (a broadcast channel serves audiences that large).
-enum UpdateTargetList {
+enum TargetList {
     /// The aggregate the fan-out query selects, over the `tokens` row `t`.
     static let aggregateSQL = "string_agg(t.hex || ' ' || t.environment || coalesce(' ' || t.expires_at, ''), ',')"
 
     /// Parses what ``aggregateSQL`` produced; anything else is a corrupt row, not a guess.
-    static func parse(_ list: ByteBuffer) throws(PostgresStoreError) -> [UpdateTargetRow] {
-        let parsed = list.withUnsafeReadableBytes { bytes -> [UpdateTargetRow]? in
-            var rows: [UpdateTargetRow] = []
+    static func parse(_ list: ByteBuffer) throws(PostgresStoreError) -> [TargetRow] {
+        let parsed = list.withUnsafeReadableBytes { bytes -> [TargetRow]? in
+            var rows: [TargetRow] = []
             rows.reserveCapacity(bytes.count / 72)
             var i = 0
             while i < bytes.count {
@@ -51,7 +53,7 @@ enum UpdateTargetList {
     }
 
     /// One `hex environment[ expires]` from `i`, leaving `i` after it.
-    private static func parseEntry(_ bytes: UnsafeRawBufferPointer, at i: inout Int) -> UpdateTargetRow? {
+    private static func parseEntry(_ bytes: UnsafeRawBufferPointer, at i: inout Int) -> TargetRow? {
         let start = i
         while i < bytes.count, bytes[i] != UInt8(ascii: " ") {
             guard bytes[i] != UInt8(ascii: ",") else { return nil }
@@ -67,11 +69,11 @@ enum UpdateTargetList {
         }
         i += 2
         guard i < bytes.count, bytes[i] == UInt8(ascii: " ") else {
-            return UpdateTargetRow(hex: hex, environment: environment, expiresAt: nil)
+            return TargetRow(hex: hex, environment: environment, expiresAt: nil)
         }
         i += 1
         guard let expiresAt = parseInt64(bytes, at: &i) else { return nil }
-        return UpdateTargetRow(hex: hex, environment: environment, expiresAt: expiresAt)
+        return TargetRow(hex: hex, environment: environment, expiresAt: expiresAt)
     }
 
     /// A decimal `Int64` (optionally negative) from `i`, refusing an empty or overflowing one.
@@ -95,7 +97,7 @@ enum UpdateTargetList {
 }
 
 /// Some of an activity's update token keys (the sweep's pass, an end's deletions) as one
-/// text value, `hex,hex,...`, for the reason ``UpdateTargetList`` is one: as a row per key,
+/// text value, `hex,hex,...`, for the reason ``TargetList`` is one: as a row per key,
 /// an end of a 100,000-token activity (which reads them all) would pay postgres-nio's
 /// cost per row 100,000 times.
 enum UpdateTokenHexList {

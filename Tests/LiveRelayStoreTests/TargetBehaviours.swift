@@ -4,16 +4,21 @@ import LiveRelayMessages
 import LiveRelayStore
 import Testing
 
-/// The fan-out's narrow read (`StateReader.updateTargets(of:at:)`) as every
-/// store answers it through an UpdateActivity: the activity's update tokens,
-/// without those past their own expiry, and nothing else.
+/// The fan-out's narrow reads as every store answers them: through an
+/// UpdateActivity (`StateReader.updateTargets(of:at:)`), the activity's update
+/// tokens; through a StartActivity to `all_devices`
+/// (`pushToStartTargets(appID:attributesType:at:)`), the type's push-to-start
+/// tokens; in both, without those past their own expiry, and nothing else.
 extension StoreBehaviourSuite {
-    static let updateTargetBehaviours: [StoreBehaviour] = [
+    static let targetBehaviours: [StoreBehaviour] = [
         StoreBehaviour(description: "an update goes to the activity's live update tokens only", run: updateGoesToLiveTokens),
         StoreBehaviour(description: "updates of several activities at once each reach their own tokens", run: updatesAtOnce),
         StoreBehaviour(
             description: "an end goes to the live update tokens and deletes every one, expired ones too",
             run: endGoesToLiveTokensAndDeletesAll),
+        StoreBehaviour(
+            description: "a start to all devices goes to the type's live push-to-start tokens only",
+            run: startGoesToLiveTokensOfItsType),
     ]
 
     /// order-1's update tokens 1 (sandbox, no expiry) and 2 (production, expiring at t0 + 60 s),
@@ -44,6 +49,33 @@ extension StoreBehaviourSuite {
         let other = ActivityKey(appID: appID, activityID: "order-2")
         #expect(try await store.updateTokens(of: other, on: loop).get().map(\.hex) == [hex(3)])
         #expect(try await store.token(TokenKey(appID: appID, hex: hex(4)), on: loop).get() != nil)
+        try await store.close()
+    }
+
+    /// Push-to-start tokens 1 (sandbox) and 2 (production, expiring at t0 + 60 s) of the start's
+    /// type, 3 of another type, and update token 4: starts made one at a time and two at once
+    /// (one PostgreSQL batch, one read for both) each reach 1 and 2 while 2 lives.
+    static func startGoesToLiveTokensOfItsType(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, RegisterToken(pushToStart(hex(1), device: "a", environment: .sandbox)))
+        try await apply(store, RegisterToken(pushToStart(hex(2), device: "b", expiresAt: t0.seconds + 60)))
+        try await apply(store, RegisterToken(pushToStart(hex(3), device: "a", type: "RideAttributes")))
+        try await apply(store, RegisterToken(updateToken(hex(4), device: "a")))
+
+        func targets(_ outcome: ActivityCallOutcome) throws -> [String: Environment] {
+            let batch = try #require(outcome.accepted?.batch)
+            var found: [String: Environment] = [:]
+            for target in batch.targets { found[target.token] = target.environment == .sandbox ? .sandbox : .production }
+            #expect(found.count == batch.targets.count, "a target twice")
+            return found
+        }
+        let first = try await apply(store, StartActivity(start("order-1"), app: app), now: t0 + .seconds(1))
+        #expect(try targets(first) == [hex(1): .sandbox, hex(2): .production])
+        let loop = group.any()
+        let both = ["order-2", "order-3"].map { store.apply(StartActivity(start($0), app: app), now: t0 + .seconds(2), on: loop) }
+        for call in both { #expect(try targets(try await call.get()) == [hex(1): .sandbox, hex(2): .production]) }
+        let late = try await apply(store, StartActivity(start("order-4"), app: app), now: t0 + .seconds(60))
+        #expect(try targets(late) == [hex(1): .sandbox], "expired at its expires_at")
         try await store.close()
     }
 

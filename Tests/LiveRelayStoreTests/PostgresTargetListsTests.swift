@@ -6,9 +6,9 @@ import Testing
 
 /// The PostgreSQL fan-out's aggregated target list, parsed without a database
 /// (the store's behaviour suite runs the aggregate itself against a real server).
-@Suite struct PostgresUpdateTargetsTests {
-    func parse(_ text: String) throws(PostgresStoreError) -> [UpdateTargetRow] {
-        try UpdateTargetList.parse(ByteBuffer(string: text))
+@Suite struct PostgresTargetListsTests {
+    func parse(_ text: String) throws(PostgresStoreError) -> [TargetRow] {
+        try TargetList.parse(ByteBuffer(string: text))
     }
 
     @Test func parsesEveryShapeOfEntry() throws {
