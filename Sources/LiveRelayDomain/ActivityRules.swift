@@ -224,10 +224,6 @@ public struct ChangeActivity: StoreMutation {
         // Devices ignore a timestamp older than or equal to the last: never reuse one.
         let stamp = max(now.seconds, activity.lastTimestamp + 1)
         let sendsToTokens = !(channelOnly && channel != nil)
-        // An end deletes every update token of the activity: it reads their keys alone (a
-        // SQL store's index answers with the hex), not whole tokens, which for a 100,000-token
-        // activity on PostgreSQL were eleven columns a row and a third of the end's time.
-        let ended = event == .end ? state.updateTokenKeys(of: key, limit: .max) : []
         var content = self.content
         var writes: [StoreWrite] = []
         let payload: APNsPayload
@@ -249,7 +245,8 @@ public struct ChangeActivity: StoreMutation {
             // The end push may still reach a device that was offline until the activity would leave the screen.
             expiration = now + ActivityLifetime.dismissalWindow
             // Update tokens die with their activity: nothing can be sent to them after the end.
-            writes += ended.map { .deleteToken($0) }
+            // One write for all of them (the plan's reads below see the state before its writes).
+            writes.append(.deleteUpdateTokens(of: key))
         }
         activity.lastTimestamp = stamp
 

@@ -61,6 +61,8 @@ public struct InMemoryState: StateReader, Sendable {
                 tokens.put(token)
             case let .deleteToken(key):
                 tokens.delete(key)
+            case let .deleteUpdateTokens(activity):
+                tokens.deleteUpdateTokens(of: activity)
             case let .putActivity(activity):
                 sweepIndex.move(activity.key, from: activities[activity.key]?.sweepDeadline, to: activity.sweepDeadline)
                 activities[activity.key] = activity

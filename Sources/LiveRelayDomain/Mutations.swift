@@ -19,8 +19,7 @@ public protocol StateReader {
     /// The keys of at most `limit` of the activity's update tokens, in no
     /// particular order: what the sweep deletes a pass at a time, so that an
     /// activity with a million tokens costs a thousand short passes, not one
-    /// long one or a thousand reads of a million; and what an end deletes
-    /// (`limit` `Int.max`), read without the rest of each token.
+    /// long one or a thousand reads of a million.
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey]
     /// Hot lookup 1 as an update's fan-out needs it: where the pushes go (each
     /// update token's hex and environment), without the tokens past their own
@@ -56,6 +55,11 @@ public enum StoreWrite: Hashable, Sendable {
     /// Insert or replace the token with this (app, hex), re-indexing it.
     case putToken(Token)
     case deleteToken(TokenKey)
+    /// Delete every update token of the activity: what an end does, one write
+    /// whatever their number. As a delete per token, a 100,000-token end read
+    /// every key first and wrote 100,000 deletes (as many journal records; on
+    /// PostgreSQL the keys sorted, bound and matched one by one).
+    case deleteUpdateTokens(of: ActivityKey)
     /// Insert or replace the activity with this (app, id).
     case putActivity(Activity)
     /// Forget an activity and its idempotency records (its tokens are deleted by their own writes).

@@ -264,6 +264,18 @@ struct TokenTable: Sendable {
 
     mutating func delete(_ key: TokenKey) {
         guard let i = find(key) else { return }
+        delete(at: i)
+    }
+
+    /// Deletes every update token of the activity (an end): its list, walked once.
+    mutating func deleteUpdateTokens(of activity: ActivityKey) {
+        guard let key = pair(activity.appID, activity.activityID) else { return }
+        var doomed: [Int32] = []
+        walk(byActivity[key], user: false) { doomed.append($0) }
+        for i in doomed { delete(at: i) }
+    }
+
+    private mutating func delete(at i: Int32) {
         unindex(i)
         byKey.remove(i, hash: Self.keyHash(of: records[Int(i)]))
         let record = records[Int(i)]

@@ -18,9 +18,12 @@ enum JournalCodec {
     /// Written in every journal and snapshot file's header.
     static let formatVersion: UInt32 = 1
 
+    /// Tags are only ever added, at the end: a journal written before a tag
+    /// existed reads the same. A build that predates a tag refuses a journal
+    /// holding it (``JournalFormatError``: unknown write tag).
     enum Tag: UInt8 {
         case putToken = 0, deleteToken, putActivity, deleteActivity, putIdempotencyRecord, settleReply
-        case putIntent, deleteIntent, leaseIntent, renewIntents
+        case putIntent, deleteIntent, leaseIntent, renewIntents, deleteUpdateTokens
     }
 
     /// One mutation's writes: a count, then each write.
@@ -43,6 +46,7 @@ enum JournalCodec {
         switch write {
         case .putToken: .putToken
         case .deleteToken: .deleteToken
+        case .deleteUpdateTokens: .deleteUpdateTokens
         case .putActivity: .putActivity
         case .deleteActivity: .deleteActivity
         case .putIdempotencyRecord: .putIdempotencyRecord
@@ -83,6 +87,8 @@ enum JournalCodec {
         case let .deleteToken(key):
             out.string(key.appID)
             out.string(key.hex)
+        case let .deleteUpdateTokens(activity):
+            out.activity(activity)
         case let .putActivity(activity):
             out.string(activity.appID)
             out.string(activity.id)
@@ -155,6 +161,8 @@ enum JournalCodec {
                     createdAt: try input.time(), updatedAt: try input.time(), expiresAt: try input.optionalTime()))
         case .deleteToken:
             return .deleteToken(TokenKey(appID: try input.string(), hex: try input.string()))
+        case .deleteUpdateTokens:
+            return .deleteUpdateTokens(of: try input.activity())
         case .putActivity:
             let appID = try input.string(), id = try input.string(), type = try input.optionalString()
             let stateName = try input.string()

@@ -275,6 +275,13 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         writes.close()
         reads.close()
         await latch.wait()
+        // The last connection to close folds the WAL into the file and deletes it, but the
+        // store's connections close on their own threads: two closing at once can each see
+        // the other still open, and neither does. One more connection, alone now, does.
+        if let last = try? SQLiteConnection(path: path, create: false) {
+            _ = try? last.pragma("PRAGMA wal_checkpoint(TRUNCATE)")
+            last.close()
+        }
     }
 
     deinit {

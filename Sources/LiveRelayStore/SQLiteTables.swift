@@ -21,7 +21,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 35
+        static let count = 36
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -88,6 +88,8 @@ struct SQLiteTables {
                 expires_at = excluded.expires_at
             """)
         static let deleteToken = SQLiteQuery(11, "DELETE FROM tokens WHERE app_id = ?1 AND hex = ?2")
+        static let deleteUpdateTokens = SQLiteQuery(
+            35, "DELETE FROM tokens INDEXED BY tokens_update_targets WHERE kind = 0 AND app_id = ?1 AND activity_id = ?2")
         static let putActivity = SQLiteQuery(
             12,
             """
@@ -278,6 +280,10 @@ struct SQLiteTables {
         case let .deleteToken(key):
             try db.run(SQL.deleteToken) {
                 $0.bind(1, key.appID); $0.bind(2, key.hex)
+            }
+        case let .deleteUpdateTokens(activity):
+            try db.run(SQL.deleteUpdateTokens) {
+                $0.bind(1, activity.appID); $0.bind(2, activity.activityID)
             }
         case let .putActivity(activity):
             try db.run(SQL.putActivity) { s in

@@ -18,6 +18,10 @@ struct PostgresOverlay {
 
     /// nil = deleted.
     private(set) var tokens: [TokenKey: Token?] = [:]
+    /// Activities whose update tokens were all deleted (an end): the database's rows of
+    /// them are gone for every later read of the batch; tokens put after the deletion are
+    /// in `tokens`. Written first, by one statement per batch.
+    private(set) var cleared: Set<ActivityKey> = []
     /// Which overlaid token holds a rotation slot now.
     private(set) var slots: [TokenSlot: TokenKey] = [:]
     private(set) var activities: [ActivityKey: Activity?] = [:]
@@ -32,7 +36,8 @@ struct PostgresOverlay {
     var intents = PostgresIntentOverlay()
 
     var isEmpty: Bool {
-        tokens.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && settlements.isEmpty && intents.isEmpty
+        tokens.isEmpty && cleared.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && settlements.isEmpty
+            && intents.isEmpty
     }
 
     mutating func apply(_ write: StoreWrite) {
@@ -44,6 +49,13 @@ struct PostgresOverlay {
         case let .deleteToken(key):
             releaseSlot(of: key)
             tokens[key] = .some(nil)
+        case let .deleteUpdateTokens(activity):
+            for case let (key, .some(token)) in tokens
+            where token.kind == .update && token.appID == activity.appID && token.activityID == activity.activityID {
+                releaseSlot(of: key)
+                tokens[key] = .some(nil)
+            }
+            cleared.insert(activity)
         case let .putActivity(activity):
             activities[activity.key] = .some(activity)
         case let .deleteActivity(key):
@@ -70,6 +82,16 @@ struct PostgresOverlay {
     /// Whether the batch changed this token: `.some(nil)` if it deleted it.
     func token(_ key: TokenKey) -> Token?? { tokens[key] }
 
+    /// Whether the batch deleted every update token of the activity.
+    func isCleared(_ activity: ActivityKey) -> Bool { !cleared.isEmpty && cleared.contains(activity) }
+
+    /// Whether a token as the database holds it was deleted with its activity's update
+    /// tokens. (A token the batch put again after that is in `tokens`, and read from there.)
+    func isCleared(_ fromDatabase: Token) -> Bool {
+        guard !cleared.isEmpty, fromDatabase.kind == .update, let activity = fromDatabase.activityID else { return false }
+        return cleared.contains(ActivityKey(appID: fromDatabase.appID, activityID: activity))
+    }
+
     /// The overlaid token in `slot`, if the batch put one there.
     func token(in slot: TokenSlot) -> Token? {
         guard let key = slots[slot], case let .some(.some(token)) = tokens[key] else { return nil }
@@ -93,12 +115,15 @@ struct PostgresOverlay {
     }
 
     /// `fromDatabase` with the batch's changes: overlaid rows replaced by their
-    /// current version if it still matches, plus overlaid rows that now match.
+    /// current version if it still matches, plus overlaid rows that now match;
+    /// rows deleted with their activity's update tokens left out.
     func merge(_ fromDatabase: [Token], where matches: (Token) -> Bool) -> [Token] {
-        merge(fromDatabase, key: \.key, as: { $0 }, where: matches)
+        let kept = cleared.isEmpty ? fromDatabase : fromDatabase.filter { !isCleared($0) }
+        return merge(kept, key: \.key, as: { $0 }, where: matches)
     }
 
-    /// Token keys from the database with the batch's changes, as ``merge(_:where:)`` does for tokens.
+    /// Token keys from the database with the batch's changes, as ``merge(_:where:)`` does for
+    /// tokens; keys of an activity whose update tokens the batch deleted are not to be asked for.
     func merge(_ fromDatabase: [TokenKey], where matches: (Token) -> Bool) -> [TokenKey] {
         merge(fromDatabase, key: { $0 }, as: \.key, where: matches)
     }
@@ -145,6 +170,8 @@ struct PostgresOverlay {
 
     // MARK: Writing
 
+    static let deleteUpdateTokensSQL =
+        "DELETE FROM tokens t USING unnest($1::text[], $2::text[]) AS k(a, x) WHERE t.kind = 0 AND t.app_id = k.a AND t.activity_id = k.x"
     static let deleteTokensSQL =
         "DELETE FROM tokens t USING unnest($1::text[], $2::text[]) AS k(a, h) WHERE t.app_id = k.a AND t.hex = k.h"
     static let putTokensSQL = """
@@ -193,11 +220,18 @@ struct PostgresOverlay {
         WHERE r.app_id = k.a AND r.activity_id = k.x AND r.reply_timestamp = k.ts
         """
 
-    /// Writes the net changes: deletions first, then upserts, each table's rows
-    /// in key order (so that concurrent batches lock rows in the same order).
+    /// Writes the net changes: deletions first (the activities' update tokens, then
+    /// tokens by key), then upserts, each table's rows in key order (so that
+    /// concurrent batches lock rows in the same order).
     func write(on session: PostgresSession) async throws {
         func run(_ sql: String, _ binds: PostgresBindings) async throws {
             try await session.query(PostgresQuery(unsafeSQL: sql, binds: binds))
+        }
+        if !cleared.isEmpty {
+            let keys = cleared.sorted { ($0.appID, $0.activityID) < ($1.appID, $1.activityID) }
+            var b = PostgresBindings(capacity: 2)
+            b.append(keys.map(\.appID)); b.append(keys.map(\.activityID))
+            try await run(Self.deleteUpdateTokensSQL, b)
         }
         let changed = tokens.sorted { ($0.key.appID, $0.key.hex) < ($1.key.appID, $1.key.hex) }
         let deleted = changed.filter { $0.value == nil }.map(\.key)

@@ -35,7 +35,7 @@ final class PostgresStateReader: StateReader {
 
     func token(_ key: TokenKey) -> Token? {
         if let overlaid = overlay.token(key) { return overlaid }
-        guard case let .token(token)? = lookup(.token(key)) else { return nil }
+        guard case let .token(token)? = lookup(.token(key)), let token, !overlay.isCleared(token) else { return nil }
         return token
     }
 
@@ -43,7 +43,7 @@ final class PostgresStateReader: StateReader {
         if let overlaid = overlay.token(in: slot) { return overlaid }
         guard case let .token(token)? = lookup(.slot(slot)), let token else { return nil }
         // Changed by this batch: if it were still in the slot, the overlay would have said so.
-        if overlay.token(token.key) != nil { return nil }
+        if overlay.token(token.key) != nil || overlay.isCleared(token) { return nil }
         return token
     }
 
@@ -73,10 +73,13 @@ final class PostgresStateReader: StateReader {
     /// Asks for `limit` plus as many rows as the batch changed, like the sweep's
     /// other reads; tokens the batch changed are answered as the batch left them.
     func updateTokenKeys(of activity: ActivityKey, limit: Int) -> [TokenKey] {
-        // Saturated: an end asks for every key (`Int.max`).
+        // Saturated: a limit of `Int.max` asks for every key.
         let asked = min(max(0, limit), Int.max - overlay.tokenCount) + overlay.tokenCount
-        let key = ReadKey.updateTokenHexes(activity, limit: asked)
-        guard case let .hexes(found)? = lookup(key) else { return [] }
+        var found: [String] = []
+        if !overlay.isCleared(activity) {
+            guard case let .hexes(hexes)? = lookup(.updateTokenHexes(activity, limit: asked)) else { return [] }
+            found = hexes
+        }
         let keys = overlay.merge(found.map { TokenKey(appID: activity.appID, hex: $0) }) {
             $0.kind == .update && $0.appID == activity.appID && $0.activityID == activity.activityID
         }
@@ -84,7 +87,11 @@ final class PostgresStateReader: StateReader {
     }
 
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
-        guard case let .targets(rows)? = lookup(.updateTargets(activity)) else { return [] }
+        var rows: [TargetRow] = []
+        if !overlay.isCleared(activity) {
+            guard case let .targets(found)? = lookup(.updateTargets(activity)) else { return [] }
+            rows = found
+        }
         return overlay.merge(rows, appID: activity.appID, at: now) { $0.kind == .update && $0.activityID == activity.activityID }
     }
 

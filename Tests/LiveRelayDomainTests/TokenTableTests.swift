@@ -18,6 +18,11 @@ import Testing
                 if let slot = token.slot { slots[slot] = token.hex }
             case let .deleteToken(key):
                 remove(key)
+            case let .deleteUpdateTokens(activity):
+                for (key, token) in tokens
+                where token.kind == .update && token.activityID == activity.activityID && key.appID == activity.appID {
+                    remove(key)
+                }
             default:
                 break
             }
@@ -58,7 +63,10 @@ import Testing
         for step in 0..<3_000 {
             let key = TokenKey(appID: pick(apps), hex: pick(Self.hexes))
             let write: StoreWrite
-            if next(4) == 0 {
+            if next(40) == 0 {
+                // An end: every update token of one activity, whichever way each came to be there.
+                write = .deleteUpdateTokens(of: ActivityKey(appID: pick(apps), activityID: pick(activities)))
+            } else if next(4) == 0 {
                 write = .deleteToken(key)
             } else {
                 let pushToStart = next(2) == 0

@@ -68,6 +68,40 @@ import Testing
         #expect(reader.misses.isEmpty)
     }
 
+    /// An end deletes the activity's update tokens with one write: every later read of the
+    /// batch answers as if the database's rows of them were gone, while tokens put after it,
+    /// other activities' tokens and push-to-start tokens stay.
+    @Test func anEndsDeletionHidesTheActivitysRowsFromLaterReads() throws {
+        let reader = PostgresStateReader()
+        let inDatabase = token(hex(1))
+        let slot = try #require(inDatabase.slot)
+        let other = token(hex(6), activity: "order-2")
+        reader.fill([
+            .updateTargets(order1): .targets(rows),
+            .token(inDatabase.key): .token(inDatabase),
+            .slot(slot): .token(inDatabase),
+            .updateTokens(order1): .tokens([inDatabase]),
+            .token(other.key): .token(other),
+        ])
+        reader.overlay.apply(.putToken(token(hex(4))))  // put before the end: deleted with the rest
+        reader.overlay.apply(.deleteUpdateTokens(of: order1))
+        reader.beginPlan()
+        #expect(reader.token(inDatabase.key) == nil)
+        #expect(reader.token(in: slot) == nil)
+        #expect(reader.token(TokenKey(appID: appID, hex: hex(4))) == nil)
+        #expect(reader.updateTokens(of: order1).isEmpty)
+        #expect(reader.updateTargets(of: order1, at: t0).isEmpty)
+        #expect(reader.updateTokenKeys(of: order1, limit: 10).isEmpty)
+        #expect(reader.token(other.key) == other, "another activity's token stays")
+        #expect(reader.misses.isEmpty, "nothing of the ended activity is asked of the database")
+
+        reader.overlay.apply(.putToken(token(hex(5))))  // registered again after the end
+        #expect(reader.updateTargets(of: order1, at: t0).map(\.token) == [hex(5)])
+        #expect(reader.updateTokenKeys(of: order1, limit: 10).map(\.hex) == [hex(5)])
+        #expect(reader.updateTokens(of: order1).map(\.hex) == [hex(5)])
+        #expect(reader.overlay.tokens[TokenKey(appID: appID, hex: hex(4))] == .some(nil), "deleted by key as well")
+    }
+
     /// The sweep's bounded read: the database is asked for the limit plus what
     /// the batch changed, and answers as the batch left the tokens.
     @Test func theSweepsBoundedReadSeesTheBatchsWrites() {

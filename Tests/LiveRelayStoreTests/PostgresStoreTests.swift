@@ -112,6 +112,9 @@ struct PostgresStoreTests {
             // The fan-out reads the slot index alone (its INCLUDE columns), never the table.
             let targets = try await plan(PostgresTables.updateTargetsSQL.replacingBinds())
             #expect(targets.contains("Index Only Scan using tokens_update_slot"), "\(targets)")
+            // A start to all devices through the push-to-start slot index (which carries no INCLUDE columns).
+            let starts = try await plan(PostgresTables.pushToStartTargetsSQL.replacingBinds())
+            #expect(starts.contains("tokens_push_to_start_slot"), "\(starts)")
         }
     }
 

@@ -10,7 +10,8 @@
 //      first after reopening and then warm, and inside the writer as an UpdateActivity
 //      (the plan reads every token and builds the 100k-target push batch, then commits);
 //   3. a StartActivity to `all_devices` of the push-to-start tokens of step 1 (its plan
-//      reads every one as a target), four times.
+//      reads every one as a target), four times;
+//   4. the EndActivity of the activity of step 2 (its live targets read, its update tokens deleted).
 //
 // Run: swift build -c release --scratch-path .build-sqlite --product sqlite-store-benchmark
 //      .build-sqlite/release/sqlite-store-benchmark --dir /var/tmp
@@ -236,6 +237,14 @@ try await printCallTimes({ "StartActivity to all_devices (\($0) push-to-start to
         contentStateJSON: "{}", targets: Targets(allDevices: true))
     let outcome = try await store.apply(StartActivity(request, app: app), now: SystemClock().now(), on: loop).get()
     guard case let .accepted(call) = outcome else { fatalError("unexpected outcome \(outcome)") }
+    return call.batch.targets.count
+}
+
+// 4. Its EndActivity: the live targets read, every update token deleted by one write.
+let ending = ChangeActivity(EndActivityRequest(appID: appID, activityID: big.activityID), app: app)
+try await printCallTimes(runs: 1, { "EndActivity of the \($0)-token activity (targets read, tokens deleted, commit)" }) { _ in
+    let ended = try await store.apply(ending, now: SystemClock().now(), on: loop).get()
+    guard case let .accepted(call) = ended, call.batch.targets.count == tokenCount else { fatalError("unexpected end \(ended)") }
     return call.batch.targets.count
 }
 try await store.close()

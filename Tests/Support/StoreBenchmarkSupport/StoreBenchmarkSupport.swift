@@ -57,7 +57,8 @@ public func percentile(_ sorted: [Double], _ p: Double) -> Double {
 
 /// `value` rounded to `digits` decimals.
 /// Makes `runs` timed calls (each given its number; it returns what it reached) and prints
-/// `label` of the last call's figure with the first call's time and the median of the rest.
+/// `label` of the last call's figure with the first call's time and the median of the rest
+/// (the one call's time when `runs` is 1).
 public func printCallTimes(runs: Int = 4, _ label: (Int) -> String, _ call: (Int) async throws -> Int) async rethrows {
     var times: [Double] = []
     var reached = 0
@@ -67,6 +68,7 @@ public func printCallTimes(runs: Int = 4, _ label: (Int) -> String, _ call: (Int
         times.append(monotonic() - t)
     }
     let warm = times.dropFirst().sorted()
+    guard !warm.isEmpty else { return print("\(label(reached)): \(format(times[0] * 1000)) ms") }
     print("\(label(reached)): first \(format(times[0] * 1000)) ms, median \(format(warm[warm.count / 2] * 1000)) ms")
 }
 
