@@ -417,8 +417,12 @@ let package = Package(
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteCrashHelper"
         ),
-        // What the three store benchmarks share (options, clock, tokens, /proc, formatting).
-        .target(name: "StoreBenchmarkSupport", path: "Tests/Support/StoreBenchmarkSupport"),
+        // What the three store benchmarks share (options, clock, tokens, /proc, formatting, the SQL stores' call timings).
+        .target(
+            name: "StoreBenchmarkSupport",
+            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Tests/Support/StoreBenchmarkSupport"
+        ),
         // Run by hand (release): SQLite store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "sqlite-store-benchmark",

@@ -35,8 +35,8 @@ extension StoreBehaviourSuite {
         try await apply(store, RegisterToken(pushToStart(hex(4), device: "a")))
     }
 
-    /// An end reads the keys it deletes (`updateTokenKeys(of:limit:)`, all of them) apart
-    /// from where it sends (`updateTargets(of:at:)`, the live ones).
+    /// An end deletes every update token of the activity with one write (`deleteUpdateTokens`,
+    /// expired ones too) apart from where it sends (`updateTargets(of:at:)`, the live ones).
     static func endGoesToLiveTokensAndDeletesAll(_ make: StoreFactory) async throws {
         let store = try await make()
         try await registerMixedTokens(store)

@@ -230,21 +230,6 @@ print(
     first \(format(updates[0] * 1000)) ms, median \(format(warmUpdates[warmUpdates.count / 2] * 1000)) ms
     """)
 
-// 3. A StartActivity to `all_devices` of BenchAttributes: every push-to-start token registered in 1.
-try await printCallTimes({ "StartActivity to all_devices (\($0) push-to-start tokens: read their targets, commit)" }) { i in
-    let request = StartActivityRequest(
-        appID: appID, activityID: "start-\(i)", attributesType: "BenchAttributes", attributesJSON: "{}",
-        contentStateJSON: "{}", targets: Targets(allDevices: true))
-    let outcome = try await store.apply(StartActivity(request, app: app), now: SystemClock().now(), on: loop).get()
-    guard case let .accepted(call) = outcome else { fatalError("unexpected outcome \(outcome)") }
-    return call.batch.targets.count
-}
-
-// 4. Its EndActivity: the live targets read, every update token deleted by one write.
-let ending = ChangeActivity(EndActivityRequest(appID: appID, activityID: big.activityID), app: app)
-try await printCallTimes(runs: 1, { "EndActivity of the \($0)-token activity (targets read, tokens deleted, commit)" }) { _ in
-    let ended = try await store.apply(ending, now: SystemClock().now(), on: loop).get()
-    guard case let .accepted(call) = ended, call.batch.targets.count == tokenCount else { fatalError("unexpected end \(ended)") }
-    return call.batch.targets.count
-}
+// 3 and 4: a StartActivity to `all_devices`, then the big activity's EndActivity.
+try await timeStartsAndEnd(of: store, app: app, ending: big, tokens: tokenCount, on: loop)
 try await store.close()

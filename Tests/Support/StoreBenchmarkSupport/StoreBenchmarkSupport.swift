@@ -1,5 +1,6 @@
 // What the three store benchmarks (memory, SQLite, PostgreSQL) share: their command-line
-// options, a monotonic clock, tokens, /proc readings and the formatting of their figures.
+// options, a monotonic clock, tokens, /proc readings and the formatting of their figures
+// (and, in StoreCallTimings.swift, the SQL stores' timed calls).
 
 #if canImport(Glibc)
 import Glibc
@@ -56,22 +57,6 @@ public func percentile(_ sorted: [Double], _ p: Double) -> Double {
 }
 
 /// `value` rounded to `digits` decimals.
-/// Makes `runs` timed calls (each given its number; it returns what it reached) and prints
-/// `label` of the last call's figure with the first call's time and the median of the rest
-/// (the one call's time when `runs` is 1).
-public func printCallTimes(runs: Int = 4, _ label: (Int) -> String, _ call: (Int) async throws -> Int) async rethrows {
-    var times: [Double] = []
-    var reached = 0
-    for i in 0..<runs {
-        let t = monotonic()
-        reached = try await call(i)
-        times.append(monotonic() - t)
-    }
-    let warm = times.dropFirst().sorted()
-    guard !warm.isEmpty else { return print("\(label(reached)): \(format(times[0] * 1000)) ms") }
-    print("\(label(reached)): first \(format(times[0] * 1000)) ms, median \(format(warm[warm.count / 2] * 1000)) ms")
-}
-
 public func format(_ value: Double, _ digits: Int = 1) -> String {
     var scale = 1.0
     for _ in 0..<digits { scale *= 10 }
