@@ -429,10 +429,10 @@ let package = Package(
             dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
         ),
-        // Run by hand (release): bytes per registered token of the in-memory store, for docs/BENCHMARKS.md.
+        // Run by hand (release): bytes per registered token of the in-memory store, and one app's fan-outs against another's calls, for docs/BENCHMARKS.md.
         .executableTarget(
             name: "memory-store-benchmark",
-            dependencies: ["LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport"],
+            dependencies: ["LiveRelayDomain", "LiveRelayStore", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/MemoryStoreBenchmark"
         ),
         // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.

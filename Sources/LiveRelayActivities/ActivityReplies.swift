@@ -62,6 +62,8 @@ extension ActivityService {
 struct ReplayOnly<M: StoreMutation>: StoreMutation where M.Outcome == ActivityCallOutcome {
     var mutation: M
 
+    var scope: MutationScope { mutation.scope }
+
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<StoredReply?> {
         MutationPlan(outcome: try mutation.plan(state, now: now).outcome.replayed)
     }

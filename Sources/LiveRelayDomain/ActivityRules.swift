@@ -92,6 +92,8 @@ public struct StartActivity: StoreMutation {
         self.init(StartCommand(validated: request), app: app, intents: intents, activityQuota: activityQuota)
     }
 
+    public var scope: MutationScope { .app(command.appID) }
+
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
         let appID = command.appID, activityID = command.activityID
         let attributesType = command.attributesType
@@ -205,6 +207,8 @@ public struct ChangeActivity: StoreMutation {
         self.intents = intents
         self.channelOnly = request.channelOnly == true
     }
+
+    public var scope: MutationScope { .app(appID) }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ActivityCallOutcome> {
         let key = ActivityKey(appID: appID, activityID: activityID)

@@ -2,9 +2,10 @@ import LiveRelayAPNs
 import LiveRelayCollections
 import LiveRelayPushOutlet
 
-/// The whole state with the three hot indexes: the reference semantics every
-/// store must match, the in-memory store's storage, and the state domain
-/// tests run rules against. Tokens, by far the most numerous rows, are kept
+/// The state with the three hot indexes: the reference semantics every store
+/// must match, the storage of the memory and journaled stores (one per app,
+/// `AppShards` in LiveRelayStore), and the state domain tests run rules
+/// against. Tokens, by far the most numerous rows, are kept
 /// compact (``TokenTable``); activities and idempotency records, one or a few
 /// per activity, are `RecordMap`s (a dictionary of them stalled the call
 /// that grew it past 786,432 activities for 0.6 s, past 1,572,864 for 2.8 s);
@@ -55,44 +56,46 @@ public struct InMemoryState: StateReader, Sendable {
     }
 
     public mutating func apply(_ writes: [StoreWrite]) {
-        for write in writes {
-            switch write {
-            case let .putToken(token):
-                tokens.put(token)
-            case let .deleteToken(key):
-                tokens.delete(key)
-            case let .deleteUpdateTokens(activity):
-                tokens.deleteUpdateTokens(of: activity)
-            case let .putActivity(activity):
-                sweepIndex.move(activity.key, from: activities[activity.key]?.sweepDeadline, to: activity.sweepDeadline)
-                activities[activity.key] = activity
-            case let .deleteActivity(key):
-                sweepIndex.move(key, from: activities[key]?.sweepDeadline, to: nil)
-                activities[key] = nil
-                records[key] = nil
-            case let .putIdempotencyRecord(record):
-                records[ActivityKey(appID: record.appID, activityID: record.activityID), default: [:]][record.key] = record
-            case let .settleReply(activity, timestamp, account):
-                // A scan of one activity's keys: a handful.
-                for (key, record) in records[activity] ?? [:] where record.reply.timestamp == timestamp {
-                    records[activity]?[key]?.reply.account = account
-                }
-            case let .putIntent(intent):
-                for timestamp in intentsByActivity[intent.key.activity] ?? [] {
-                    var key = intent.key
-                    key.timestamp = timestamp
-                    if let older = intents[key], older.isSuperseded(by: intent) { removeIntent(key) }
-                }
-                intents[intent.key] = intent
-                intentsByActivity[intent.key.activity, default: []].insert(intent.key.timestamp)
-            case let .deleteIntent(key):
-                removeIntent(key)
-            case let .leaseIntent(key, owner, until):
-                intents[key]?.owner = owner
-                intents[key]?.leaseUntil = until
-            case let .renewIntents(owner, until):
-                for (key, intent) in intents where intent.owner == owner { intents[key]?.leaseUntil = until }
+        for write in writes { apply(write) }
+    }
+
+    public mutating func apply(_ write: StoreWrite) {
+        switch write {
+        case let .putToken(token):
+            tokens.put(token)
+        case let .deleteToken(key):
+            tokens.delete(key)
+        case let .deleteUpdateTokens(activity):
+            tokens.deleteUpdateTokens(of: activity)
+        case let .putActivity(activity):
+            sweepIndex.move(activity.key, from: activities[activity.key]?.sweepDeadline, to: activity.sweepDeadline)
+            activities[activity.key] = activity
+        case let .deleteActivity(key):
+            sweepIndex.move(key, from: activities[key]?.sweepDeadline, to: nil)
+            activities[key] = nil
+            records[key] = nil
+        case let .putIdempotencyRecord(record):
+            records[ActivityKey(appID: record.appID, activityID: record.activityID), default: [:]][record.key] = record
+        case let .settleReply(activity, timestamp, account):
+            // A scan of one activity's keys: a handful.
+            for (key, record) in records[activity] ?? [:] where record.reply.timestamp == timestamp {
+                records[activity]?[key]?.reply.account = account
             }
+        case let .putIntent(intent):
+            for timestamp in intentsByActivity[intent.key.activity] ?? [] {
+                var key = intent.key
+                key.timestamp = timestamp
+                if let older = intents[key], older.isSuperseded(by: intent) { removeIntent(key) }
+            }
+            intents[intent.key] = intent
+            intentsByActivity[intent.key.activity, default: []].insert(intent.key.timestamp)
+        case let .deleteIntent(key):
+            removeIntent(key)
+        case let .leaseIntent(key, owner, until):
+            intents[key]?.owner = owner
+            intents[key]?.leaseUntil = until
+        case let .renewIntents(owner, until):
+            for (key, intent) in intents where intent.owner == owner { intents[key]?.leaseUntil = until }
         }
     }
 
@@ -189,12 +192,6 @@ public struct InMemoryState: StateReader, Sendable {
         return externalUserIDs.flatMap {
             pushToStartTokens(appID: appID, externalUserID: $0, attributesType: attributesType)
         }.filter { seen.insert($0.hex).inserted }
-    }
-
-    /// The usage of the apps `live` has keys for: each app's token count, and
-    /// its live activities as ``countLiveActivities(of:at:from:limit:)`` left in `live`.
-    public func usage(counted live: [String: Int]) -> [String: AppUsage] {
-        Dictionary(uniqueKeysWithValues: live.map { app, count in (app, AppUsage(tokens: tokenCount(ofApp: app), liveActivities: count)) })
     }
 
     /// The earliest due first, as the SQL stores answer (their index is on the

@@ -32,7 +32,7 @@ public struct DroppedIntent: Hashable, Sendable {
 /// ``StateReader/claimableIntents(by:evenIfLeased:at:limit:)``): leases
 /// them to `lease.owner` and rebuilds their pushes, an update's from the
 /// activity's update tokens as they are now.
-public struct ClaimIntents: StoreMutation {
+public struct ClaimIntents: PollsAcrossApps {
     public var lease: IntentLease
     public var evenIfLeased: Bool
     public var limit: Int
@@ -42,6 +42,12 @@ public struct ClaimIntents: StoreMutation {
         self.evenIfLeased = evenIfLeased
         self.limit = max(1, limit)
     }
+
+    public func findsWork(in state: some StateReader, now: UnixTime) -> Bool {
+        !state.claimableIntents(by: lease.owner, evenIfLeased: evenIfLeased, at: now, limit: 1).isEmpty
+    }
+
+    public var idleOutcome: ClaimedIntents { ClaimedIntents() }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ClaimedIntents> {
         var claimed = ClaimedIntents()
@@ -105,10 +111,21 @@ public struct SettledIntent: Hashable, Sendable {
 /// call's final account on its idempotency record (if it has one): the row
 /// that said "still to send" goes in the transaction that says what was sent,
 /// so a replay of the call never finds neither.
-public struct SettleIntents: StoreMutation {
+public struct SettleIntents: SplitsByApp {
     public var settled: [SettledIntent]
 
     public init(_ settled: [SettledIntent]) { self.settled = settled }
+
+    /// One app's when every intent is of that app, as the dispatcher settles
+    /// (a batch of one call's pushes); every app's otherwise.
+    public var scope: MutationScope {
+        guard let first = settled.first?.key.appID, settled.allSatisfy({ $0.key.appID == first }) else { return .allApps }
+        return .app(first)
+    }
+
+    public var partsByApp: [SettleIntents] {
+        Dictionary(grouping: settled, by: \.key.appID).values.map(SettleIntents.init)
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
         var writes: [StoreWrite] = []

@@ -62,6 +62,12 @@ public enum TokenSlot: Hashable, Sendable {
     case update(appID: String, activityID: String, deviceID: String)
     /// One push-to-start token per (app, device, attributes type).
     case pushToStart(appID: String, deviceID: String, attributesType: String)
+
+    public var appID: String {
+        switch self {
+        case let .update(appID, _, _), let .pushToStart(appID, _, _): appID
+        }
+    }
 }
 
 /// A registered APNs token.

@@ -78,6 +78,25 @@ public enum StoreWrite: Hashable, Sendable {
     case leaseIntent(IntentKey, owner: String, until: UnixTime)
     /// Extend every lease `owner` holds.
     case renewIntents(owner: String, until: UnixTime)
+
+    /// The app whose state the write changes; nil for a write that reaches
+    /// every app's (``renewIntents(owner:until:)``): how a store kept per app
+    /// routes it.
+    public var appID: String? {
+        switch self {
+        case let .putToken(token): token.appID
+        case let .deleteToken(key): key.appID
+        case let .deleteUpdateTokens(activity): activity.appID
+        case let .putActivity(activity): activity.appID
+        case let .deleteActivity(key): key.appID
+        case let .putIdempotencyRecord(record): record.appID
+        case let .settleReply(activity, _, _): activity.appID
+        case let .putIntent(intent): intent.key.appID
+        case let .deleteIntent(key): key.appID
+        case let .leaseIntent(key, _, _): key.appID
+        case .renewIntents: nil
+        }
+    }
 }
 
 /// The result of evaluating a rule: what to write and what to tell the caller.
@@ -101,5 +120,50 @@ public struct MutationPlan<Outcome: Sendable>: Sendable {
 /// same semantics from the same code.
 public protocol StoreMutation: Sendable {
     associatedtype Outcome: Sendable
+    /// What the rule reads and writes: one app's state, or every app's.
+    /// ``MutationScope/allApps`` unless a rule says otherwise, which is always
+    /// correct; a rule that says ``MutationScope/app(_:)`` must read and write
+    /// that app's state only.
+    var scope: MutationScope { get }
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Outcome>
+}
+
+extension StoreMutation {
+    public var scope: MutationScope { .allApps }
+}
+
+/// A rule about several apps that is one independent rule per app: what it
+/// decides for one app reads and writes that app's state only, and it answers
+/// nothing. A store kept per app applies it app by app, one app's lock at a
+/// time, instead of waiting for every app's lock at once (behind whichever
+/// app's large call holds its own).
+public protocol SplitsByApp: StoreMutation where Outcome == Void {
+    /// The rule's part for each of its apps, each with that app's ``StoreMutation/scope``.
+    var partsByApp: [Self] { get }
+}
+
+/// A rule across apps that a node runs on a timer and that usually finds
+/// nothing to do: the intent claims (every second) and the sweep (every
+/// minute). A store kept per app first asks each app's state whether the rule
+/// finds work in it, one app's lock at a time, and answers ``idleOutcome``
+/// when none does, without holding every app's lock at once: a poll then
+/// never makes one app's calls wait behind another app's large call. What
+/// appears while the apps are asked is found by the next poll.
+public protocol PollsAcrossApps: StoreMutation {
+    /// Whether the rule would do anything in `state` (one app's).
+    func findsWork(in state: some StateReader, now: UnixTime) -> Bool
+    /// What the rule answers when it finds nothing.
+    var idleOutcome: Outcome { get }
+}
+
+/// Which apps' state a rule reads and writes.
+///
+/// Why a store asks: the memory and journaled stores keep each app's state
+/// behind a lock of its own, so that one app's 100,000-token fan-out (tens of
+/// milliseconds under the lock) does not hold up every other app's calls. A
+/// call about one app takes that app's lock only; the sweep and the intent
+/// claims, which look across apps, take them all.
+public enum MutationScope: Hashable, Sendable {
+    case app(String)
+    case allApps
 }

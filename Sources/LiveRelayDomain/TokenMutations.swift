@@ -18,6 +18,8 @@ public struct RegisterToken: StoreMutation {
         self.init(RegistrationCommand(validated: request, pushToStartRetention: pushToStartRetention), tokenQuota: tokenQuota)
     }
 
+    public var scope: MutationScope { .app(command.appID) }
+
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenRegistration.Plan> {
         let key = TokenKey(appID: command.appID, hex: command.hex)
         let existing = state.token(key)
@@ -72,6 +74,8 @@ public struct PruneToken: StoreMutation {
         self.invalidSince = invalidSince
     }
 
+    public var scope: MutationScope { .app(token.appID) }
+
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<TokenPruning.Outcome> {
         guard let existing = state.token(token) else { return MutationPlan(outcome: .notFound) }
         if let invalidSince, existing.updatedAt > invalidSince {
@@ -108,11 +112,17 @@ public struct SweepReport: Hashable, Sendable {
 /// An activity expires with as many of its update tokens as the pass has room
 /// for (an update to it is refused from then on either way), the rest go
 /// before its purge: a purge waits until a pass has deleted the last of them.
-public struct Sweep: StoreMutation {
+public struct Sweep: PollsAcrossApps {
     /// Caps one sweep's work (and a SQL store's transaction); run again while the report is non-empty.
     public var limit: Int
 
     public init(limit: Int = 10_000) { self.limit = limit }
+
+    public func findsWork(in state: some StateReader, now: UnixTime) -> Bool {
+        !state.activitiesDue(at: now, limit: 1).isEmpty || state.tokensExpired(at: now, limit: 1).contains { $0.isExpired(at: now) }
+    }
+
+    public var idleOutcome: SweepReport { SweepReport() }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<SweepReport> {
         var report = SweepReport()

@@ -7,8 +7,9 @@ import Darwin
 /// A mutex that spins briefly before it sleeps: glibc's adaptive pthread mutex
 /// (`PTHREAD_MUTEX_ADAPTIVE_NP`; a plain mutex elsewhere).
 ///
-/// The in-memory store plans and applies every mutation under one lock, held
-/// for a few microseconds, and every event loop takes it. With `NIOLock` (a
+/// The in-memory store plans and applies every mutation under a lock (then
+/// one for the whole state; now its app's, ``AppShards``), held for a few
+/// microseconds, and every event loop takes it. With `NIOLock` (a
 /// plain pthread mutex) a loop that found it taken went to sleep in the kernel
 /// at once: in `bench --mix register` on 2 cores, 15% of the server's CPU was
 /// `futex` waits and wakes, nearly all of them for this lock. Spinning first
@@ -38,4 +39,9 @@ final class AdaptiveLock: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
+
+    /// For holds that do not nest in one scope (the memory stores' every-app
+    /// hold takes a lock per app); pair each with ``unlock()``.
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
 }

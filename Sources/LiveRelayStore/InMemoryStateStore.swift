@@ -1,36 +1,38 @@
 import LiveRelayDomain
 import NIOCore
 
-/// A store whose state is one ``InMemoryState`` behind a lock: the memory
-/// store and the journaled store. Their reads are the same lookups; what
+/// A store whose state is an ``InMemoryState`` per app, each behind its own
+/// lock (``AppShards``): the memory store and the journaled store. Their reads are the same lookups; what
 /// differs is when a read may be answered (at once for the memory store; once
 /// what it saw is synced for the journaled one), which each says in
-/// ``read(on:_:)``.
+/// ``read(app:on:_:)``.
 public protocol InMemoryStateStore: ActivityStore {
-    /// Runs `body` on the state under the store's lock and answers with its value.
-    func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T>
+    /// Runs `body` on the app's state under its lock and answers with its value.
+    func read<T: Sendable>(app appID: String, on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T>
 }
 
 extension InMemoryStateStore {
     public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
-        read(on: eventLoop) { $0.token(key) }
+        read(app: key.appID, on: eventLoop) { $0.token(key) }
     }
 
     public func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> {
-        read(on: eventLoop) { $0.activity(key) }
+        read(app: key.appID, on: eventLoop) { $0.activity(key) }
     }
 
     public func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { $0.updateTokens(of: activity) }
+        read(app: activity.appID, on: eventLoop) { $0.updateTokens(of: activity) }
     }
 
     public func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { $0.pushToStartTokens(appID: appID, attributesType: attributesType) }
+        read(app: appID, on: eventLoop) { $0.pushToStartTokens(appID: appID, attributesType: attributesType) }
     }
 
     public func pushToStartTokens(
         appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
     ) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { $0.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType) }
+        read(app: appID, on: eventLoop) {
+            $0.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType)
+        }
     }
 }

@@ -12,8 +12,8 @@ import Darwin
 /// storage.
 ///
 /// ## Group commit
-/// Mutations append their record to an in-memory buffer under the store's
-/// lock (so the journal's order is the order the state changed in) and go
+/// Mutations append their record to an in-memory buffer under their app's
+/// lock (so each app's records are in the order its state changed in) and go
 /// on; this stage's thread takes everything buffered, writes it with one
 /// `write`, one `fdatasync`, and only then releases the callers waiting for
 /// those records, in one task per event loop. Everything that arrives during
@@ -119,7 +119,7 @@ final class JournalAppender: @unchecked Sendable {
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T { try monitor.locked(body) }
 
-    // MARK: The store's side (called with the store's lock held, so in the state's order)
+    // MARK: The store's side (called with the app's lock held, so in the order its state changed)
 
     /// Appends one mutation's writes (none: nothing appended) and returns how
     /// its caller is answered: at once if everything appended so far is

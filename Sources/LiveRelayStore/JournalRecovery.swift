@@ -15,7 +15,8 @@ import Darwin
 /// its last whole record (a write the crash cut short, so never acknowledged)
 /// is cut off, and the files a finished compaction had not yet deleted are.
 struct JournalRecovery {
-    var state = InMemoryState()
+    /// Each app's state (``AppShards``).
+    var states: [String: InMemoryState] = [:]
     /// The newest snapshot's number (0: none).
     var snapshot: UInt64 = 0
     var snapshotBytes = 0
@@ -34,7 +35,7 @@ struct JournalRecovery {
         if snapshot > 0 {
             let path = directory + "/" + JournalFile.name(.snapshot, snapshot)
             let scan = try JournalFile.scan(path, kind: .snapshot, number: snapshot) { payload in
-                state.apply(try JournalCodec.decode(payload))
+                AppShards.apply(try JournalCodec.decode(payload), to: &states)
             }
             if let damage = scan.damage { throw JournalOpenError("\(path) is damaged: \(damage)") }
             snapshotBytes = scan.validLength
@@ -55,7 +56,7 @@ struct JournalRecovery {
             expected += 1
             var records = 0
             let scan = try JournalFile.scan(path, kind: .journal, number: number) { payload in
-                state.apply(try JournalCodec.decode(payload))
+                AppShards.apply(try JournalCodec.decode(payload), to: &states)
                 records += 1
             }
             recordsReplayed += records

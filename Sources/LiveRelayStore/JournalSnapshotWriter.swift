@@ -6,8 +6,8 @@ import Glibc
 import Darwin
 #endif
 
-/// Writes a journaled store's snapshot: the state as the writes that rebuild
-/// it (``InMemoryState/forEachWrite(_:)``), in records of up to
+/// Writes a journaled store's snapshot: every app's state as the writes that
+/// rebuild it (``InMemoryState/forEachWrite(_:)``), in records of up to
 /// ``writesPerRecord``, to `snapshot-N.tmp`; syncs it, renames it into place,
 /// syncs the directory, and only then deletes the journals and snapshots it
 /// replaces. A crash at any point leaves either the old files or the new
@@ -18,7 +18,7 @@ enum JournalSnapshotWriter {
     static let chunkBytes = 1 << 20
 
     /// Returns the snapshot's size in bytes.
-    static func write(_ state: InMemoryState, directory: String, number: UInt64) throws -> Int {
+    static func write(_ states: some Sequence<InMemoryState>, directory: String, number: UInt64) throws -> Int {
         let final = directory + "/" + JournalFile.name(.snapshot, number)
         let temporary = directory + "/snapshot-\(number).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -45,9 +45,11 @@ enum JournalSnapshotWriter {
             batch.removeAll(keepingCapacity: true)
             flush(false)
         }
-        state.forEachWrite { write in
-            batch.append(write)
-            if batch.count == writesPerRecord { record() }
+        for state in states {
+            state.forEachWrite { write in
+                batch.append(write)
+                if batch.count == writesPerRecord { record() }
+            }
         }
         record()
         flush(true)

@@ -28,11 +28,15 @@ import Darwin
 ///
 /// ## Durability
 /// An answer (success, refusal, replay, read) is given only once every write
-/// it may have seen is synced, as the SQLite store does. A snapshot is written
-/// from a copy of the state taken under the lock (a value copy: the live state
-/// then copies only the chunks it writes) when the journals since the last
-/// one reach ``Configuration/compactAfterBytes`` and the last snapshot's size,
-/// on a thread of its own; the journals it replaces are deleted only once it
+/// it may have seen is synced, as the SQLite store does. The state is kept
+/// per app, each app's behind its own lock (``AppShards``), and a call's
+/// records are appended under its app's lock: each app's records are in the
+/// order its state changed, and apps' records are independent of each other.
+/// A snapshot is written from a copy of the state taken with every app's
+/// lock held (a value copy: the live state then copies only the chunks it
+/// writes) when the journals since the last one reach
+/// ``Configuration/compactAfterBytes`` and the last snapshot's size, on a
+/// thread of its own; the journals it replaces are deleted only once it
 /// is synced and renamed into place (``JournalFile``, ``JournalRecovery``).
 public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendable {
     public struct Configuration: Sendable {
@@ -68,11 +72,12 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     }
 
     private let configuration: Configuration
-    private let lock = AdaptiveLock()
-    private var state: InMemoryState
-    private var isClosed = false
+    private let shards: AppShards
     private let appender: JournalAppender
-    /// Under the lock.
+    /// Guards the compaction's state below.
+    private let lock = AdaptiveLock()
+    /// Under `lock`.
+    private var isClosed = false
     private var compacting = false
     private var lastSnapshotBytes: Int
     private var snapshots = 0
@@ -116,7 +121,7 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
             closeFile(lockFile)
             throw error
         }
-        state = recovery.state
+        shards = AppShards(recovery.states)
         lastSnapshotBytes = recovery.snapshotBytes
         do {
             appender = try JournalAppender(
@@ -154,10 +159,10 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     /// Tests only: the journal's next round fails as a disk error would.
     func failNextJournalRoundForTesting(_ failure: JournalIOError) { appender.failNextRoundForTesting(failure) }
 
-    /// A copy of the whole state, for tests and diagnostics.
-    public var snapshot: InMemoryState { lock.withLock { state } }
+    /// One state holding every app's, for tests and diagnostics.
+    public var snapshot: InMemoryState { AppShards.merged(shards.copies() ?? [:]) }
 
-    /// The memory store's: a pass holds the lock every call waits for.
+    /// The memory store's: a pass holds every app's lock.
     public var sweepLimit: Int { 1_000 }
 
     // MARK: Mutations
@@ -173,21 +178,24 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
         then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
     ) {
-        let answered: Result<M.Outcome, any Error>? = lock.withLock {
-            if isClosed { return .failure(ActivityStoreError.closed) }
-            let decided: Result<M.Outcome, any Error>
-            var writes: [StoreWrite] = []
-            do throws(DomainError) {
-                let plan = try state.applyPlan(mutation, now: now)
-                writes = plan.writes
-                decided = .success(plan.outcome)
-            } catch {
-                decided = .failure(error)
-            }
+        let scope = mutation.scope
+        if let parts = AppShards.parts(of: mutation, scope: scope) {
+            let join = PartsJoin(parts.count) { body($0.map { AppShards.partsOutcome(of: M.self) }) }
+            for part in parts { apply(part, now: now, on: eventLoop) { join.done($0.map { _ in () }) } }
+            return
+        }
+        func commit(_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> Result<M.Outcome, any Error>? {
             let durable = appender.commit(writes, on: eventLoop) { synced in body(synced.flatMap { decided }) }
             return durable.map { $0.flatMap { decided } }
         }
-        guard let answered else { return }
+        // An idle poll is answered as a read is: once what it saw is synced.
+        let answered: Result<M.Outcome, any Error>?? =
+            if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) {
+                commit([], .success(idle))
+            } else {
+                shards.apply(mutation, scope: scope, now: now, commit: commit)
+            }
+        guard let answered = answered ?? .failure(ActivityStoreError.closed) else { return }
         if eventLoop.inEventLoop {
             body(answered)
         } else {
@@ -197,16 +205,15 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
 
     // MARK: Reads
 
-    /// `body` on the state under the lock; answered once what it saw is durable.
-    public func read<T: Sendable>(on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
+    /// `body` on the app's state under its lock; answered once what it saw is durable.
+    public func read<T: Sendable>(app appID: String, on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
-        let answered: Result<T, any Error>? = lock.withLock {
-            if isClosed { return .failure(ActivityStoreError.closed) }
+        let answered: Result<T, any Error>?? = shards.read(appID) { state in
             let value = body(state)
             let durable = appender.commit([], on: eventLoop) { synced in promise.completeWith(synced.map { value }) }
             return durable.map { $0.map { value } }
         }
-        if let answered { promise.completeWith(answered) }
+        if let answered = answered ?? .failure(ActivityStoreError.closed) { promise.completeWith(answered) }
         return promise.futureResult
     }
 
@@ -214,18 +221,13 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     /// the journal: quotas read it every few seconds, and a count a moment
     /// ahead of the disk decides nothing durable.
     public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        InMemoryActivityStore.usage(of: appIDs, now: now, on: eventLoop) { body in
-            self.lock.withLock { self.isClosed ? nil : body(self.state) }
-        }
+        InMemoryActivityStore.usage(of: appIDs, now: now, on: eventLoop, in: shards)
     }
 
     /// Syncs and answers everything appended, waits for a running snapshot, and stops the journal's thread.
     public func close() async throws {
-        let first = lock.withLock {
-            defer { isClosed = true }
-            return !isClosed
-        }
-        guard first else { return }
+        guard shards.close() else { return }
+        lock.withLock { isClosed = true }
         let appender = self.appender
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
@@ -243,13 +245,15 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     // MARK: Snapshots
 
     private func compactIfDue(journalBytes: Int) {
-        let started: (InMemoryState, UInt64)? = lock.withLock {
-            guard !isClosed, !compacting,
-                journalBytes >= max(configuration.compactAfterBytes, lastSnapshotBytes)
-            else { return nil }
+        let due = lock.withLock {
+            guard !isClosed, !compacting, journalBytes >= max(configuration.compactAfterBytes, lastSnapshotBytes) else { return false }
             compacting = true
-            return (state, appender.rotate())
+            return true
         }
+        guard due else { return }
+        // Every app's lock held: no call is between its state's change and its journal record.
+        let started = shards.withAllApps { all in (all.states, appender.rotate()) }
+        if started == nil { lock.withLock { compacting = false } }
         guard let (copy, number) = started else { return }
         do {
             try startSQLiteThread(name: "journal snapshot") { self.writeSnapshot(copy, number: number) }
@@ -262,13 +266,13 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     }
 
     /// Writes `copy` as `snapshot-number` once `journal-number` exists, then deletes what it replaces.
-    private func writeSnapshot(_ copy: InMemoryState, number: UInt64) {
+    private func writeSnapshot(_ copy: [String: InMemoryState], number: UInt64) {
         let start = sqliteMonotonicNanoseconds()
         var failure: String?
         var bytes = 0
         if appender.waitForRotation(to: number) {
             do {
-                bytes = try JournalSnapshotWriter.write(copy, directory: configuration.directory, number: number)
+                bytes = try JournalSnapshotWriter.write(copy.values, directory: configuration.directory, number: number)
             } catch {
                 failure = "\(error)"
             }
@@ -285,6 +289,31 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
                 lastSnapshotMilliseconds = elapsed
             }
         }
+    }
+}
+
+/// Answers a call applied in parts (``SplitsByApp``) once every part is
+/// answered: with the first failure, or success.
+private final class PartsJoin: @unchecked Sendable {
+    private let lock = AdaptiveLock()
+    private var left: Int
+    private var failure: (any Error)?
+    private let body: (Result<Void, any Error>) -> Void
+
+    init(_ parts: Int, _ body: @escaping (Result<Void, any Error>) -> Void) {
+        left = parts
+        self.body = body
+        if parts == 0 { body(.success(())) }
+    }
+
+    func done(_ result: Result<Void, any Error>) {
+        let finished: Result<Void, any Error>? = lock.withLock {
+            if case let .failure(error) = result, failure == nil { failure = error }
+            left -= 1
+            guard left == 0 else { return nil }
+            return failure.map { .failure($0) } ?? .success(())
+        }
+        if let finished { body(finished) }
     }
 }
 

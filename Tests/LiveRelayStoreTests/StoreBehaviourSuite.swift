@@ -37,7 +37,7 @@ enum StoreBehaviourSuite {
             StoreBehaviour(description: "10,000 update tokens of one activity load", run: manyTokensOfOneActivity),
             StoreBehaviour(description: "a closed store refuses calls", run: closedStoreRefuses),
             StoreBehaviour(description: "usage counts each app's tokens and live activities", run: usageCounts),
-        ] + intentBehaviours + channelIntentBehaviours + targetBehaviours
+        ] + intentBehaviours + channelIntentBehaviours + targetBehaviours + appBehaviours
 
     static let group = MultiThreadedEventLoopGroup.singleton
 

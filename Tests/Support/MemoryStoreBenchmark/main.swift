@@ -1,4 +1,4 @@
-// memory-store-benchmark [--tokens 1000000] [--shape push-to-start|update]
+// memory-store-benchmark [--tokens 1000000] [--shape push-to-start|update|activities|isolation]
 //
 // What the in-memory store (InMemoryState, the storage of `serve --store memory`) costs per
 // registered token, for docs/BENCHMARKS.md ("Stores (issue 14)"): registers --tokens new
@@ -14,6 +14,8 @@
 // the fan-out's read of every activity's targets; for the token shapes the sweep's read of
 // due tokens and whole Sweep passes once every token is due (push-to-start tokens get
 // `serve`'s default retention, 30 days).
+//   isolation:     one app's fan-outs against another app's registrations, through the
+//                  store (Isolation.swift).
 //
 // Run: swift build -c release --scratch-path .build-release --product memory-store-benchmark
 //      .build-release/release/memory-store-benchmark --tokens 1000000
@@ -31,6 +33,10 @@ import Darwin
 
 let count = Int(option("--tokens", "1000000"))!
 let shape = option("--shape", "push-to-start")
+if shape == "isolation" {
+    try measureIsolation(tokens: Int(option("--tokens", "100000"))!)
+    exit(0)
+}
 
 /// Anonymous resident memory (RssAnon in /proc/self/status: the heap and the other private
 /// pages, not the binary and libraries), in bytes (Linux; 0 elsewhere).

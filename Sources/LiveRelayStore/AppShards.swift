@@ -1,0 +1,195 @@
+import LiveRelayAPNs
+import LiveRelayDomain
+import LiveRelayPushOutlet
+
+/// One app's state in a memory or journaled store, and the lock it is read
+/// and changed under.
+final class AppShard: @unchecked Sendable {
+    let appID: String
+    let lock = AdaptiveLock()
+    /// Under `lock`.
+    var state: InMemoryState
+    /// Under `lock`: set by ``AppShards/close()``.
+    var isClosed: Bool
+
+    init(appID: String, state: InMemoryState, isClosed: Bool) {
+        self.appID = appID
+        self.state = state
+        self.isClosed = isClosed
+    }
+}
+
+/// The state of a memory or journaled store, kept per app (``AppShard``),
+/// each app's behind a lock of its own.
+///
+/// ## Why
+/// Under one lock for the whole state, one app's large call held up every
+/// app's: a 100,000-token fan-out reads its targets in about 30 ms under it,
+/// a 100,000-token end 84–91 ms (docs/BENCHMARKS.md), and every other app's
+/// calls, on every event loop, waited as long. A call about one app
+/// (``MutationScope/app(_:)``: registrations, starts, updates, ends, prunes,
+/// a settle of one app's intents) now takes that app's lock only.
+///
+/// ## Calls about every app
+/// The sweep and the intent claims and renewals (``MutationScope/allApps``)
+/// hold every app's lock at once and read through ``AllApps``, which merges
+/// the apps' answers as one state would give them. They are few: the claims
+/// (every second) and the sweep (every minute) first ask each app, one lock at
+/// a time, whether they find anything (``PollsAcrossApps``), and take every
+/// lock only when one does; a renewal every 10 seconds; a sweep pass does at
+/// most ``InMemoryActivityStore/sweepLimit`` things.
+/// They take `everyAppLock` first, so two of them never wait for each other's
+/// locks; a call about one app holds one lock and waits for no other, so no
+/// cycle of waits can form. A settle of several apps' intents
+/// (``SplitsByApp``) is applied app by app, one lock at a time.
+final class AppShards: @unchecked Sendable {
+    private let lock = AdaptiveLock()
+    /// Under `lock`.
+    private var shards: [String: AppShard]
+    /// Under `lock`.
+    private var isClosed = false
+    private let everyAppLock = AdaptiveLock()
+    private static let empty = InMemoryState()
+
+    init(_ states: [String: InMemoryState] = [:]) {
+        shards = states.reduce(into: [:]) { $0[$1.key] = AppShard(appID: $1.key, state: $1.value, isClosed: false) }
+    }
+
+    /// The app's shard, made when it has none (a write is about to need it).
+    func shard(_ appID: String) -> AppShard {
+        lock.withLock {
+            if let shard = shards[appID] { return shard }
+            let shard = AppShard(appID: appID, state: InMemoryState(), isClosed: isClosed)
+            shards[appID] = shard
+            return shard
+        }
+    }
+
+    /// `body` on the app's state under its lock; nil once the store is closed.
+    func withApp<T>(_ appID: String, _ body: (inout InMemoryState) -> T) -> T? {
+        let shard = shard(appID)
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        return shard.isClosed ? nil : body(&shard.state)
+    }
+
+    /// `body` on the app's state under its lock, or on an empty state for an
+    /// app that has none (no shard is made for a read); nil once closed.
+    func read<T>(_ appID: String, _ body: (InMemoryState) -> T) -> T? {
+        let found: AppShard?? = lock.withLock { isClosed ? nil : .some(shards[appID]) }
+        guard let found else { return nil }
+        guard let shard = found else { return body(Self.empty) }
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        return shard.isClosed ? nil : body(shard.state)
+    }
+
+    /// `body` with every app's lock held (see the type's notes); nil once closed.
+    func withAllApps<T>(_ body: (inout AllApps) -> T) -> T? {
+        everyAppLock.lock()
+        defer { everyAppLock.unlock() }
+        guard let listed = lock.withLock({ isClosed ? nil : Array(shards.values) }) else { return nil }
+        var all = AllApps(listed, shards: self)
+        defer { all.held.forEach { $0.lock.unlock() } }
+        // A close that began after the list was taken closes each shard under its lock.
+        guard !all.held.contains(where: \.isClosed) else { return nil }
+        return body(&all)
+    }
+
+    /// Plans `mutation` and applies its writes under the locks of `scope`
+    /// (the mutation's), then runs `commit` with the writes and the decision
+    /// while still holding them: the journaled store appends the writes there,
+    /// so that each app's journal records are in the order its state changed.
+    /// nil once the store is closed.
+    func apply<M: StoreMutation, R>(
+        _ mutation: M, scope: MutationScope, now: UnixTime,
+        commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
+    ) -> R? {
+        func run(_ state: inout some MutableState, appID: String?) -> R {
+            do throws(DomainError) {
+                let plan = try mutation.plan(state, now: now)
+                assert(
+                    appID == nil || plan.writes.allSatisfy { $0.appID == appID },
+                    "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
+                state.apply(plan.writes)
+                return commit(plan.writes, .success(plan.outcome))
+            } catch {
+                return commit([], .failure(error))
+            }
+        }
+        switch scope {
+        case let .app(appID):
+            return withApp(appID) { run(&$0, appID: appID) }
+        case .allApps:
+            return withAllApps { run(&$0, appID: nil) }
+        }
+    }
+
+    /// The parts of a mutation about several apps that is applied app by app
+    /// (``SplitsByApp``), or nil for one applied whole.
+    static func parts<M: StoreMutation>(of mutation: M, scope: MutationScope) -> [M]? {
+        guard case .allApps = scope, let split = mutation as? any SplitsByApp else { return nil }
+        return split.partsByApp.map { $0 as! M }
+    }
+
+    /// What a poll across apps (``PollsAcrossApps``) answers when no app's
+    /// state, asked under its own lock one at a time, has work for it; nil
+    /// when some app has (or the mutation is no such poll, or the store is
+    /// closed): it is then applied with every app's lock held.
+    func idleOutcome<M: StoreMutation>(of mutation: M, scope: MutationScope, now: UnixTime) -> M.Outcome? {
+        guard case .allApps = scope, let poll = mutation as? any PollsAcrossApps,
+            let listed = lock.withLock({ isClosed ? nil : Array(shards.values) })
+        else { return nil }
+        for shard in listed {
+            shard.lock.lock()
+            defer { shard.lock.unlock() }
+            guard !shard.isClosed, !poll.findsWork(in: shard.state, now: now) else { return nil }
+        }
+        return (poll.idleOutcome as! M.Outcome)
+    }
+
+    /// The outcome of a mutation applied in parts: ``SplitsByApp`` answers nothing.
+    static func partsOutcome<M: StoreMutation>(of _: M.Type) -> M.Outcome { () as! M.Outcome }
+
+    /// Closes every shard: a call that holds an app's lock finishes first, every later one finds it closed.
+    /// False when it was closed already.
+    func close() -> Bool {
+        let listed: [AppShard]? = lock.withLock {
+            defer { isClosed = true }
+            return isClosed ? nil : Array(shards.values)
+        }
+        guard let listed else { return false }
+        for shard in listed { shard.lock.withLock { shard.isClosed = true } }
+        return true
+    }
+
+    /// Every app's state, copied with every lock held (a value copy: each live
+    /// state then copies only what is written to it afterwards).
+    func copies() -> [String: InMemoryState]? { withAllApps { $0.states } }
+
+    /// Routes each write to its app's state, one with no app to every state:
+    /// how a journal's records are replayed into a state kept per app.
+    static func apply(_ writes: [StoreWrite], to states: inout [String: InMemoryState]) {
+        for write in writes {
+            if let appID = write.appID {
+                states[appID, default: InMemoryState()].apply(write)
+            } else {
+                for appID in states.keys { states[appID]!.apply(write) }
+            }
+        }
+    }
+
+    /// One state holding every app's: for tests and diagnostics.
+    static func merged(_ states: [String: InMemoryState]) -> InMemoryState {
+        var merged = InMemoryState()
+        for state in states.values { state.forEachWrite { merged.apply($0) } }
+        return merged
+    }
+}
+
+/// What ``AppShards/apply(_:scope:now:commit:)`` plans against and writes to: one app's state, or every app's.
+protocol MutableState: StateReader {
+    mutating func apply(_ writes: [StoreWrite])
+}
+
+extension InMemoryState: MutableState {}

@@ -1,0 +1,178 @@
+import Dispatch
+import LiveRelayAPNs
+import LiveRelayDomain
+import NIOCore
+import Testing
+
+@testable import LiveRelayStore
+
+/// A rule about one app that holds its app's lock until it is let go: a
+/// 100,000-token fan-out, as long as a test wants.
+struct HoldsItsApp: StoreMutation {
+    let appID: String
+    let entered: DispatchSemaphore
+    let release: DispatchSemaphore
+
+    var scope: MutationScope { .app(appID) }
+
+    func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
+        entered.signal()
+        release.wait()
+        return MutationPlan(outcome: ())
+    }
+}
+
+/// `appID`'s lock held by a ``HoldsItsApp`` call on a thread of its own until ``letGo()``.
+struct HeldApp {
+    let release = DispatchSemaphore(value: 0)
+    let answered = DispatchSemaphore(value: 0)
+
+    /// nil when the call did not take the lock within a minute.
+    init?(_ store: any ActivityStore) {
+        let entered = DispatchSemaphore(value: 0)
+        store.apply(HoldsItsApp(appID: appID, entered: entered, release: release), now: t0, on: AppShardsTests.loop, after: answered)
+        guard entered.wait(timeout: .now() + 60) == .success else { return nil }
+    }
+
+    /// Lets the call go; true once it is answered.
+    func letGo() -> Bool {
+        release.signal()
+        return answered.wait(timeout: .now() + 60) == .success
+    }
+}
+
+extension ActivityStore {
+    /// Applies `mutation` on a thread of its own; `done` is signalled when it succeeds.
+    func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on loop: any EventLoop, after done: DispatchSemaphore) {
+        DispatchQueue.global().async {
+            self.apply(mutation, now: now, on: loop) { result in
+                if case .success = result { done.signal() }
+            }
+        }
+    }
+}
+
+@Suite struct AppShardsTests {
+    enum Kind: String, CaseIterable { case memory, journal }
+
+    static func make(_ kind: Kind, in directory: String) throws -> any ActivityStore {
+        switch kind {
+        case .memory: InMemoryActivityStore()
+        case .journal: try JournaledActivityStore(configuration: .init(directory: directory + "/journal"))
+        }
+    }
+
+    /// While a call of one app holds its app's lock, another app's
+    /// registration is applied and answered; the held app's own waits for it.
+    @Test(arguments: Kind.allCases)
+    func anotherAppsCallIsNotHeldUp(_ kind: Kind) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try Self.make(kind, in: directory)
+        let outcome = Self.callWhileAnAppIsHeld(store)
+        #expect(outcome.otherAnswered, "the other app's call was answered while the first app's lock was held")
+        #expect(outcome.heldAppsCallAnswered, "the held app's call was answered once the lock was let go")
+        let loop = StoreBehaviourSuite.group.any()
+        #expect(try await store.token(TokenKey(appID: "app.other", hex: hex(1)), on: loop).get() != nil)
+        #expect(try await store.token(TokenKey(appID: appID, hex: hex(2)), on: loop).get() != nil)
+        try await store.close()
+    }
+
+    /// Blocking waits, kept out of the async test. Each wait has a minute's
+    /// margin: a store that makes the other app wait fails instead of hanging.
+    static func callWhileAnAppIsHeld(_ store: any ActivityStore) -> (otherAnswered: Bool, heldAppsCallAnswered: Bool) {
+        guard let held = HeldApp(store) else { return (false, false) }
+        let other = StoreBehaviourSuite.inApp(pushToStart(hex(1)), App(id: "app.other", bundleID: "app.other"))
+        let otherAnswered = answered(store, [RegisterToken(other)]) == 1
+        let sameApp = DispatchSemaphore(value: 0)
+        store.apply(RegisterToken(pushToStart(hex(2))), now: t0, on: loop, after: sameApp)
+        return (otherAnswered, held.letGo() && sameApp.wait(timeout: .now() + 60) == .success)
+    }
+
+    /// While one app's lock is held, an intent claim and a sweep (polls across
+    /// apps, ``PollsAcrossApps``) wait for it without holding any other app's:
+    /// five other apps' registrations are answered meanwhile. Holding every
+    /// lock it reached before the held one, a poll would stop most of them.
+    @Test(arguments: Kind.allCases)
+    func aPollWaitsForAHeldAppAlone(_ kind: Kind) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try Self.make(kind, in: directory)
+        for app in StoreBehaviourSuite.apps {
+            try await StoreBehaviourSuite.apply(store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(1)), app)))
+        }
+        let outcome = Self.pollWhileAnAppIsHeld(store)
+        #expect(outcome.othersAnswered == StoreBehaviourSuite.apps.count)
+        #expect(outcome.pollsAnswered, "the polls were answered once the lock was let go")
+        try await store.close()
+    }
+
+    static func pollWhileAnAppIsHeld(_ store: any ActivityStore) -> (othersAnswered: Int, pollsAnswered: Bool) {
+        guard let held = HeldApp(store) else { return (0, false) }
+        let polls = DispatchSemaphore(value: 0)
+        store.apply(ClaimIntents(lease: StoreBehaviourSuite.nodeB), now: t0, on: loop, after: polls)
+        store.apply(Sweep(), now: t0, on: loop, after: polls)
+        let others = StoreBehaviourSuite.apps.map { RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(2)), $0)) }
+        let othersAnswered = answered(store, others)
+        let pollsAnswered = held.letGo() && (0..<2).allSatisfy { _ in polls.wait(timeout: .now() + 60) == .success }
+        return (othersAnswered, pollsAnswered)
+    }
+
+    static let loop = StoreBehaviourSuite.group.any()
+
+    /// How many of `calls`, each applied on a thread of its own, succeed within a minute.
+    static func answered<M: StoreMutation>(_ store: any ActivityStore, _ calls: [M]) -> Int {
+        let done = DispatchSemaphore(value: 0)
+        for call in calls { store.apply(call, now: t0, on: loop, after: done) }
+        return calls.filter { _ in done.wait(timeout: .now() + 60) == .success }.count
+    }
+
+    /// A closed store refuses every app's calls, an app it never saw included.
+    @Test(arguments: Kind.allCases)
+    func aClosedStoreRefusesEveryApp(_ kind: Kind) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try Self.make(kind, in: directory)
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1))))
+        try await store.close()
+        var request = pushToStart(hex(1))
+        request.appID = "app.new"
+        for request in [pushToStart(hex(2)), request] {
+            await #expect(throws: ActivityStoreError.self) { try await StoreBehaviourSuite.apply(store, RegisterToken(request)) }
+        }
+        await #expect(throws: ActivityStoreError.self) { try await StoreBehaviourSuite.apply(store, Sweep()) }
+        await #expect(throws: ActivityStoreError.self) {
+            try await store.token(TokenKey(appID: appID, hex: hex(1)), on: StoreBehaviourSuite.group.any()).get()
+        }
+    }
+
+    /// A journal of several apps (and a snapshot of them) reopens with each app's state as it was.
+    @Test func aJournalOfSeveralAppsReopensAsItWas() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        // Small enough that the writes below are snapshotted once at least.
+        let configuration = JournaledActivityStore.Configuration(directory: directory + "/journal", compactAfterBytes: 4_096)
+        let store = try JournaledActivityStore(configuration: configuration)
+        for (i, app) in StoreBehaviourSuite.apps.enumerated() {
+            for n in 0..<20 {
+                try await StoreBehaviourSuite.apply(
+                    store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(n), device: "d\(n)"), app)))
+            }
+            try await StoreBehaviourSuite.apply(
+                store, StartActivity(StoreBehaviourSuite.startIn(app), app: app, intents: StoreBehaviourSuite.nodeA),
+                now: t0 + .seconds(Int64(i)))
+        }
+        try await StoreBehaviourSuite.apply(store, RenewIntents(lease: StoreBehaviourSuite.nodeA), now: t0 + .seconds(10))
+        let before = JournaledStoreTests.contents(store.snapshot)
+        #expect(store.snapshot.tokenCount == 100 && store.snapshot.intentCount == 5)
+        try await store.close()
+        #expect(store.statistics.snapshots > 0)
+
+        let reopened = try JournaledActivityStore(configuration: configuration)
+        #expect(JournaledStoreTests.contents(reopened.snapshot) == before)
+        let usage = try await reopened.usage(of: StoreBehaviourSuite.apps.map(\.id), now: t0, on: StoreBehaviourSuite.group.any()).get()
+        #expect(usage.values.map(\.tokens) == Array(repeating: 20, count: 5))
+        #expect(usage.values.map(\.liveActivities) == Array(repeating: 1, count: 5))
+        try await reopened.close()
+    }
+}
