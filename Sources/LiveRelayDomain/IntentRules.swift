@@ -80,7 +80,7 @@ public struct ClaimIntents: PollsAcrossApps {
 
 /// Extends the leases of every intent `lease.owner` holds: one statement,
 /// however many intents the node works on.
-public struct RenewIntents: StoreMutation {
+public struct RenewIntents: AppliesToEachApp {
     public var lease: IntentLease
 
     public init(lease: IntentLease) { self.lease = lease }

@@ -142,6 +142,13 @@ public protocol SplitsByApp: StoreMutation where Outcome == Void {
     var partsByApp: [Self] { get }
 }
 
+/// A rule across apps whose plan is the same in each app's state and reads
+/// nothing across them: the intent renewal (every 10 seconds), whose write
+/// reaches the intents of the state it is applied to. A store kept per app
+/// applies it to each app's state in turn, one app's lock at a time, for the
+/// reason ``SplitsByApp`` is split.
+public protocol AppliesToEachApp: StoreMutation where Outcome == Void {}
+
 /// A rule across apps that a node runs on a timer and that usually finds
 /// nothing to do: the intent claims (every second) and the sweep (every
 /// minute). A store kept per app first asks each app's state whether the rule
@@ -162,7 +169,7 @@ public protocol PollsAcrossApps: StoreMutation {
 /// behind a lock of its own, so that one app's 100,000-token fan-out (tens of
 /// milliseconds under the lock) does not hold up every other app's calls. A
 /// call about one app takes that app's lock only; the sweep and the intent
-/// claims, which look across apps, take them all.
+/// claims, which look across apps, take them all when they find work.
 public enum MutationScope: Hashable, Sendable {
     case app(String)
     case allApps

@@ -36,12 +36,13 @@ final class AppShard: @unchecked Sendable {
 /// the apps' answers as one state would give them. They are few: the claims
 /// (every second) and the sweep (every minute) first ask each app, one lock at
 /// a time, whether they find anything (``PollsAcrossApps``), and take every
-/// lock only when one does; a renewal every 10 seconds; a sweep pass does at
-/// most ``InMemoryActivityStore/sweepLimit`` things.
+/// lock only when one does; a sweep pass does at most
+/// ``InMemoryActivityStore/sweepLimit`` things.
 /// They take `everyAppLock` first, so two of them never wait for each other's
 /// locks; a call about one app holds one lock and waits for no other, so no
 /// cycle of waits can form. A settle of several apps' intents
-/// (``SplitsByApp``) is applied app by app, one lock at a time.
+/// (``SplitsByApp``) and a renewal (``AppliesToEachApp``) are applied app by
+/// app, one lock at a time.
 final class AppShards: @unchecked Sendable {
     private let lock = AdaptiveLock()
     /// Under `lock`.
@@ -109,7 +110,7 @@ final class AppShards: @unchecked Sendable {
             do throws(DomainError) {
                 let plan = try mutation.plan(state, now: now)
                 assert(
-                    appID == nil || plan.writes.allSatisfy { $0.appID == appID },
+                    appID == nil || plan.writes.allSatisfy { $0.appID == nil || $0.appID == appID },
                     "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
                 state.apply(plan.writes)
                 return commit(plan.writes, .success(plan.outcome))
@@ -125,11 +126,20 @@ final class AppShards: @unchecked Sendable {
         }
     }
 
-    /// The parts of a mutation about several apps that is applied app by app
-    /// (``SplitsByApp``), or nil for one applied whole.
-    static func parts<M: StoreMutation>(of mutation: M, scope: MutationScope) -> [M]? {
-        guard case .allApps = scope, let split = mutation as? any SplitsByApp else { return nil }
-        return split.partsByApp.map { $0 as! M }
+    /// The parts of a mutation about several apps that is applied app by app,
+    /// each with the app it is about: a ``SplitsByApp``'s parts, or an
+    /// ``AppliesToEachApp`` for each app the store holds. nil for a mutation
+    /// applied whole (or once the store is closed).
+    func parts<M: StoreMutation>(of mutation: M, scope: MutationScope) -> [(appID: String, part: M)]? {
+        guard case .allApps = scope else { return nil }
+        if let split = mutation as? any SplitsByApp {
+            return split.partsByApp.map { part in
+                guard case let .app(appID) = part.scope else { preconditionFailure("a part of \(M.self) is about every app") }
+                return (appID, part as! M)
+            }
+        }
+        guard mutation is any AppliesToEachApp else { return nil }
+        return lock.withLock { isClosed ? nil : shards.keys.map { ($0, mutation) } }
     }
 
     /// What a poll across apps (``PollsAcrossApps``) answers when no app's
@@ -148,7 +158,7 @@ final class AppShards: @unchecked Sendable {
         return (poll.idleOutcome as! M.Outcome)
     }
 
-    /// The outcome of a mutation applied in parts: ``SplitsByApp`` answers nothing.
+    /// The outcome of a mutation applied in parts: ``SplitsByApp`` and ``AppliesToEachApp`` answer nothing.
     static func partsOutcome<M: StoreMutation>(of _: M.Type) -> M.Outcome { () as! M.Outcome }
 
     /// Closes every shard: a call that holds an app's lock finishes first, every later one finds it closed.

@@ -58,14 +58,21 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
     @_specialize(where M == RegisterToken)
     private func locked<M: StoreMutation>(_ mutation: M, now: UnixTime) -> Result<M.Outcome, any Error> {
         let scope = mutation.scope
-        if let parts = AppShards.parts(of: mutation, scope: scope) {
-            for part in parts {
-                if case let .failure(error) = locked(part, now: now) { return .failure(error) }
+        // Nearly every call is about one app: straight to its lock.
+        guard case .allApps = scope else { return locked(mutation, scope: scope, now: now) }
+        if let parts = shards.parts(of: mutation, scope: scope) {
+            for (appID, part) in parts {
+                if case let .failure(error) = locked(part, scope: .app(appID), now: now) { return .failure(error) }
             }
             return .success(AppShards.partsOutcome(of: M.self))
         }
         if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) { return .success(idle) }
-        return shards.apply(mutation, scope: scope, now: now) { _, decided in decided } ?? .failure(ActivityStoreError.closed)
+        return locked(mutation, scope: scope, now: now)
+    }
+
+    @_specialize(where M == RegisterToken)
+    private func locked<M: StoreMutation>(_ mutation: M, scope: MutationScope, now: UnixTime) -> Result<M.Outcome, any Error> {
+        shards.apply(mutation, scope: scope, now: now) { _, decided in decided } ?? .failure(ActivityStoreError.closed)
     }
 
     /// At once: nothing the memory store holds is waiting for a disk.

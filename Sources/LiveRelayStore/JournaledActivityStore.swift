@@ -178,10 +178,22 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
         then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
     ) {
-        let scope = mutation.scope
-        if let parts = AppShards.parts(of: mutation, scope: scope) {
-            let join = PartsJoin(parts.count) { body($0.map { AppShards.partsOutcome(of: M.self) }) }
-            for part in parts { apply(part, now: now, on: eventLoop) { join.done($0.map { _ in () }) } }
+        apply(mutation, scope: mutation.scope, now: now, on: eventLoop, then: body)
+    }
+
+    @_specialize(where M == RegisterToken)
+    private func apply<M: StoreMutation>(
+        _ mutation: M, scope: MutationScope, now: UnixTime, on eventLoop: any EventLoop,
+        then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
+    ) {
+        if let parts = shards.parts(of: mutation, scope: scope) {
+            let join = PartsJoin(parts.count) { result in
+                let answered = result.map { AppShards.partsOutcome(of: M.self) }
+                if eventLoop.inEventLoop { body(answered) } else { eventLoop.execute { body(answered) } }
+            }
+            for (appID, part) in parts {
+                apply(part, scope: .app(appID), now: now, on: eventLoop) { join.done($0.map { _ in () }) }
+            }
             return
         }
         func commit(_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> Result<M.Outcome, any Error>? {
@@ -292,7 +304,7 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     }
 }
 
-/// Answers a call applied in parts (``SplitsByApp``) once every part is
+/// Answers a call applied in parts (``SplitsByApp``, ``AppliesToEachApp``) once every part is
 /// answered: with the first failure, or success.
 private final class PartsJoin: @unchecked Sendable {
     private let lock = AdaptiveLock()

@@ -74,8 +74,10 @@ extension StoreBehaviourSuite {
         try await store.close()
     }
 
-    /// A start with an intent per app, a second apart: another node's claims
-    /// of one intent each take them in that order (their leases ran out in it).
+    /// A start with an intent per app, a second apart: a renewal keeps every
+    /// app's from another node; once they ran out, its claims of one intent
+    /// each take them in that order (the leases ran out together; the oldest
+    /// intent first).
     static func claimsAcrossApps(_ make: StoreFactory) async throws {
         let store = try await make()
         for (i, app) in apps.enumerated() {
@@ -83,12 +85,15 @@ extension StoreBehaviourSuite {
             let started = try await apply(store, StartActivity(startIn(app), app: app, intents: nodeA), now: t0 + .seconds(Int64(i)))
             #expect(started.accepted?.batch.durable == true)
         }
+        // Node A renews every app's leases (to t0 + 70 s): node B finds nothing until they run out.
+        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(40))
+        #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(60)).isEmpty)
         var claimed: [String] = []
         for _ in apps {
-            claimed += try await apply(store, ClaimIntents(lease: nodeB, limit: 1), now: t0 + .seconds(60)).batches.map(\.appID)
+            claimed += try await apply(store, ClaimIntents(lease: nodeB, limit: 1), now: t0 + .seconds(80)).batches.map(\.appID)
         }
         #expect(claimed == apps.map(\.id))
-        #expect(try await apply(store, ClaimIntents(lease: nodeB, limit: 1), now: t0 + .seconds(60)).isEmpty)
+        #expect(try await apply(store, ClaimIntents(lease: nodeB, limit: 1), now: t0 + .seconds(80)).isEmpty)
         try await store.close()
     }
 

@@ -90,7 +90,8 @@ extension ActivityStore {
     }
 
     /// While one app's lock is held, an intent claim and a sweep (polls across
-    /// apps, ``PollsAcrossApps``) wait for it without holding any other app's:
+    /// apps, ``PollsAcrossApps``) and a renewal (``AppliesToEachApp``) wait for
+    /// it without holding any other app's:
     /// five other apps' registrations are answered meanwhile. Holding every
     /// lock it reached before the held one, a poll would stop most of them.
     @Test(arguments: Kind.allCases)
@@ -103,7 +104,7 @@ extension ActivityStore {
         }
         let outcome = Self.pollWhileAnAppIsHeld(store)
         #expect(outcome.othersAnswered == StoreBehaviourSuite.apps.count)
-        #expect(outcome.pollsAnswered, "the polls were answered once the lock was let go")
+        #expect(outcome.pollsAnswered, "the polls and the renewal were answered once the lock was let go")
         try await store.close()
     }
 
@@ -112,9 +113,10 @@ extension ActivityStore {
         let polls = DispatchSemaphore(value: 0)
         store.apply(ClaimIntents(lease: StoreBehaviourSuite.nodeB), now: t0, on: loop, after: polls)
         store.apply(Sweep(), now: t0, on: loop, after: polls)
+        store.apply(RenewIntents(lease: StoreBehaviourSuite.nodeA), now: t0, on: loop, after: polls)
         let others = StoreBehaviourSuite.apps.map { RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(2)), $0)) }
         let othersAnswered = answered(store, others)
-        let pollsAnswered = held.letGo() && (0..<2).allSatisfy { _ in polls.wait(timeout: .now() + 60) == .success }
+        let pollsAnswered = held.letGo() && (0..<3).allSatisfy { _ in polls.wait(timeout: .now() + 60) == .success }
         return (othersAnswered, pollsAnswered)
     }
 
