@@ -5,7 +5,8 @@
 // sends it UpdateActivity calls back to back (each reads every token's target under the
 // store's lock); meanwhile another thread registers new tokens of small.app one after the
 // other. Prints big.app's call times and small.app's latency percentiles. No network and no
-// event loop in the figures: the store's `apply`, called from two threads, on 2 cores.
+// event loop in the figures: the store's `apply`, called from two threads, on 2 cores. The
+// journaled store's directory is deleted at the end.
 
 import Dispatch
 import LiveRelayAPNs
@@ -34,26 +35,35 @@ final class Latencies: @unchecked Sendable {
     }
 }
 
-func measureIsolation(tokens: Int) throws {
+/// Deletes the journaled store's directory (its files, then itself) once the store is closed.
+func removeJournal(_ directory: String) {
+    guard let dir = opendir(directory) else { return }
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { unlink(directory + "/" + name) }
+    }
+    closedir(dir)
+    rmdir(directory)
+}
+
+func measureIsolation(tokens: Int) async throws {
     let seconds = Double(option("--seconds", "10"))!
     let kind = option("--store", "memory")
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop = group.next()
+    let journal = option("--dir", "/var/tmp") + "/isolation-\(getpid())-\(Int(monotonic() * 1e6))"
     let store: any ActivityStore =
-        kind == "journal"
-        ? try JournaledActivityStore(
-            configuration: .init(directory: option("--dir", "/var/tmp") + "/isolation-\(getpid())-\(Int(monotonic() * 1e6))"))
-        : InMemoryActivityStore()
+        kind == "journal" ? try JournaledActivityStore(configuration: .init(directory: journal)) : InMemoryActivityStore()
     let now = UnixTime(seconds: 1_700_000_000)
     let big = App(id: "big.app", bundleID: "big.app")
     let start = StartActivityRequest(
         appID: big.id, activityID: "big", attributesType: "DeliveryAttributes", attributesJSON: #"{"orderID":"A1"}"#,
         contentStateJSON: #"{"status":"placed"}"#, alert: Alert(title: "Order placed"), targets: Targets(allDevices: true))
-    _ = try store.apply(StartActivity(start, app: big), now: now, on: loop).wait()
+    _ = try await store.apply(StartActivity(start, app: big), now: now, on: loop).get()
     for i in 0..<tokens {
         let request = RegisterTokenRequest(
             appID: big.id, kind: .update, token: hexToken("b", i), environment: .production, activityID: "big", deviceID: "d\(i)")
-        _ = try store.apply(RegisterToken(request), now: now, on: loop).wait()
+        _ = try await store.apply(RegisterToken(request), now: now, on: loop).get()
     }
 
     let bigCalls = Latencies()
@@ -87,4 +97,6 @@ func measureIsolation(tokens: Int) throws {
     print("\(kind) store, \(tokens) update tokens of big.app's activity, \(seconds) s")
     print("big.app's UpdateActivity: \(bigCalls.summary)")
     print("small.app's RegisterToken meanwhile: \(smallCalls.summary)")
+    try await store.close()
+    if kind == "journal" { removeJournal(journal) }
 }

@@ -34,7 +34,7 @@ import Darwin
 let count = Int(option("--tokens", "1000000"))!
 let shape = option("--shape", "push-to-start")
 if shape == "isolation" {
-    try measureIsolation(tokens: Int(option("--tokens", "100000"))!)
+    try await measureIsolation(tokens: Int(option("--tokens", "100000"))!)
     exit(0)
 }
 
