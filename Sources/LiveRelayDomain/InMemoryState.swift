@@ -35,10 +35,8 @@ public struct InMemoryState: StateReader, Sendable {
 
     /// Plans `mutation` against this state and applies its writes; nothing changes if it throws.
     ///
-    /// Exported specialized for RegisterToken, the most frequent call, so that
-    /// the memory store's own specialization (its callers reach it through
-    /// `any ActivityStore`, unspecialized) plans it without generic metadata
-    /// lookups while it holds its lock.
+    /// Exported specialized for RegisterToken, the most frequent call, as
+    /// ``applyPlan(_:now:)`` is.
     @_specialize(exported:true,where M == RegisterToken)
     public mutating func apply<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> M.Outcome {
         let plan = try mutation.plan(self, now: now)
@@ -48,6 +46,11 @@ public struct InMemoryState: StateReader, Sendable {
 
     /// ``apply(_:now:)`` that also returns the writes it applied: what a
     /// journaled store appends to its journal.
+    ///
+    /// Exported specialized for RegisterToken, the most frequent call, so that
+    /// the memory and journaled stores (their callers reach them through
+    /// `any ActivityStore`, unspecialized) plan it without generic metadata
+    /// lookups while they hold its app's lock.
     @_specialize(exported:true,where M == RegisterToken)
     public mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome> {
         let plan = try mutation.plan(self, now: now)

@@ -24,14 +24,16 @@ struct AllApps: MutableState {
     /// Copies of every app's state.
     var states: [String: InMemoryState] { byApp.mapValues(\.state) }
 
-    mutating func apply(_ writes: [StoreWrite]) {
-        for write in writes {
+    mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome> {
+        let plan = try mutation.plan(self, now: now)
+        for write in plan.writes {
             if let appID = write.appID {
                 shard(appID).state.apply(write)
             } else {
                 for shard in held { shard.state.apply(write) }
             }
         }
+        return plan
     }
 
     private mutating func shard(_ appID: String) -> AppShard {

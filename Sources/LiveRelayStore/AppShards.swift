@@ -31,8 +31,8 @@ final class AppShard: @unchecked Sendable {
 /// a settle of one app's intents) now takes that app's lock only.
 ///
 /// ## Calls about every app
-/// The sweep and the intent claims and renewals (``MutationScope/allApps``)
-/// hold every app's lock at once and read through ``AllApps``, which merges
+/// The sweep and the intent claims (``MutationScope/allApps``) hold every
+/// app's lock at once and read through ``AllApps``, which merges
 /// the apps' answers as one state would give them. They are few: the claims
 /// (every second) and the sweep (every minute) first ask each app, one lock at
 /// a time, whether they find anything (``PollsAcrossApps``), and take every
@@ -85,11 +85,14 @@ final class AppShards: @unchecked Sendable {
         return shard.isClosed ? nil : body(shard.state)
     }
 
+    /// Every app's shard; nil once closed.
+    private func listed() -> [AppShard]? { lock.withLock { isClosed ? nil : Array(shards.values) } }
+
     /// `body` with every app's lock held (see the type's notes); nil once closed.
     func withAllApps<T>(_ body: (inout AllApps) -> T) -> T? {
         everyAppLock.lock()
         defer { everyAppLock.unlock() }
-        guard let listed = lock.withLock({ isClosed ? nil : Array(shards.values) }) else { return nil }
+        guard let listed = listed() else { return nil }
         var all = AllApps(listed, shards: self)
         defer { all.held.forEach { $0.lock.unlock() } }
         // A close that began after the list was taken closes each shard under its lock.
@@ -108,11 +111,10 @@ final class AppShards: @unchecked Sendable {
     ) -> R? {
         func run(_ state: inout some MutableState, appID: String?) -> R {
             do throws(DomainError) {
-                let plan = try mutation.plan(state, now: now)
+                let plan = try state.applyPlan(mutation, now: now)
                 assert(
                     appID == nil || plan.writes.allSatisfy { $0.appID == nil || $0.appID == appID },
                     "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
-                state.apply(plan.writes)
                 return commit(plan.writes, .success(plan.outcome))
             } catch {
                 return commit([], .failure(error))
@@ -147,9 +149,7 @@ final class AppShards: @unchecked Sendable {
     /// when some app has (or the mutation is no such poll, or the store is
     /// closed): it is then applied with every app's lock held.
     func idleOutcome<M: StoreMutation>(of mutation: M, scope: MutationScope, now: UnixTime) -> M.Outcome? {
-        guard case .allApps = scope, let poll = mutation as? any PollsAcrossApps,
-            let listed = lock.withLock({ isClosed ? nil : Array(shards.values) })
-        else { return nil }
+        guard case .allApps = scope, let poll = mutation as? any PollsAcrossApps, let listed = listed() else { return nil }
         for shard in listed {
             shard.lock.lock()
             defer { shard.lock.unlock() }
@@ -199,7 +199,8 @@ final class AppShards: @unchecked Sendable {
 
 /// What ``AppShards/apply(_:scope:now:commit:)`` plans against and writes to: one app's state, or every app's.
 protocol MutableState: StateReader {
-    mutating func apply(_ writes: [StoreWrite])
+    /// Plans `mutation` against this state and applies its writes (``InMemoryState/applyPlan(_:now:)``).
+    mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome>
 }
 
 extension InMemoryState: MutableState {}
