@@ -10,6 +10,7 @@ import LiveRelayStore
 import LiveRelayTLS
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 
 /// One entry of the config file's `"apps"` list: an app LiveRelay pushes for.
@@ -119,6 +120,29 @@ struct PushingApp {
         self.credentials = credentials
         self.queueCapacity = Self.defaultQueueCapacity
         self.weight = 1
+    }
+}
+
+/// The event loops of the APNs side (the dispatcher and every APNs connection),
+/// apart from the RPC server's.
+///
+/// A fan-out's answers free send slots by the hundred, and each APNs connection
+/// opens the streams it is handed in one task on its loop: 250–500 streams, 2–15 ms
+/// on 2 cores. NIO runs every task that is ready before it polls for I/O again, so
+/// on a loop shared with RPC connections every call of every app on that loop waited
+/// for those tasks back to back. On loops of their own, the kernel's scheduler
+/// shares the cores between the two sides instead.
+///
+/// The default is half the cores: with one loop per core on each side (4 threads on
+/// 2 cores) the realistic mix cost more CPU per call than with the loops shared, as
+/// the dispatcher's hand-offs to the connections crossed threads that had to be woken;
+/// with one APNs loop on 2 cores it cost less (docs/BENCHMARKS.md, "The APNs side on
+/// loops of its own"). `--apns-threads` sets it.
+enum APNsEventLoops {
+    /// Threads show as `APNs-ELT-…` (`top -H`). Made once per process, at start, and
+    /// kept as long as the process, as NIO's own shared group is.
+    static func make(threads: Int) -> MultiThreadedEventLoopGroup {
+        MultiThreadedEventLoopGroup._makePerpetualGroup(threadNamePrefix: "APNs-ELT-", numberOfThreads: threads)
     }
 }
 

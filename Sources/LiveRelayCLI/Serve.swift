@@ -132,6 +132,13 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("apns-trust"), help: "With --apns-endpoint: the PEM certificate that endpoint presents.")
     var apnsTrust: String?
 
+    @Option(
+        name: .customLong("apns-threads"),
+        help:
+            "Event-loop threads of the APNs side (the dispatcher and every APNs connection), apart from the RPC server's (default: half the cores, at least 1)."
+    )
+    var apnsThreads: Int?
+
     @Flag(
         inversion: .prefixedNo,
         help:
@@ -389,7 +396,9 @@ struct Serve: AsyncParsableCommand {
     private func startAPNs(
         setup: Setup, store: any ActivityStore, clock: any WallClock, ledger: (any DispatchLedger)?, logger: Logger
     ) async throws -> APNsRuntime {
-        let group = MultiThreadedEventLoopGroup.singleton
+        let threads = self.apnsThreads ?? max(1, System.coreCount / 2)
+        guard (1...256).contains(threads) else { throw CLIError("--apns-threads must be 1...256") }
+        let group = APNsEventLoops.make(threads: threads)
         do {
             if setup.isDevelopment, let directory = setup.dataDirectory, let endpoint = self.apnsEndpoint {
                 let dev = try DevSetup.externalAPNs(dataDirectory: directory, endpoint: endpoint, trustFile: self.apnsTrust)
@@ -397,7 +406,9 @@ struct Serve: AsyncParsableCommand {
                 return try APNsRuntime(apps: [dev.app], mock: nil, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
             }
             if setup.isDevelopment, let directory = setup.dataDirectory {
-                let dev = try await DevSetup.startMockAPNs(dataDirectory: directory, port: self.mockAPNsPort, group: group, logger: logger)
+                // The mock stands in for Apple's servers, not for our APNs side: it keeps the process's shared loops.
+                let dev = try await DevSetup.startMockAPNs(
+                    dataDirectory: directory, port: self.mockAPNsPort, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
                 writeStandardOutput(dev.announcement)
                 return try APNsRuntime(
                     apps: [dev.app], mock: dev.mock, store: store, clock: clock, ledger: ledger, group: group, logger: logger)

@@ -14,7 +14,8 @@ struct CLIDispatchTests {
         defer { try? FileManager.default.removeItem(at: dataDir) }
         // --mock-apns-port under the name the README gives it (not --mock-ap-ns-port).
         let mockPort = try E2E.freePort()
-        let server = try ServerProcess.start(binary: binary, dataDir: dataDir, extraArguments: ["--mock-apns-port", String(mockPort)])
+        let server = try ServerProcess.start(
+            binary: binary, dataDir: dataDir, extraArguments: ["--mock-apns-port", String(mockPort), "--apns-threads", "3"])
         defer { server.stop() }
         guard let (port, _) = server.waitUntilListening(timeout: 60) else {
             Issue.record("the server did not start:\n\(server.transcript())")
@@ -86,6 +87,21 @@ struct CLIDispatchTests {
         )
         #expect(bodies[1] == #"{"aps":{"timestamp":\#(timestamps[1]),"event":"update","content-state":{"status":"shipped"}}}"#)
         #expect(bodies[2].hasPrefix(#"{"aps":{"timestamp":\#(timestamps[2]),"event":"end","content-state":{"status":"delivered"}"#))
+
+        // The APNs side ran on loops of its own (`APNsEventLoops`, as many as --apns-threads
+        // says), apart from the RPC server's.
+        let names = Self.threadNames(of: server.process.processIdentifier)
+        #expect(names.filter { $0.hasPrefix("APNs-ELT-") }.count == 3, "threads: \(names)")
+        #expect(names.contains { $0.hasPrefix("NIO-SGLTN-") }, "threads: \(names)")  // NIO's shared group: the RPC server
+    }
+
+    /// The names of a process's threads (Linux: `/proc/PID/task/*/comm`).
+    static func threadNames(of pid: Int32) -> [String] {
+        let tasks = "/proc/\(pid)/task"
+        let ids = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
+        return ids.compactMap { id in
+            (try? String(contentsOfFile: "\(tasks)/\(id)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
     }
 
     /// `serve --help` names the flags as the README does (no `--mock-ap-ns-port`)
