@@ -177,6 +177,16 @@ public struct InMemoryState: StateReader, Sendable {
         tokens.updateTargets(of: activity, at: now)
     }
 
+    /// The activity's update tokens, counted up to `limit` (``StoreMutation/tokensRead(in:upTo:)``).
+    public func updateTokenCount(of activity: ActivityKey, upTo limit: Int) -> Int {
+        tokens.updateTokenCount(of: activity, upTo: limit)
+    }
+
+    /// The type's push-to-start tokens, counted up to `limit` (``StoreMutation/tokensRead(in:upTo:)``).
+    public func pushToStartTokenCount(appID: String, attributesType: String, upTo limit: Int) -> Int {
+        tokens.pushToStartTokenCount(appID: appID, attributesType: attributesType, upTo: limit)
+    }
+
     public func pushToStartTokens(appID: String, attributesType: String) -> [Token] {
         tokens.pushToStartTokens(appID: appID, attributesType: attributesType)
     }

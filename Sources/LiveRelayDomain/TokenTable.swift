@@ -187,6 +187,22 @@ struct TokenTable: Sendable {
         return keys
     }
 
+    /// How many update tokens the activity has, counted up to `limit` (a walk of at most `limit`).
+    func updateTokenCount(of activity: ActivityKey, upTo limit: Int) -> Int {
+        count(pair(activity.appID, activity.activityID).flatMap { byActivity[$0] }, upTo: limit)
+    }
+
+    /// How many push-to-start tokens the type has, counted up to `limit`.
+    func pushToStartTokenCount(appID: String, attributesType: String, upTo limit: Int) -> Int {
+        count(pair(appID, attributesType).flatMap { byType[$0] }, upTo: limit)
+    }
+
+    private func count(_ ends: Ends?, upTo limit: Int) -> Int {
+        var counted = 0
+        walk(ends, user: false, limit: limit) { _ in counted += 1 }
+        return counted
+    }
+
     /// The fan-out: one pass over the activity's list, one `String` (the hex) per live token.
     func updateTargets(of activity: ActivityKey, at now: UnixTime) -> [PushTarget] {
         guard let key = pair(activity.appID, activity.activityID) else { return [] }

@@ -1,6 +1,8 @@
+import Dispatch
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayPushOutlet
+import Synchronization
 
 /// One app's state in a memory or journaled store, and the lock it is read
 /// and changed under.
@@ -11,6 +13,13 @@ final class AppShard: @unchecked Sendable {
     var state: InMemoryState
     /// Under `lock`: set by ``AppShards/close()``.
     var isClosed: Bool
+    /// The app's calls planned off the caller's event loop, one at a time, in
+    /// the order they came (``AppShards/applyOrQueue(_:scope:now:commit:)``).
+    let queue = DispatchQueue(label: "liverelay.store.app")
+    /// Calls handed to `queue` and not applied yet. While there are any, the
+    /// app's later calls go to `queue` too, so none is applied before one that
+    /// came first. Lowered under `lock`, as the call is applied.
+    let queued = Atomic<Int>(0)
 
     init(appID: String, state: InMemoryState, isClosed: Bool) {
         self.appID = appID
@@ -109,22 +118,80 @@ final class AppShards: @unchecked Sendable {
         _ mutation: M, scope: MutationScope, now: UnixTime,
         commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
     ) -> R? {
-        func run(_ state: inout some MutableState, appID: String?) -> R {
-            do throws(DomainError) {
-                let plan = try state.applyPlan(mutation, now: now)
-                assert(
-                    appID == nil || plan.writes.allSatisfy { $0.appID == nil || $0.appID == appID },
-                    "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
-                return commit(plan.writes, .success(plan.outcome))
-            } catch {
-                return commit([], .failure(error))
-            }
-        }
         switch scope {
         case let .app(appID):
-            return withApp(appID) { run(&$0, appID: appID) }
+            return withApp(appID) { Self.run(mutation, on: &$0, appID: appID, now: now, commit: commit) }
         case .allApps:
-            return withAllApps { run(&$0, appID: nil) }
+            return withAllApps { Self.run(mutation, on: &$0, appID: nil, now: now, commit: commit) }
+        }
+    }
+
+    /// Tokens a call about one app may read before it is planned off the caller's
+    /// event loop (a dispatcher slice's worth: about 2 ms of planning).
+    static let offloadAbove = 8_192
+
+    /// What ``applyOrQueue(_:scope:now:commit:)`` did.
+    enum Applied<R> {
+        case applied(R)
+        /// To be applied on `shard.queue` by ``applyQueued(_:in:now:commit:)``.
+        case queued(_ shard: AppShard)
+    }
+
+    /// As ``apply(_:scope:now:commit:)``, except for a call about one app that
+    /// reads more than ``offloadAbove`` tokens, or that comes while such a call
+    /// of its app waits or runs: that one is left to the app's queue. The
+    /// memory and journaled stores plan on the caller's event loop, and a
+    /// 100,000-token fan-out planned there (20–30 ms) held up every other
+    /// call on that loop, every app's (docs/BENCHMARKS.md).
+    func applyOrQueue<M: StoreMutation, R>(
+        _ mutation: M, scope: MutationScope, now: UnixTime,
+        commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
+    ) -> Applied<R>? {
+        guard case let .app(appID) = scope else { return apply(mutation, scope: scope, now: now, commit: commit).map { .applied($0) } }
+        let shard = shard(appID)
+        // Behind a queued call of its app without taking the lock the queued call may hold.
+        if shard.queued.load(ordering: .acquiring) > 0 {
+            shard.queued.add(1, ordering: .acquiringAndReleasing)
+            return .queued(shard)
+        }
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        guard !shard.isClosed else { return nil }
+        // Read in place: `shard.state` passed as it is would be copied out of the class, a retain per table.
+        func readsMany(_ state: inout InMemoryState) -> Bool {
+            mutation.tokensRead(in: state, upTo: Self.offloadAbove + 1) > Self.offloadAbove
+        }
+        if shard.queued.load(ordering: .acquiring) > 0 || readsMany(&shard.state) {
+            shard.queued.add(1, ordering: .acquiringAndReleasing)
+            return .queued(shard)
+        }
+        return .applied(Self.run(mutation, on: &shard.state, appID: appID, now: now, commit: commit))
+    }
+
+    /// Applies a call that ``applyOrQueue(_:scope:now:commit:)`` left to `shard.queue`, on it. nil once closed.
+    func applyQueued<M: StoreMutation, R>(
+        _ mutation: M, in shard: AppShard, now: UnixTime,
+        commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
+    ) -> R? {
+        shard.lock.lock()
+        defer { shard.lock.unlock() }
+        defer { shard.queued.subtract(1, ordering: .acquiringAndReleasing) }
+        guard !shard.isClosed else { return nil }
+        return Self.run(mutation, on: &shard.state, appID: shard.appID, now: now, commit: commit)
+    }
+
+    private static func run<M: StoreMutation, R>(
+        _ mutation: M, on state: inout some MutableState, appID: String?, now: UnixTime,
+        commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
+    ) -> R {
+        do throws(DomainError) {
+            let plan = try state.applyPlan(mutation, now: now)
+            assert(
+                appID == nil || plan.writes.allSatisfy { $0.appID == nil || $0.appID == appID },
+                "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
+            return commit(plan.writes, .success(plan.outcome))
+        } catch {
+            return commit([], .failure(error))
         }
     }
 

@@ -196,17 +196,30 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
             }
             return
         }
-        func commit(_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> Result<M.Outcome, any Error>? {
+        @Sendable func commit(_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> Result<M.Outcome, any Error>? {
             let durable = appender.commit(writes, on: eventLoop) { synced in body(synced.flatMap { decided }) }
             return durable.map { $0.flatMap { decided } }
         }
         // An idle poll is answered as a read is: once what it saw is synced.
-        let answered: Result<M.Outcome, any Error>?? =
-            if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) {
-                commit([], .success(idle))
-            } else {
-                shards.apply(mutation, scope: scope, now: now, commit: commit)
+        let answered: Result<M.Outcome, any Error>??
+        if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) {
+            answered = commit([], .success(idle))
+        } else {
+            switch shards.applyOrQueue(mutation, scope: scope, now: now, commit: commit) {
+            case let .applied(applied)?:
+                answered = applied
+            case nil:
+                answered = nil
+            case let .queued(shard)?:
+                // A call that reads many tokens, or one behind it: planned and appended on the app's queue.
+                shard.queue.async { [shards] in
+                    let applied = shards.applyQueued(mutation, in: shard, now: now, commit: commit)
+                    guard let answered = applied ?? .failure(ActivityStoreError.closed) else { return }
+                    eventLoop.execute { body(answered) }
+                }
+                return
             }
+        }
         guard let answered = answered ?? .failure(ActivityStoreError.closed) else { return }
         if eventLoop.inEventLoop {
             body(answered)

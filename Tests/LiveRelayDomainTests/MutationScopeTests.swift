@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayMessages
 import LiveRelayPushOutlet
 import Testing
 
@@ -43,6 +44,25 @@ import Testing
         #expect(plan.writes.count >= 2 && plan.writes.allSatisfy { $0.appID == app.id })
         #expect(StoreWrite.renewIntents(owner: "node-a", until: t0).appID == nil)
         #expect(StoreWrite.deleteUpdateTokens(of: ActivityKey(appID: "b", activityID: "x")).appID == "b")
+    }
+
+    /// How many tokens a rule reads, counted up to a limit: what the memory and
+    /// journaled stores decide by whether to plan it off the caller's loop.
+    @Test func fanOutRulesCountTheTokensTheyRead() throws {
+        var state = InMemoryState()
+        for n in 1...5 {
+            _ = try state.apply(RegisterToken(pushToStart(hex(n), device: "device-\(n)")), now: t0)
+            _ = try state.apply(RegisterToken(updateToken(hex(100 + n), device: "device-\(n)")), now: t0)
+        }
+        _ = try state.apply(RegisterToken(updateToken(hex(200), activity: "order-2")), now: t0)
+        #expect(ChangeActivity(update(), app: app).tokensRead(in: state, upTo: 100) == 5)
+        #expect(ChangeActivity(update(), app: app).tokensRead(in: state, upTo: 3) == 3, "counted no further than asked")
+        #expect(ChangeActivity(endRequest("order-2"), app: app).tokensRead(in: state, upTo: 100) == 1)
+        #expect(ChangeActivity(update("no-such-order"), app: app).tokensRead(in: state, upTo: 100) == 0)
+        #expect(StartActivity(start("order-9"), app: app).tokensRead(in: state, upTo: 100) == 5, "all_devices: the type's tokens")
+        let named = start("order-9", targets: Targets(pushToStartTokens: [hex(1), hex(2)]))
+        #expect(StartActivity(named, app: app).tokensRead(in: state, upTo: 100) == 2)
+        #expect(RegisterToken(pushToStart(hex(6))).tokensRead(in: state, upTo: 100) == 0)
     }
 
     @Test func pollsFindWorkOnlyWhenThereIsSome() throws {

@@ -12,8 +12,12 @@ struct HoldsItsApp: StoreMutation {
     let appID: String
     let entered: DispatchSemaphore
     let release: DispatchSemaphore
+    /// The tokens it says it reads (``StoreMutation/tokensRead(in:upTo:)``).
+    var tokens = 0
 
     var scope: MutationScope { .app(appID) }
+
+    func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int { min(tokens, limit) }
 
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
         entered.signal()
