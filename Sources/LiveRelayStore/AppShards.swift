@@ -157,11 +157,9 @@ final class AppShards: @unchecked Sendable {
         shard.lock.lock()
         defer { shard.lock.unlock() }
         guard !shard.isClosed else { return nil }
-        // Read in place: `shard.state` passed as it is would be copied out of the class, a retain per table.
-        func readsMany(_ state: inout InMemoryState) -> Bool {
-            mutation.tokensRead(in: state, upTo: Self.offloadAbove + 1) > Self.offloadAbove
-        }
-        if shard.queued.load(ordering: .acquiring) > 0 || readsMany(&shard.state) {
+        if shard.queued.load(ordering: .acquiring) > 0
+            || mutation.tokensRead(in: shard.state, upTo: Self.offloadAbove + 1) > Self.offloadAbove
+        {
             shard.queued.add(1, ordering: .acquiringAndReleasing)
             return .queued(shard)
         }

@@ -9,6 +9,7 @@
 // journaled store's directory is deleted at the end.
 
 import Dispatch
+import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
@@ -33,17 +34,6 @@ final class Latencies: @unchecked Sendable {
         return "\(sorted.count) calls, p50 \(us(0.5)) µs, p99 \(us(0.99)) µs, p99.9 \(us(0.999)) µs, "
             + "max \(format((sorted.last ?? 0) * 1e3, 2)) ms, over 1 ms: \(sorted.filter { $0 > 0.001 }.count)"
     }
-}
-
-/// Deletes the journaled store's directory (its files, then itself) once the store is closed.
-func removeJournal(_ directory: String) {
-    guard let dir = opendir(directory) else { return }
-    while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if name != "." && name != ".." { unlink(directory + "/" + name) }
-    }
-    closedir(dir)
-    rmdir(directory)
 }
 
 func measureIsolation(tokens: Int) async throws {
@@ -98,5 +88,5 @@ func measureIsolation(tokens: Int) async throws {
     print("big.app's UpdateActivity: \(bigCalls.summary)")
     print("small.app's RegisterToken meanwhile: \(smallCalls.summary)")
     try await store.close()
-    if kind == "journal" { removeJournal(journal) }
+    if kind == "journal" { try? FileManager.default.removeItem(atPath: journal) }
 }
