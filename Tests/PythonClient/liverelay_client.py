@@ -570,6 +570,7 @@ class Client:
         self.next_id = 1
         self.outstanding: Dict[int, float] = {}  # id -> send time
         self.abandoned: set = set()  # given up locally (deadline, cancel): the reply is dropped
+        self.local_deadlines: Dict[int, float] = {}  # id -> send time + timeout, while it is waited for
         self.results: Dict[int, Result] = {}
         self.reply_counts: Dict[int, int] = {}
         self.pongs: List[bytes] = []
@@ -629,6 +630,13 @@ class Client:
             if rid not in self.outstanding:
                 self._violate(f"{frame.type_name()} for request id {rid}, which is not outstanding")
             self.outstanding.pop(rid)
+            if now > self.local_deadlines.pop(rid, now):
+                # Read after the call's own deadline (a blocking read can overshoot it): the call
+                # failed at its deadline (section 6) and this reply is late, dropped like any other.
+                self.results[rid] = Result(rid, 0, error=RpcError(
+                    Status.DEADLINE_EXCEEDED, "may have been processed", local=True),
+                    received_at=now, late=(frame.type, frame.payload))
+                return
             if frame.type == FrameType.RESPONSE:
                 self.results[rid] = Result(rid, FrameType.RESPONSE, frame.payload, received_at=now)
             else:
@@ -720,13 +728,17 @@ class Client:
 
     def call_raw(self, method: str, message: bytes, timeout_ms: int = 0, *, client_deadline: bool = True) -> Result:
         """One call. With a timeout, the client gives up at send time + timeout (section 6):
-        it fails the call DEADLINE_EXCEEDED and sends CANCEL; the id stays taken."""
+        it fails the call DEADLINE_EXCEEDED and sends CANCEL; the id stays taken. A reply that a
+        blocking read returns only after the deadline (the read's timeout can overshoot it) is late:
+        the call fails the same way, the reply is kept in `late`, and the id is free."""
         rid = self.start(method, message, timeout_ms)
         if timeout_ms and client_deadline:
             local_deadline = self.outstanding[rid] + timeout_ms / 1000.0
+            self.local_deadlines[rid] = local_deadline
             while rid not in self.results:
                 remaining = local_deadline - time.monotonic()
                 if remaining <= 0:
+                    self.local_deadlines.pop(rid, None)
                     self.abandoned.add(rid)
                     self.cancel(rid)
                     self.results[rid] = Result(rid, 0, error=RpcError(
@@ -736,6 +748,7 @@ class Client:
                     self.pump(min(remaining, self.timeout))
                 except socket.timeout:
                     continue
+            self.local_deadlines.pop(rid, None)
             return self.results[rid]
         return self.wait(rid)
 

@@ -686,13 +686,31 @@ class DeadlineAndCancelTests(ServerTest):
 
     def test_client_deadline_cancels_and_drops_the_late_reply(self):
         """Section 6: at its own deadline (send time + timeout) the client fails the call DEADLINE_EXCEEDED
-        and sends CANCEL; the id stays taken until the server's one reply arrives, which is then dropped."""
+        and sends CANCEL; the id stays taken until the server's one reply arrives, which is then dropped.
+
+        The REQUEST's last byte is written only once the call's deadline has passed (a slow write), so
+        the server cannot have answered it before the client gives up, however fast both sides are."""
         c = self.client(timeout=30)
-        huge = self.huge_start()  # writing ~800 KB alone takes longer than the 1 ms deadline
-        res = c.call_raw("StartActivity", huge, 1)
+        real_send = c.conn.send
+        stalled = []
+
+        def stalled_send(data: bytes):
+            if stalled:
+                return real_send(data)
+            stalled.append(True)
+            real_send(data[:-1])
+            rid = max(c.outstanding)
+            while time.monotonic() <= c.outstanding[rid] + 0.001:
+                time.sleep(0.0005)
+            real_send(data[-1:])
+
+        c.conn.send = stalled_send
+        res = c.call_raw("StartActivity", self.heavy_start(10), 1)
+        c.conn.send = real_send
         rid = res.request_id
         self.assertEqual(Status(res.status).name, "DEADLINE_EXCEEDED")
         self.assertTrue(res.error.local, "expected the client's own deadline to fire first")
+        self.assertIsNone(res.late, "no reply can have been read before the deadline")
         self.assertIn(rid, c.outstanding, "the id must stay taken until the server's reply")
         follow = c.call("Ping", PB.PingRequest(payload=b"next"))
         self.assertEqual(follow.payload, b"next")
@@ -702,9 +720,40 @@ class DeadlineAndCancelTests(ServerTest):
         self.assertNotIn(rid, c.outstanding, "no reply ever came for the abandoned call")
         self.assertEqual(c.reply_counts[rid], 1)
         late_type, late_payload = c.results[rid].late
-        late = "OK" if late_type == FrameType.RESPONSE else Status(lr.decode_error(late_payload).status).name
-        self.assertIn(late, ("OK", "DEADLINE_EXCEEDED", "CANCELLED"))
+        late_error = None if late_type == FrameType.RESPONSE else lr.decode_error(late_payload)
+        late = "OK" if late_error is None else Status(late_error.status).name
+        # UNAVAILABLE: refused unprocessed, its 1 ms being shorter than calls take (DeadlineUnreachable)
+        self.assertIn(late, ("OK", "DEADLINE_EXCEEDED", "CANCELLED", "UNAVAILABLE"), late_error and late_error.message)
+        if late == "UNAVAILABLE":
+            details = PB.ErrorDetails()
+            details.ParseFromString(late_error.details)
+            self.assertEqual(details.reason, "DeadlineUnreachable", late_error.message)
         NOTES.append(f"client deadline: the server's late reply, dropped, was {late}")
+        self.assertIsNone(c.violation)
+
+    def test_reply_read_after_the_deadline_is_late(self):
+        """Section 6: a reply that the client reads only after the call's deadline has passed (a blocking
+        read can overshoot it) does not succeed the call: it fails DEADLINE_EXCEEDED, the reply is kept
+        as late, and its id is free (no CANCEL is due). The read here waits until the deadline has passed."""
+        c = self.client(timeout=30)
+        real_pump = c.pump
+
+        def overshooting_pump(timeout=None):
+            rid = max(c.outstanding)
+            while time.monotonic() <= c.outstanding[rid] + 0.05:
+                time.sleep(0.001)
+            return real_pump(30)
+
+        c.pump = overshooting_pump
+        res = c.call_raw("Ping", PB.PingRequest(payload=b"late").SerializeToString(), 50)
+        c.pump = real_pump
+        self.assertEqual(Status(res.status).name, "DEADLINE_EXCEEDED")
+        self.assertTrue(res.error.local)
+        self.assertIsNotNone(res.late, "the reply was read, after the deadline")
+        self.assertNotIn(res.request_id, c.outstanding)
+        self.assertNotIn(res.request_id, c.abandoned, "no CANCEL for a call already answered")
+        self.assertEqual(c.reply_counts[res.request_id], 1)
+        self.assertEqual(c.call("Ping", PB.PingRequest(payload=b"next")).payload, b"next")
         self.assertIsNone(c.violation)
 
     def test_cancel_pipelined_before_welcome(self):
