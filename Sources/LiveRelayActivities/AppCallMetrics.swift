@@ -1,6 +1,7 @@
 import LiveRelayWire
 import Metrics
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// The service's calls per app: `liverelay_app_calls_total{app, method, status}`
 /// and `liverelay_app_call_duration{app, method}` (a histogram of seconds from
@@ -40,6 +41,11 @@ final class AppCallMetrics: Sendable {
         let found = cache.withLockedValue { $0[key] } ?? make(key)
         found.calls.increment()
         found.duration.recordNanoseconds(nanoseconds)
+    }
+
+    /// The call's count, and its time from `start` (a monotonic reading) to now.
+    func record(appID: String, method: String, status: StatusCode, since start: NIODeadline) {
+        record(appID: appID, method: method, status: status, nanoseconds: (NIODeadline.now() - start).nanoseconds)
     }
 
     private func make(_ key: Key) -> Handlers {

@@ -47,23 +47,36 @@ public final class QuotaGate: Sendable {
         set { ledger.withLockedValue { $0.settings = newValue } }
     }
 
+    /// What ``admitCall(appID:pushes:adding:)`` decided.
+    public enum CallAdmission: Sendable {
+        case refused(RPCError)
+        /// Admitted; `countQuota` is the count quota the call's addition would
+        /// break, nil while the app is below it (or the call adds nothing).
+        case admitted(countQuota: CountQuota?)
+    }
+
     /// The call's rate and, for calls that push, the app's pushes of the last
-    /// hour: nil when admitted (one call taken from the app's bucket).
-    public func admitCall(appID: String, pushes: Bool) -> RPCError? {
+    /// hour (one call taken from the app's bucket when admitted); for a call
+    /// that adds a token or a live activity, also the count quota the rule
+    /// needs. One hold of the lock for both: every event loop's calls take it,
+    /// so each hold is a cache line another core wrote last.
+    public func admitCall(appID: String, pushes: Bool, adding kind: CountQuota.Kind?) -> CallAdmission {
         let now = uptime()
-        guard let refusal = ledger.withLockedValue({ $0.admitCall(appID: appID, pushes: pushes, now: now) }) else { return nil }
+        let (refusal, countQuota): (QuotaRefusal?, CountQuota?) = ledger.withLockedValue { ledger in
+            if let refusal = ledger.admitCall(appID: appID, pushes: pushes, now: now) { return (refusal, nil) }
+            return (nil, kind.flatMap { Self.countQuota($0, appID: appID, in: &ledger) })
+        }
+        guard let refusal else { return .admitted(countQuota: countQuota) }
         counter(appID: appID, kind: refusal.kind).increment()
-        return Self.rpcError(refusal, appID: appID)
+        return .refused(Self.rpcError(refusal, appID: appID))
     }
 
     /// The quota a call adding a token or live activity would break, for the
     /// rule to refuse such an addition; nil while the app is below it.
-    public func countQuota(_ kind: CountQuota.Kind, appID: String) -> CountQuota? {
-        ledger.withLockedValue { ledger in
-            // An app seen with a count quota (on a server whose apps are not all known) is read from then on.
-            if ledger.settings.quota(of: appID).countsInStore { ledger.track(CollectionOfOne(appID)) }
-            return ledger.countQuota(kind, appID: appID)
-        }
+    private static func countQuota(_ kind: CountQuota.Kind, appID: String, in ledger: inout QuotaLedger) -> CountQuota? {
+        // An app seen with a count quota (on a server whose apps are not all known) is read from then on.
+        if ledger.settings.quota(of: appID).countsInStore { ledger.track(CollectionOfOne(appID)) }
+        return ledger.countQuota(kind, appID: appID)
     }
 
     /// The store accepted a call: what it added and what it will push.
