@@ -738,7 +738,6 @@ class Client:
             while rid not in self.results:
                 remaining = local_deadline - time.monotonic()
                 if remaining <= 0:
-                    self.local_deadlines.pop(rid, None)
                     self.abandoned.add(rid)
                     self.cancel(rid)
                     self.results[rid] = Result(rid, 0, error=RpcError(
