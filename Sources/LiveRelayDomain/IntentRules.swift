@@ -43,11 +43,31 @@ public struct ClaimIntents: PollsAcrossApps {
         self.limit = max(1, limit)
     }
 
-    public func findsWork(in state: some StateReader, now: UnixTime) -> Bool {
-        !state.claimableIntents(by: lease.owner, evenIfLeased: evenIfLeased, at: now, limit: 1).isEmpty
+    /// `plan` takes the intents whose lease ran out first, the oldest first among them.
+    public func firstWork(in state: some StateReader, now: UnixTime) -> PollOrder? {
+        state.claimableIntents(by: lease.owner, evenIfLeased: evenIfLeased, at: now, limit: 1).first.map {
+            PollOrder(time: $0.leaseUntil, tie: $0.createdAt)
+        }
     }
 
     public var idleOutcome: ClaimedIntents { ClaimedIntents() }
+
+    public func limited(to limit: Int) -> ClaimIntents {
+        ClaimIntents(lease: lease, evenIfLeased: evenIfLeased, limit: limit)
+    }
+
+    /// Each intent claimed, expired or dropped, as `plan` takes them.
+    public func work(of outcome: ClaimedIntents) -> Int {
+        outcome.batches.count + outcome.expired.count + outcome.dropped.count
+    }
+
+    public func merged(_ outcome: ClaimedIntents, _ more: ClaimedIntents) -> ClaimedIntents {
+        var merged = outcome
+        merged.batches += more.batches
+        merged.expired += more.expired
+        merged.dropped += more.dropped
+        return merged
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<ClaimedIntents> {
         var claimed = ClaimedIntents()

@@ -158,16 +158,53 @@ public protocol AppliesToEachApp: StoreMutation where Outcome == Void {}
 
 /// A rule across apps that a node runs on a timer and that usually finds
 /// nothing to do: the intent claims (every second) and the sweep (every
-/// minute). A store kept per app first asks each app's state whether the rule
-/// finds work in it, one app's lock at a time, and answers ``idleOutcome``
-/// when none does, without holding every app's lock at once: a poll then
-/// never makes one app's calls wait behind another app's large call. What
-/// appears while the apps are asked is found by the next poll.
+/// minute). What it does in one app reads and writes that app's state only,
+/// up to a limit of work for the whole pass, taking the apps' things in one
+/// order (the earliest due first). A store kept per app applies it app by
+/// app, one app's lock at a time: it asks each app's state where its first
+/// piece of work falls in that order (``firstWork(in:now:)``), then applies
+/// the rule to the apps that have some, earliest first, each with what is
+/// left of the limit. A poll then never holds every app's lock at once, so
+/// one app's mass expiry or claim never makes the other apps' calls wait,
+/// and no app's large call makes the poll hold the others'. What appears
+/// while the apps are visited is found by the next poll. (A store of one
+/// state, SQL, applies it whole, in one transaction.)
 public protocol PollsAcrossApps: StoreMutation {
-    /// Whether the rule would do anything in `state` (one app's).
-    func findsWork(in state: some StateReader, now: UnixTime) -> Bool
+    /// Where the first thing the rule would do in `state` (one app's) falls in
+    /// the order a pass takes things across apps; nil when it finds nothing.
+    func firstWork(in state: some StateReader, now: UnixTime) -> PollOrder?
     /// What the rule answers when it finds nothing.
     var idleOutcome: Outcome { get }
+    /// The most work one pass does, over every app.
+    var limit: Int { get }
+    /// The same rule with `limit` of work left to it (for one app's part of a pass).
+    func limited(to limit: Int) -> Self
+    /// How much of the limit `outcome` used.
+    func work(of outcome: Outcome) -> Int
+    /// Two apps' outcomes as one pass over both reports them.
+    func merged(_ outcome: Outcome, _ more: Outcome) -> Outcome
+}
+
+extension PollsAcrossApps {
+    /// Whether the rule would do anything in `state` (one app's).
+    public func findsWork(in state: some StateReader, now: UnixTime) -> Bool { firstWork(in: state, now: now) != nil }
+}
+
+/// Where a poll's piece of work falls in the order a pass takes them across
+/// apps: by `rank` (a sweep's due activities before its expired tokens), then
+/// by `time`, then by `tie`.
+public struct PollOrder: Comparable, Sendable {
+    public var rank: Int
+    public var time: UnixTime
+    public var tie: UnixTime
+
+    public init(rank: Int = 0, time: UnixTime, tie: UnixTime = UnixTime(milliseconds: 0)) {
+        self.rank = rank
+        self.time = time
+        self.tie = tie
+    }
+
+    public static func < (a: PollOrder, b: PollOrder) -> Bool { (a.rank, a.time, a.tie) < (b.rank, b.time, b.tie) }
 }
 
 /// Which apps' state a rule reads and writes.

@@ -118,11 +118,31 @@ public struct Sweep: PollsAcrossApps {
 
     public init(limit: Int = 10_000) { self.limit = limit }
 
-    public func findsWork(in state: some StateReader, now: UnixTime) -> Bool {
-        !state.activitiesDue(at: now, limit: 1).isEmpty || state.tokensExpired(at: now, limit: 1).contains { $0.isExpired(at: now) }
+    /// `plan` takes due activities first (the earliest due first), then expired tokens (the earliest expired first).
+    public func firstWork(in state: some StateReader, now: UnixTime) -> PollOrder? {
+        if let due = state.activitiesDue(at: now, limit: 1).first { return PollOrder(rank: 0, time: due.sweepDeadline) }
+        return state.tokensExpired(at: now, limit: 1).first { $0.isExpired(at: now) }.map {
+            PollOrder(rank: 1, time: $0.expiresAt ?? now)
+        }
     }
 
     public var idleOutcome: SweepReport { SweepReport() }
+
+    public func limited(to limit: Int) -> Sweep { Sweep(limit: limit) }
+
+    /// Each activity changed and each token deleted, as `plan` counts them.
+    public func work(of outcome: SweepReport) -> Int {
+        outcome.expired.count + outcome.dismissed.count + outcome.purged.count + outcome.deletedTokens.count
+    }
+
+    public func merged(_ outcome: SweepReport, _ more: SweepReport) -> SweepReport {
+        var merged = outcome
+        merged.expired += more.expired
+        merged.dismissed += more.dismissed
+        merged.purged += more.purged
+        merged.deletedTokens += more.deletedTokens
+        return merged
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<SweepReport> {
         var report = SweepReport()

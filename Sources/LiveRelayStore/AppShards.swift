@@ -40,18 +40,15 @@ final class AppShard: @unchecked Sendable {
 /// a settle of one app's intents) now takes that app's lock only.
 ///
 /// ## Calls about every app
-/// The sweep and the intent claims (``MutationScope/allApps``) hold every
-/// app's lock at once and read through ``AllApps``, which merges
-/// the apps' answers as one state would give them. They are few: the claims
-/// (every second) and the sweep (every minute) first ask each app, one lock at
-/// a time, whether they find anything (``PollsAcrossApps``), and take every
-/// lock only when one does; a sweep pass does at most
-/// ``InMemoryActivityStore/sweepLimit`` things.
-/// They take `everyAppLock` first, so two of them never wait for each other's
-/// locks; a call about one app holds one lock and waits for no other, so no
-/// cycle of waits can form. A settle of several apps' intents
-/// (``SplitsByApp``) and a renewal (``AppliesToEachApp``) are applied app by
-/// app, one lock at a time.
+/// The sweep and the intent claims (``PollsAcrossApps``) are applied app by
+/// app, one lock at a time, in each app they find work in, sharing the pass's
+/// limit (``pollAppByApp(_:scope:now:commit:)``); a settle of several apps'
+/// intents (``SplitsByApp``) and a renewal (``AppliesToEachApp``) too. Any
+/// other rule about every app (``MutationScope/allApps``) holds every app's
+/// lock at once and reads through ``AllApps``, which merges the apps' answers
+/// as one state would give them. Such calls take `everyAppLock` first, so two
+/// of them never wait for each other's locks; a call about one app holds one
+/// lock and waits for no other, so no cycle of waits can form.
 final class AppShards: @unchecked Sendable {
     private let lock = AdaptiveLock()
     /// Under `lock`.
@@ -209,18 +206,51 @@ final class AppShards: @unchecked Sendable {
         return lock.withLock { isClosed ? nil : shards.keys.map { ($0, mutation) } }
     }
 
-    /// What a poll across apps (``PollsAcrossApps``) answers when no app's
-    /// state, asked under its own lock one at a time, has work for it; nil
-    /// when some app has (or the mutation is no such poll, or the store is
-    /// closed): it is then applied with every app's lock held.
-    func idleOutcome<M: StoreMutation>(of mutation: M, scope: MutationScope, now: UnixTime) -> M.Outcome? {
-        guard case .allApps = scope, let poll = mutation as? any PollsAcrossApps, let listed = listed() else { return nil }
+    /// A poll across apps (``PollsAcrossApps``) applied app by app, one app's
+    /// lock at a time: in each app whose state it finds work in, earliest work
+    /// first, the poll with what is left of its limit, until the limit is used. `commit` gets each
+    /// app's writes under that app's lock (the journaled store appends them
+    /// there). nil for a mutation that is no such poll; a rule's error ends
+    /// the pass (the apps before it keep their part), as a close does.
+    func pollAppByApp<M: StoreMutation>(
+        _ mutation: M, scope: MutationScope, now: UnixTime, commit: (_ writes: [StoreWrite]) -> Void
+    ) -> Result<M.Outcome, any Error>? {
+        guard case .allApps = scope, let poll = mutation as? any PollsAcrossApps else { return nil }
+        return pollAppByApp(poll, answering: M.Outcome.self, now: now, commit: commit)
+    }
+
+    private func pollAppByApp<P: PollsAcrossApps, Outcome>(
+        _ poll: P, answering: Outcome.Type, now: UnixTime, commit: (_ writes: [StoreWrite]) -> Void
+    ) -> Result<Outcome, any Error> {
+        guard let listed = listed() else { return .failure(ActivityStoreError.closed) }
+        // Each app asked where its first piece of work falls, one lock at a time...
+        var withWork: [(first: PollOrder, shard: AppShard)] = []
         for shard in listed {
             shard.lock.lock()
             defer { shard.lock.unlock() }
-            guard !shard.isClosed, !poll.findsWork(in: shard.state, now: now) else { return nil }
+            guard !shard.isClosed else { return .failure(ActivityStoreError.closed) }
+            if let first = poll.firstWork(in: shard.state, now: now) { withWork.append((first, shard)) }
         }
-        return (poll.idleOutcome as! M.Outcome)
+        // ...then the apps with work, earliest first, each with what is left of the limit.
+        var outcome = poll.idleOutcome
+        var left = poll.limit
+        for (_, shard) in withWork.sorted(by: { $0.first < $1.first }) where left > 0 {
+            shard.lock.lock()
+            defer { shard.lock.unlock() }
+            guard !shard.isClosed else { return .failure(ActivityStoreError.closed) }
+            do throws(DomainError) {
+                let plan = try shard.state.applyPlan(poll.limited(to: left), now: now)
+                assert(
+                    plan.writes.allSatisfy { $0.appID == shard.appID },
+                    "\(P.self) planned a write about another app than the one it was applied to")
+                commit(plan.writes)
+                outcome = poll.merged(outcome, plan.outcome)
+                left -= poll.work(of: plan.outcome)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(outcome as! Outcome)
     }
 
     /// The outcome of a mutation applied in parts: ``SplitsByApp`` and ``AppliesToEachApp`` answer nothing.

@@ -28,8 +28,8 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
     /// One state holding every app's, for tests and diagnostics.
     public var snapshot: InMemoryState { AppShards.merged(shards.copies() ?? [:]) }
 
-    /// A tenth of the SQL stores': a pass holds every app's lock, and
-    /// deleting 10,000 due tokens held the store's one lock 46–100 ms at a
+    /// A tenth of the SQL stores': a pass holds an app's lock for its part,
+    /// and deleting 10,000 due tokens held the store's one lock 46–100 ms at a
     /// million tokens, 1,000 for 2–7 ms (docs/BENCHMARKS.md, "The token
     /// sweep's read"). The sweeper runs passes until one finds nothing, so a
     /// mass expiry still clears in one turn, in short holds.
@@ -97,7 +97,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
             }
             return .success(AppShards.partsOutcome(of: M.self))
         }
-        if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) { return .success(idle) }
+        if let polled = shards.pollAppByApp(mutation, scope: scope, now: now, commit: { _ in }) { return polled }
         return locked(mutation, scope: scope, now: now)
     }
 

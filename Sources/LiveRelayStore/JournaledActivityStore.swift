@@ -162,7 +162,7 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
     /// One state holding every app's, for tests and diagnostics.
     public var snapshot: InMemoryState { AppShards.merged(shards.copies() ?? [:]) }
 
-    /// The memory store's: a pass holds every app's lock.
+    /// The memory store's: a pass holds an app's lock for its part.
     public var sweepLimit: Int { 1_000 }
 
     // MARK: Mutations
@@ -200,10 +200,16 @@ public final class JournaledActivityStore: InMemoryStateStore, @unchecked Sendab
             let durable = appender.commit(writes, on: eventLoop) { synced in body(synced.flatMap { decided }) }
             return durable.map { $0.flatMap { decided } }
         }
-        // An idle poll is answered as a read is: once what it saw is synced.
         let answered: Result<M.Outcome, any Error>??
-        if let idle = shards.idleOutcome(of: mutation, scope: scope, now: now) {
-            answered = commit([], .success(idle))
+        // A poll is applied app by app, each app's records appended under its lock, and is
+        // answered once everything appended up to its last part is synced (an idle poll as a
+        // read is: once what it saw is).
+        if let polled = shards.pollAppByApp(mutation, scope: scope, now: now, commit: { _ = appender.commit($0, on: eventLoop) { _ in } }) {
+            if case .failure = polled {
+                answered = polled
+            } else {
+                answered = commit([], polled)
+            }
         } else {
             switch shards.applyOrQueue(mutation, scope: scope, now: now, commit: commit) {
             case let .applied(applied)?:

@@ -124,6 +124,65 @@ extension ActivityStore {
         return (othersAnswered, pollsAnswered)
     }
 
+    /// A sweep and an intent claim that find work in every app, the held one
+    /// included, do it one app at a time: five other apps' registrations are
+    /// answered while the held app's lock is held, and once it is let go both
+    /// are answered with every app's part done (activities expired, intents
+    /// taken). Holding every lock it reached before the held one, a poll
+    /// that found work would stop most of the registrations.
+    @Test(arguments: Kind.allCases)
+    func aPollThatFindsWorkTakesOneAppAtATime(_ kind: Kind) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let store = try Self.make(kind, in: directory)
+        let every = StoreBehaviourSuite.apps + [app]
+        for (i, app) in every.enumerated() {
+            try await StoreBehaviourSuite.apply(store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(1)), app)))
+            let started = try await StoreBehaviourSuite.apply(
+                store, StartActivity(StoreBehaviourSuite.startIn(app), app: app, intents: StoreBehaviourSuite.nodeA),
+                now: t0 + .seconds(Int64(i)))
+            #expect(started.accepted?.batch.durable == true)
+        }
+        let outcome = Self.pollsWithWorkWhileAnAppIsHeld(store)
+        #expect(outcome.othersAnswered == StoreBehaviourSuite.apps.count)
+        #expect(Set(outcome.claimed ?? []) == Set(every.map(\.id)), "every app's intent taken once the lock was let go")
+        #expect(Set(outcome.expired ?? []) == Set(every.map(\.id)), "every app's activity expired once the lock was let go")
+        try await store.close()
+    }
+
+    static func pollsWithWorkWhileAnAppIsHeld(_ store: any ActivityStore) -> (othersAnswered: Int, claimed: [String]?, expired: [String]?) {
+        guard let held = HeldApp(store) else { return (0, nil, nil) }
+        let claimed = Answer<ClaimedIntents>()
+        let swept = Answer<SweepReport>()
+        // Node A's leases (30 s) ran out long ago; every activity is past its 8 hours.
+        let later = t0 + .seconds(9 * 3600)
+        claimed.await(store, ClaimIntents(lease: StoreBehaviourSuite.nodeB), now: later)
+        swept.await(store, Sweep(), now: later)
+        let others = StoreBehaviourSuite.apps.map { RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(2)), $0)) }
+        let othersAnswered = answered(store, others)
+        guard held.letGo() else { return (othersAnswered, nil, nil) }
+        // At nine hours the intents are past their expiry too: claimed, they are settled unsent.
+        let claims = claimed.wait().map { $0.batches.map(\.appID) + $0.expired.map(\.appID) }
+        return (othersAnswered, claims, swept.wait()?.expired.map(\.appID))
+    }
+
+    /// The outcome of a call applied on a thread of its own, waited for with a minute's margin.
+    final class Answer<Outcome: Sendable>: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private var outcome: Outcome?
+
+        func await<M: StoreMutation>(_ store: any ActivityStore, _ mutation: M, now: UnixTime) where M.Outcome == Outcome {
+            DispatchQueue.global().async {
+                store.apply(mutation, now: now, on: AppShardsTests.loop) { result in
+                    self.outcome = try? result.get()
+                    self.done.signal()
+                }
+            }
+        }
+
+        func wait() -> Outcome? { done.wait(timeout: .now() + 60) == .success ? outcome : nil }
+    }
+
     static let loop = StoreBehaviourSuite.group.any()
 
     /// How many of `calls`, each applied on a thread of its own, succeed within a minute.
