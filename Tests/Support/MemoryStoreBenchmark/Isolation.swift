@@ -1,4 +1,5 @@
 // memory-store-benchmark --shape isolation [--tokens 100000] [--seconds 10] [--store memory|journal] [--dir /var/tmp]
+//                        [--during update|sweep]
 //
 // What one app's large calls cost another app's calls inside the store (docs/BENCHMARKS.md,
 // "One lock per app"): big.app has one activity with --tokens update tokens, and a thread
@@ -7,6 +8,11 @@
 // other. Prints big.app's call times and small.app's latency percentiles. No network and no
 // event loop in the figures: the store's `apply`, called from two threads, on 2 cores. The
 // journaled store's directory is deleted at the end.
+//
+// With `--during sweep` ("Sweeps and claims app by app") the first thread instead runs the
+// expiry sweep 33 hours later (past the activity's 8 hours and the 24 hours' retention),
+// pass after pass of the store's `sweepLimit` until one finds nothing: big.app's activity
+// expires, its tokens are deleted, `sweepLimit` per pass, and it is purged; --seconds is then unused, and small.app registers until the last pass is answered.
 
 import Dispatch
 import Foundation
@@ -23,6 +29,14 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+/// Set once by one thread, read by another.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
+}
 
 /// Latencies of one thread's calls, in seconds.
 final class Latencies: @unchecked Sendable {
@@ -56,13 +70,40 @@ func measureIsolation(tokens: Int) async throws {
         _ = try await store.apply(RegisterToken(request), now: now, on: loop).get()
     }
 
+    let sweeping = option("--during", "update") == "sweep"
+    if sweeping {
+        // small.app is in the store before the passes, so a pass that locks every app locks it too.
+        let first = RegisterTokenRequest(
+            appID: "small.app", kind: .pushToStart, token: hexToken("6", 0), environment: .production,
+            attributesType: "DeliveryAttributes", deviceID: "s")
+        _ = try await store.apply(RegisterToken(first), now: now, on: loop).get()
+    }
+
     let bigCalls = Latencies()
     let smallCalls = Latencies()
     let done = DispatchGroup()
     let end = monotonic() + seconds
+    let swept = Flag()
+    let registering = Flag()
+    if sweeping {
+        DispatchQueue.global().async(group: done) {
+            defer { swept.set() }
+            // The passes start once small.app's calls are under way, so every pass has them beside it.
+            while !registering.isSet { usleep(100) }
+            var deleted = 0
+            while true {
+                let before = monotonic()
+                let report = try! store.apply(Sweep(limit: store.sweepLimit), now: now + .seconds(33 * 3600), on: loop).wait()
+                bigCalls.seconds.append(monotonic() - before)
+                deleted += report.deletedTokens.count
+                if report.isEmpty { break }
+            }
+            precondition(deleted == tokens, "the passes deleted \(deleted) of \(tokens) tokens")
+        }
+    }
     DispatchQueue.global().async(group: done) {
         var n = 0
-        while monotonic() < end {
+        while !sweeping, monotonic() < end {
             n += 1
             let update = UpdateActivityRequest(appID: big.id, activityID: "big", contentStateJSON: #"{"status":"\#(n)"}"#)
             let before = monotonic()
@@ -73,19 +114,26 @@ func measureIsolation(tokens: Int) async throws {
     }
     DispatchQueue.global().async(group: done) {
         var n = 0
-        while monotonic() < end {
+        while sweeping ? !swept.isSet : monotonic() < end {
+            if n == 100 { registering.set() }
             let request = RegisterTokenRequest(
                 appID: "small.app", kind: .pushToStart, token: hexToken("5", n), environment: .production,
                 attributesType: "DeliveryAttributes", deviceID: "s\(n)")
             n += 1
             let before = monotonic()
             _ = try! store.apply(RegisterToken(request), now: now, on: loop).wait()
-            smallCalls.seconds.append(monotonic() - before)
+            // With --during sweep the first 100 calls only warm up; they come before the passes.
+            if !sweeping || n > 100 { smallCalls.seconds.append(monotonic() - before) }
         }
     }
     done.wait()
-    print("\(kind) store, \(tokens) update tokens of big.app's activity, \(seconds) s")
-    print("big.app's UpdateActivity: \(bigCalls.summary)")
+    if sweeping {
+        print("\(kind) store, \(tokens) update tokens of big.app's activity, swept 33 hours later")
+        print("the sweep's passes of \(store.sweepLimit): \(bigCalls.summary)")
+    } else {
+        print("\(kind) store, \(tokens) update tokens of big.app's activity, \(seconds) s")
+        print("big.app's UpdateActivity: \(bigCalls.summary)")
+    }
     print("small.app's RegisterToken meanwhile: \(smallCalls.summary)")
     try await store.close()
     if kind == "journal" { try? FileManager.default.removeItem(atPath: journal) }

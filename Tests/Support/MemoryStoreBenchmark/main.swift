@@ -14,8 +14,8 @@
 // the fan-out's read of every activity's targets; for the token shapes the sweep's read of
 // due tokens and whole Sweep passes once every token is due (push-to-start tokens get
 // `serve`'s default retention, 30 days).
-//   isolation:     one app's fan-outs against another app's registrations, through the
-//                  store (Isolation.swift).
+//   isolation:     one app's fan-outs (or, with --during sweep, the expiry of its tokens)
+//                  against another app's registrations, through the store (Isolation.swift).
 //
 // Run: swift build -c release --scratch-path .build-release --product memory-store-benchmark
 //      .build-release/release/memory-store-benchmark --tokens 1000000
