@@ -12,7 +12,8 @@
 // With `--during sweep` ("Sweeps and claims app by app") the first thread instead runs the
 // expiry sweep 33 hours later (past the activity's 8 hours and the 24 hours' retention),
 // pass after pass of the store's `sweepLimit` until one finds nothing: big.app's activity
-// expires, its tokens are deleted, `sweepLimit` per pass, and it is purged; --seconds is then unused, and small.app registers until the last pass is answered.
+// expires, its tokens are deleted, `sweepLimit` per pass, and it is purged. --seconds is
+// then unused: small.app registers from before the first pass until the last is answered.
 
 import Dispatch
 import Foundation
