@@ -432,7 +432,7 @@ let package = Package(
         // Run by hand (release): bytes per registered token of the in-memory store, and one app's fan-outs against another's calls, for docs/BENCHMARKS.md.
         .executableTarget(
             name: "memory-store-benchmark",
-            dependencies: ["LiveRelayDomain", "LiveRelayStore", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayDomain", "LiveRelayStore", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/MemoryStoreBenchmark"
         ),
         // Run by hand (release): PostgreSQL store throughput and load times for docs/BENCHMARKS.md.

@@ -21,6 +21,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import StoreBenchmarkSupport
@@ -30,14 +31,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// Set once by one thread, read by another.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
-}
 
 /// Latencies of one thread's calls, in seconds.
 final class Latencies: @unchecked Sendable {
@@ -84,13 +77,13 @@ func measureIsolation(tokens: Int) async throws {
     let smallCalls = Latencies()
     let done = DispatchGroup()
     let end = monotonic() + seconds
-    let swept = Flag()
-    let registering = Flag()
-    if sweeping {
-        DispatchQueue.global().async(group: done) {
-            defer { swept.set() }
+    let swept = NIOLockedValueBox(false)
+    let registering = DispatchSemaphore(value: 0)
+    DispatchQueue.global().async(group: done) {
+        if sweeping {
+            defer { swept.withLockedValue { $0 = true } }
             // The passes start once small.app's calls are under way, so every pass has them beside it.
-            while !registering.isSet { usleep(100) }
+            registering.wait()
             var deleted = 0
             while true {
                 let before = monotonic()
@@ -100,11 +93,10 @@ func measureIsolation(tokens: Int) async throws {
                 if report.isEmpty { break }
             }
             precondition(deleted == tokens, "the passes deleted \(deleted) of \(tokens) tokens")
+            return
         }
-    }
-    DispatchQueue.global().async(group: done) {
         var n = 0
-        while !sweeping, monotonic() < end {
+        while monotonic() < end {
             n += 1
             let update = UpdateActivityRequest(appID: big.id, activityID: "big", contentStateJSON: #"{"status":"\#(n)"}"#)
             let before = monotonic()
@@ -115,8 +107,8 @@ func measureIsolation(tokens: Int) async throws {
     }
     DispatchQueue.global().async(group: done) {
         var n = 0
-        while sweeping ? !swept.isSet : monotonic() < end {
-            if n == 100 { registering.set() }
+        while sweeping ? !swept.withLockedValue({ $0 }) : monotonic() < end {
+            if n == 100 { registering.signal() }
             let request = RegisterTokenRequest(
                 appID: "small.app", kind: .pushToStart, token: hexToken("5", n), environment: .production,
                 attributesType: "DeliveryAttributes", deviceID: "s\(n)")
