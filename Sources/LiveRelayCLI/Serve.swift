@@ -106,7 +106,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
-            "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default), journal (in memory, durable through <data dir>/journal: the fastest durable store, one node), memory (forgotten on exit) or postgres (shared by several nodes; see --postgres-url)."
+            "Where tokens and activities live: sqlite (<data dir>/liverelay.sqlite3, durable; the default), memory (forgotten on exit) or postgres (shared by several nodes; see --postgres-url)."
     )
     var store: StoreKind?
 
@@ -544,8 +544,8 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-/// `serve --store`: the embedded SQLite file (default), the journaled memory
-/// store (one node, durable, the fastest), memory, or PostgreSQL (several nodes).
+/// `serve --store`: the embedded SQLite file (default, durable, one node), memory
+/// (development, tests and benchmarks), or PostgreSQL (several nodes).
 enum StoreKind: String, ExpressibleByArgument, CaseIterable {
-    case sqlite, journal, memory, postgres
+    case sqlite, memory, postgres
 }

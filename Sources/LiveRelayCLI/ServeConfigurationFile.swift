@@ -118,7 +118,7 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
-    /// "kind": "sqlite" (default), "journal", "memory" or "postgres"; "postgres_url" for postgres
+    /// "kind": "sqlite" (default), "memory" or "postgres"; "postgres_url" for postgres
     /// (or `LIVERELAY_POSTGRES_URL`, to keep the password out of the file).
     struct Store: Decodable {
         var kind: String?

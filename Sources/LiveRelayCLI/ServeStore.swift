@@ -38,14 +38,14 @@ struct StoreSelection {
     }
 
     /// The tenant registry beside the store: `<data dir>/registry.sqlite3` with
-    /// SQLite or the journal, the same database (and schema) with PostgreSQL,
+    /// SQLite, the same database (and schema) with PostgreSQL,
     /// memory otherwise.
     func openRegistry(logger: Logger) async throws -> any TenantRegistry {
         if nullService || kind == .memory { return InMemoryTenantRegistry() }
         switch kind {
         case .memory:
             return InMemoryTenantRegistry()
-        case .sqlite, .journal:
+        case .sqlite:
             guard let directory = dataDirectory else { throw CLIError("the tenant registry needs a data directory") }
             do {
                 return try SQLiteTenantRegistry(dataDirectory: directory)
@@ -63,14 +63,14 @@ struct StoreSelection {
     }
 
     /// The broadcast channels beside the registry: `<data dir>/channels.sqlite3`
-    /// with SQLite or the journal, the `channels` table of the same database (and schema)
+    /// with SQLite, the `channels` table of the same database (and schema)
     /// with PostgreSQL, memory otherwise.
     func openChannels(logger: Logger) async throws -> any ChannelStore {
         if nullService || kind == .memory { return InMemoryChannelStore() }
         switch kind {
         case .memory:
             return InMemoryChannelStore()
-        case .sqlite, .journal:
+        case .sqlite:
             guard let directory = dataDirectory else { throw CLIError("the channel store needs a data directory") }
             do {
                 return try SQLiteChannelStore(dataDirectory: directory)
@@ -111,19 +111,6 @@ struct StoreSelection {
             let path = directory + "/liverelay.sqlite3"
             do {
                 return (try SQLiteActivityStore(path: path), "SQLite store \(path)")
-            } catch {
-                throw CLIError("cannot open the store \(path): \(error)")
-            }
-        case .journal:
-            let path = try makeDataDirectory(for: "the journaled store") + "/journal"
-            do {
-                let store = try JournaledActivityStore(configuration: .init(directory: path))
-                let opened = store.statistics
-                let from = opened.openedFromSnapshot == 0 ? "no snapshot" : "snapshot \(opened.openedFromSnapshot)"
-                var description =
-                    "journaled store \(path) (opened in \(Int(opened.openMilliseconds)) ms from \(from) and \(opened.recordsReplayed) journal records"
-                if opened.tailBytesCut > 0 { description += "; cut \(opened.tailBytesCut) bytes of an unfinished write" }
-                return (store, description + ")")
             } catch {
                 throw CLIError("cannot open the store \(path): \(error)")
             }

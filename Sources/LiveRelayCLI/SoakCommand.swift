@@ -60,7 +60,7 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "GOAWAY after this many streams, on odd-numbered connections.") var goawayAfter = 3_000
     @Option(help: "An abrupt close (no GOAWAY) when this many streams are passed, on even-numbered connections.")
     var dropAfter = 2_500
-    @Option(help: "memory, sqlite or journal (in a temporary directory, removed at the end).") var store: StoreKind = .memory
+    @Option(help: "memory or sqlite (in a temporary directory, removed at the end).") var store: StoreKind = .memory
     @Option(help: "The bound on the process's peak RSS, in MiB.") var maxRssMb = 256
     @Option(
         help: """
@@ -165,11 +165,6 @@ struct Soak: AsyncParsableCommand {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             directory = path
             activityStore = try SQLiteActivityStore(path: path + "/liverelay.sqlite3")
-        case .journal:
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-soak-\(getpid())").path
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            directory = path
-            activityStore = try JournaledActivityStore(configuration: .init(directory: path + "/journal"))
         case .memory, .postgres:
             activityStore = InMemoryActivityStore()
         }
