@@ -298,10 +298,43 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The one place a server is assembled: a description of it (listen, TLS, store, registry
+        // seed, APNs, limits, admission, quotas, ops port) and the builder that turns it into
+        // the server's services in start order; the tenant runtime that applies the registry.
+        .target(
+            name: "LiveRelayComposition",
+            dependencies: [
+                "LiveRelayAdmin",
+                "LiveRelayServer",
+                "LiveRelayActivities",
+                "LiveRelayDomain",
+                "LiveRelayPushOutlet",
+                "LiveRelayStore",
+                "LiveRelayStorePostgres",
+                "LiveRelayService",
+                "LiveRelayTLS",
+                "LiveRelayWire",
+                "LiveRelayMessages",
+                "LiveRelayAPNs",
+                "LiveRelayAPNsClient",
+                "LiveRelayDispatch",
+                "LiveRelayMockAPNs",
+                "LiveRelayOps",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         // The `liverelay` command: serve, and one subcommand per RPC.
         .executableTarget(
             name: "liverelay",
             dependencies: [
+                "LiveRelayComposition",
                 "LiveRelayAdmin",
                 "LiveRelayServer",
                 "LiveRelayClient",
@@ -356,6 +389,7 @@ let package = Package(
             name: "liverelay-instructions",
             dependencies: [
                 "CCallgrind",
+                "LiveRelayComposition",
                 "LiveRelayTestSupport",
                 "LiveRelayServer",
                 "LiveRelayService",
@@ -393,6 +427,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayCompositionTests",
+            dependencies: [
+                "LiveRelayComposition", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayOps", "LiveRelayServer",
+                "LiveRelayStore", "LiveRelayDispatch",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -525,6 +569,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayBenchTests",
             dependencies: [
+                "LiveRelayComposition", "LiveRelayDomain",
                 "LiveRelayBench", "LiveRelayClient", "LiveRelayServer", "LiveRelayService", "LiveRelayMessages",
                 "LiveRelayTLS", "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),

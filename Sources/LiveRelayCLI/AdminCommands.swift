@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayAPNs
 import LiveRelayClient
+import LiveRelayComposition
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayServer
@@ -275,7 +276,7 @@ struct AdminBootstrap: AsyncParsableCommand {
                 dataDirectory = dataDirectory ?? file.dataDir.map { DevSetup.absolute($0, relativeTo: base) }
             }
             let selection = StoreSelection(
-                kind: kind ?? .sqlite, postgresURL: url, nullService: false,
+                kind: kind ?? .sqlite, postgresURL: url,
                 dataDirectory: dataDirectory ?? DevSetup.absolute(DevSetup.defaultDataDirectory))
             guard selection.kind != .memory else { throw CLIError("a memory store keeps no registry to bootstrap") }
             var logger = Logger(label: "liverelay.admin")

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayComposition
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayTLS
@@ -91,7 +92,4 @@ enum DevSetup {
 }
 
 /// A failure the CLI reports as one `error: ...` line.
-struct CLIError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
+typealias CLIError = SetupError

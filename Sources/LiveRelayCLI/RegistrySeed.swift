@@ -29,38 +29,4 @@ enum RegistrySeed {
                 keySource: .file(path: DevSetup.absolute(apns.keyFile, relativeTo: base)), trustPEM: trustPEM),
             source: .seed)
     }
-
-    /// A key of the API key file, as a tenant key.
-    static func key(_ record: APIKeyRecord) throws -> RegisteredAPIKey {
-        let apps: RegisteredAPIKey.Apps
-        do {
-            switch try record.scope() {
-            case .all: apps = .all
-            case let .only(ids): apps = .only(ids)
-            }
-            _ = try record.principal()
-        } catch {
-            throw CLIError("\(error)")
-        }
-        return RegisteredAPIKey(
-            keyID: record.keyID, secretSHA256: record.secretSHA256,
-            role: .tenant(apps: apps, methods: record.allowedMethods), label: record.label,
-            createdAt: UnixTime(milliseconds: Int64(record.createdAt.timeIntervalSince1970 * 1000)), source: .seed)
-    }
-}
-
-extension AppQuota {
-    /// `defaults` with an app's registered limits on top: nil keeps the default, 0 lifts the limit.
-    init(_ registered: RegisteredQuotas, over defaults: AppQuota) {
-        func merge<T: Numeric & Comparable>(_ own: T?, _ fallback: T?) -> T? {
-            guard let own else { return fallback }
-            return own == 0 ? nil : own
-        }
-        self.init(
-            callsPerSecond: merge(registered.callsPerSecond, defaults.callsPerSecond),
-            burst: merge(registered.burst, defaults.burst),
-            pushesPerHour: merge(registered.pushesPerHour, defaults.pushesPerHour),
-            maxTokens: merge(registered.maxTokens, defaults.maxTokens),
-            maxLiveActivities: merge(registered.maxLiveActivities, defaults.maxLiveActivities))
-    }
 }

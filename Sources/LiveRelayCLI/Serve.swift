@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
-import LiveRelayAdmin
+import LiveRelayComposition
 import LiveRelayDomain
 import LiveRelayOps
 import LiveRelayPushOutlet
@@ -210,7 +210,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     private func serve(logger: Logger) async throws {
-        let setup = try self.resolve()
+        var (description, setup) = try self.describe(logger: logger)
         if let announcement = setup.announcement {
             writeStandardOutput(announcement)
         }
@@ -218,158 +218,32 @@ struct Serve: AsyncParsableCommand {
         // handlers at creation, so a counter made before the bootstrap would
         // stay a no-op. Without an operations port nothing could read the
         // metrics, and the no-op backend costs nothing.
-        let registry: PrometheusCollectorRegistry?
-        if setup.ops != nil {
+        if let address = setup.ops {
             let prometheus = PrometheusCollectorRegistry()
             var factory = PrometheusMetricsFactory(registry: prometheus)
             factory.valueHistogramBuckets[StoreMetrics.batchSizeLabel] = StoreMetrics.batchSizeBuckets
             MetricsSystem.bootstrap(factory)
-            registry = prometheus
-        } else {
-            registry = nil
+            description.ops = ServerDescription.Ops(host: address.host, port: address.port, registry: prometheus)
         }
-        let tlsContext: TLSContext?
-        do {
-            tlsContext = try setup.tls.map { try TLSContext(configuration: $0) }
-        } catch let error as TLSContextError {
-            throw CLIError(error.description)
+        if setup.isDevelopment, case .activities = description.calls, let directory = description.store.dataDirectory {
+            try await self.developmentAPNs(&description, dataDirectory: directory, logger: logger)
+        } else if case .activities = description.calls, description.seedApps.isEmpty {
+            logger.warning("no apps configured: every push fails with AppNotConfigured (add \"apps\" to the config file)")
         }
-        let keyUsage = KeyUsage()
-        let authenticator: ReloadableAuthenticator
-        let seedKeys: [RegisteredAPIKey]
-        do {
-            authenticator = ReloadableAuthenticator(try setup.keyFile.makeAuthenticator(), onUse: { keyUsage.note($0) })
-            seedKeys = try setup.keyFile.keys.map(RegistrySeed.key)
-        } catch {
-            throw CLIError("\(setup.keyFilePath): \(error)")
-        }
-
-        let selection = StoreSelection(
-            kind: self.store ?? setup.storeKind ?? .sqlite, postgresURL: self.postgresURL ?? setup.postgresURL,
-            nullService: setup.nullService, dataDirectory: setup.dataDirectory)
-        let (store, storeDescription) = try await selection.open(logger: logger)
-        let tenantRegistry = try await selection.openRegistry(logger: logger)
-        // The broadcast channels' store, for the service that creates and sends to channels.
-        let channelStore = try await selection.openChannels(logger: logger)
-        // The services in start order; graceful shutdown runs them down in reverse:
-        // the RPC server drains first, then the sweeper stops, the dispatcher sends or
-        // accounts for what is queued, the APNs client closes its connections, the
-        // in-process mock stops, the dispatch intents' settlements are written, and
-        // the store closes last.
-        // The ops server is listed first so that it stops last: /readyz answers
-        // 503 through the whole drain, and a final scrape sees the final counts.
-        // The drain signal, listed last, hears of the shutdown first and marks the node draining.
-        let probeLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let readiness = ServingReadiness(storeProbe: {
-            // One keyed read through the store's normal read path: a closed store,
-            // a SQLite store poisoned by a failed fsync, or an unreachable PostgreSQL fails it.
-            _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
-        })
-        let ops: OpsServer?
-        let queueGauges = QueueGauges()
-        if let address = setup.ops, let registry {
-            ops = OpsServer(
-                configuration: OpsServer.Configuration(host: address.host, port: address.port), registry: registry,
-                readiness: readiness, beforeScrape: { queueGauges.update() }, logger: logger)
-        } else {
-            ops = nil
-        }
-        var services: [any Service] = ops.map { [$0] } ?? []
-        services.append(ActivityStoreService(store, logger: logger))
-        services.append(ChannelStoreService(channelStore))
-        let (defaultQuota, quotaNodes) = setup.quotaDefaults
-        let quotas = QuotaGate(settings: QuotaSettings(defaults: defaultQuota, nodes: quotaNodes))
-        var parts = TenantRuntime.Parts(
-            authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, defaultQuota: defaultQuota, nodes: quotaNodes)
-        var seedApps = setup.seedApps
-        let service: any LiveRelayService
-        if setup.nullService {
-            service = NullLiveRelayService()
-        } else {
-            let clock = SystemClock()
-            let storeKind = self.store ?? setup.storeKind ?? .sqlite
-            let lease = IntentLease(owner: Self.nodeName(), duration: setup.intentLease)
-            let priorityBudget = PriorityBudgetGate(budgets: setup.priorityBudgets)
-            var intents: DispatchIntents?
-            if self.durableIntents ?? setup.durableIntents ?? (storeKind != .memory) {
-                intents = DispatchIntents(
-                    configuration: DispatchIntents.Configuration(
-                        lease: lease, takeOverAtStart: storeKind != .postgres, releaseAtShutdown: storeKind == .postgres),
-                    store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
-            }
-            let apns = try await self.startAPNs(setup: setup, store: store, clock: clock, ledger: intents, logger: logger)
-            if setup.isDevelopment, let directory = setup.dataDirectory {
-                seedApps = apns.apps.map { DevSetup.registered($0, dataDirectory: directory) }
-            }
-            intents?.attach(apns.dispatcher)
-            queueGauges.attach(apns.dispatcher)
-            let activities = ActivityService(
-                store: store, clock: clock, logger: logger, sink: apns.dispatcher,
-                apps: apns.directory, intents: intents == nil ? IntentLease?.none : lease,
-                pushToStartRetention: setup.pushToStartRetention,
-                admission: AdmissionGate(limits: setup.admission),
-                quotas: quotas,
-                channels: ChannelService(
-                    store: channelStore,
-                    managers: { [dispatcher = apns.dispatcher, client = apns.client] app in
-                        dispatcher.route(appID: app.id).flatMap { client.channelManager(for: $0) }
-                    },
-                    clock: clock, logger: logger),
-                priorityBudget: priorityBudget)
-            // Before the dispatcher: it stops after the dispatcher's drain, writing its settlements.
-            if let intents { services.append(intents) }
-            services += apns.services
-            services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
-            services.append(PriorityBudgetSweeper(gate: priorityBudget))
-            services.append(
-                QuotaUsageRefresher(
-                    gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))
-            service = activities
-            parts.activities = activities
-            parts.apns = apns
-        }
-        logger.info("service", metadata: ["kind": "\(setup.nullService ? "null" : "activities, \(storeDescription)")"])
-
-        // The tenant registry: the config file's (or the development setup's) apps and keys
-        // seeded into it, then its whole content applied before the first connection.
-        let tenants = TenantRuntime(registry: tenantRegistry, parts: parts, keyUsage: keyUsage, logger: logger)
-        do {
-            try await tenantRegistry.apply(.seed(apps: seedApps, keys: seedKeys), actor: "config", now: SystemClock().now())
-            try await tenants.reload()
-        } catch {
-            throw CLIError("cannot load the tenant registry: \(error)")
-        }
-        // After the store, before everything that uses the registry: it closes the registry after their drain.
-        services.insert(tenants, at: services.firstIndex { $0 is ActivityStoreService }.map { $0 + 1 } ?? services.count)
-
-        let server = RPCServer(
-            configuration: RPCServer.Configuration(
-                host: setup.host, port: setup.port, tls: tlsContext, connection: setup.connection, maxDrainTime: setup.drainTime,
-                maxUnsentReplyBytes: setup.maxUnsentReplyBytes, maxConnections: setup.maxConnections,
-                maxConnectionsPerKey: setup.maxConnectionsPerKey
-            ),
-            service: service, authenticator: authenticator,
-            admin: RegistryAdminService(
-                registry: tenantRegistry, mintKey: AdminWiring.mintKey,
-                usage: { [dispatcher = parts.apns?.dispatcher] appID in
-                    AdminWiring.usage(appID: appID, dispatcher: dispatcher, quotas: quotas)
-                }),
-            logger: logger
-        )
-        tenants.attach(server)
-        services.append(server)
-        services.append(readiness.drainSignal)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        )
+        let built = try await ServerBuilder.build(description)
+        let (host, port, plaintext) = (description.host, description.port, description.tls == nil)
+        let opsAddress = setup.ops
+        logger.info("service", metadata: ["kind": "\(description.calls.isNull ? "null" : "activities, \(built.storeDescription)")"])
+        let group = built.serviceGroup(logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
             tasks.addTask {
-                let address = try await server.boundAddress
-                writeStandardOutput("listening on \(setup.host):\(address.port ?? setup.port)\(tlsContext == nil ? " (plaintext)" : "")")
-                readiness.listenerBound()
+                let address = try await built.server.boundAddress
+                writeStandardOutput(
+                    "listening on \(host):\(address.port ?? port)\(plaintext ? " (plaintext)" : "")")
+                built.readiness.listenerBound()
                 // After the RPC line: scripts and tests take the first "listening on" line for the RPC port.
-                if let ops, let opsAddress = setup.ops {
+                if let ops = built.ops, let opsAddress {
                     let bound = try await ops.boundAddress
                     writeStandardOutput("ops listening on \(opsAddress.host):\(bound.port ?? opsAddress.port)")
                 }
@@ -381,42 +255,27 @@ struct Serve: AsyncParsableCommand {
                 throw CLIError(error.description)
             } catch {
                 tasks.cancelAll()
-                throw CLIError("cannot serve on \(setup.host):\(setup.port): \(error)")
+                throw CLIError("cannot serve on \(host):\(port): \(error)")
             }
         }
     }
 
-    /// The dispatcher and its transports: the config file's apps, or in the
-    /// development setup dev.app pushing to an in-process mock APNs.
-    /// Names this process as the holder of dispatch intent leases: unique per start.
-    static func nodeName() -> String { nodeNameOnce }
-    private static let nodeNameOnce =
-        "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
-
-    private func startAPNs(
-        setup: Setup, store: any ActivityStore, clock: any WallClock, ledger: (any DispatchLedger)?, logger: Logger
-    ) async throws -> APNsRuntime {
-        let threads = self.apnsThreads ?? max(1, System.coreCount / 2)
-        guard (1...256).contains(threads) else { throw CLIError("--apns-threads must be 1...256") }
-        let group = APNsEventLoops.make(threads: threads)
+    /// The development setup's APNs side: dev.app, seeded into the registry, pushing to an
+    /// in-process mock APNs, or to `--apns-endpoint` (a `liverelay mock-apns` of its own).
+    private func developmentAPNs(_ description: inout ServerDescription, dataDirectory: String, logger: Logger) async throws {
         do {
-            if setup.isDevelopment, let directory = setup.dataDirectory, let endpoint = self.apnsEndpoint {
-                let dev = try DevSetup.externalAPNs(dataDirectory: directory, endpoint: endpoint, trustFile: self.apnsTrust)
+            if let endpoint = self.apnsEndpoint {
+                let dev = try DevSetup.externalAPNs(dataDirectory: dataDirectory, endpoint: endpoint, trustFile: self.apnsTrust)
                 writeStandardOutput(dev.announcement)
-                return try APNsRuntime(apps: [dev.app], mock: nil, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
-            }
-            if setup.isDevelopment, let directory = setup.dataDirectory {
+                description.seedApps = [dev.app]
+            } else {
                 // The mock stands in for Apple's servers, not for our APNs side: it keeps the process's shared loops.
                 let dev = try await DevSetup.startMockAPNs(
-                    dataDirectory: directory, port: self.mockAPNsPort, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+                    dataDirectory: dataDirectory, port: self.mockAPNsPort, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
                 writeStandardOutput(dev.announcement)
-                return try APNsRuntime(
-                    apps: [dev.app], mock: dev.mock, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
+                description.seedApps = [dev.app]
+                description.mockAPNs = dev.mock
             }
-            if setup.apps.isEmpty {
-                logger.warning("no apps configured: every push fails with AppNotConfigured (add \"apps\" to the config file)")
-            }
-            return try APNsRuntime(apps: setup.apps, mock: nil, store: store, clock: clock, ledger: ledger, group: group, logger: logger)
         } catch let error as CLIError {
             throw error
         } catch {
@@ -424,43 +283,13 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    /// Everything `serve` needs, from the config file or the development setup, with flags on top.
+    /// What `serve` prints and decides beside the server's description.
     private struct Setup {
-        var host: String
-        var port: Int
-        var tls: TLSConfiguration?
-        var keyFile: APIKeyFile
-        var keyFilePath: String
-        var connection = ServerConnectionStateMachine.Configuration()
-        var drainTime = TimeAmount.seconds(30)
-        var maxUnsentReplyBytes = 1 << 20
-        var maxConnections = 10_000
-        var maxConnectionsPerKey = 1_000
-        var nullService: Bool
         var announcement: String?
-        /// Where the SQLite store lives; nil for a config file without "data_dir".
-        var dataDirectory: String?
-        /// The config file's "store" section.
-        var storeKind: StoreKind? = nil
-        var postgresURL: String? = nil
-        /// The config file's apps, keys read; empty in the development setup.
-        var apps: [PushingApp] = []
         /// No config file: dev.app pushes to an in-process mock APNs.
         var isDevelopment = false
-        /// The config file's dispatch.durable_intents.
-        var durableIntents: Bool? = nil
-        var intentLease = Duration.seconds(30)
-        var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
         /// The operations port; nil: none.
-        var ops: (host: String, port: Int)? = nil
-        /// The config file's admission section (defaults in the development setup).
-        var admission = AdmissionLimits()
-        /// The config file's "quotas" section: every app's default and how many nodes share the rates; none in the development setup.
-        var quotaDefaults: (quota: AppQuota, nodes: Int) = (AppQuota(), 1)
-        /// The config file's apps as the tenant registry's seed.
-        var seedApps: [RegisteredApp] = []
-        /// The config file's priority-10 budgets, for a ``PriorityBudgetGate``; none in the development setup.
-        var priorityBudgets = PriorityBudgets()
+        var ops: (host: String, port: Int)?
     }
 
     /// The operations address from the flags over the config file's "ops"; nil when disabled.
@@ -476,25 +305,36 @@ struct Serve: AsyncParsableCommand {
         return (self.opsHost ?? file?.host ?? "127.0.0.1", port)
     }
 
-    private func resolve() throws -> Setup {
-        var setup = try resolveFileOrDevelopment()
-        if let value = admissionMaxInFlightPerApp { setup.admission.maxInFlightPerApp = value }
-        if let value = admissionMaxInFlight { setup.admission.maxInFlight = value }
-        return setup
+    /// The server's description from the config file or the development setup, with the flags on top.
+    private func describe(logger: Logger) throws -> (ServerDescription, Setup) {
+        var (description, setup) = try describeFileOrDevelopment()
+        description.logger = logger
+        description.calls = self.nullService || description.calls.isNull ? .null : .activities
+        if let store = self.store { description.store.kind = store }
+        if let url = self.postgresURL { description.store.postgresURL = url }
+        if let value = self.durableIntents { description.durableIntents = value }
+        if let value = self.intentLeaseMs { description.intentLease = .milliseconds(value) }
+        if let value = self.apnsThreads { description.apnsThreads = value }
+        if let value = admissionMaxInFlightPerApp { description.admission.maxInFlightPerApp = value }
+        if let value = admissionMaxInFlight { description.admission.maxInFlight = value }
+        return (description, setup)
     }
 
-    private func resolveFileOrDevelopment() throws -> Setup {
+    private func describeFileOrDevelopment() throws -> (ServerDescription, Setup) {
+        var description = ServerDescription()
         guard let config else {
             let host = self.host ?? "127.0.0.1"
             let prepared = try DevSetup.prepare(dataDirectory: self.dataDir ?? DevSetup.defaultDataDirectory, host: host)
-            return Setup(
-                host: host, port: self.port ?? 7443,
-                tls: TLSConfiguration.makeServerConfiguration(
-                    certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)),
-                keyFile: prepared.keyFile, keyFilePath: prepared.keyFilePath, nullService: self.nullService,
-                announcement: prepared.announcement, dataDirectory: prepared.dataDirectory, isDevelopment: true,
-                intentLease: .milliseconds(intentLeaseMs ?? 30_000),
-                ops: try opsAddress(file: nil, defaultPort: 0)
+            description.host = host
+            description.port = self.port ?? 7443
+            description.tls = try Self.tlsContext(
+                TLSConfiguration.makeServerConfiguration(
+                    certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)))
+            description.seedKeys = try Self.seedKeys(prepared.keyFile, path: prepared.keyFilePath)
+            description.store = StoreSelection(kind: .sqlite, dataDirectory: prepared.dataDirectory)
+            return (
+                description,
+                Setup(announcement: prepared.announcement, isDevelopment: true, ops: try opsAddress(file: nil, defaultPort: 0))
             )
         }
         let path = DevSetup.absolute(config)
@@ -518,34 +358,52 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw CLIError("\(error)")
         }
-        return Setup(
-            host: self.host ?? file.listen?.host ?? "127.0.0.1",
-            port: self.port ?? file.listen?.port ?? 7443,
-            tls: try file.tlsConfiguration(base: base),
-            keyFile: keyFile, keyFilePath: keyFilePath,
-            connection: try file.connectionConfiguration(),
-            drainTime: try file.drainTime,
-            maxUnsentReplyBytes: try file.maxUnsentReplyBytes,
-            maxConnections: try file.maxConnections,
-            maxConnectionsPerKey: try file.maxConnectionsPerKey,
-            nullService: self.nullService || file.nullService == true,
-            dataDirectory: dataDirectory,
-            storeKind: try file.storeKind, postgresURL: file.store?.postgresURL,
-            apps: try (file.apps ?? []).map { try PushingApp($0, base: base) },
-            durableIntents: file.dispatch?.durableIntents,
-            intentLease: .milliseconds(intentLeaseMs.map(Int64.init) ?? max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000)),
-            pushToStartRetention: try file.pushToStartRetention,
-            ops: try opsAddress(file: file.ops, defaultPort: 9090),
-            admission: try file.admissionLimits,
-            quotaDefaults: try QuotaConfiguration.defaults(section: file.quotas),
-            seedApps: try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) },
-            priorityBudgets: try QuotaConfiguration.priorityBudgets(section: file.quotas, apps: file.apps ?? [])
-        )
+        description.host = self.host ?? file.listen?.host ?? "127.0.0.1"
+        description.port = self.port ?? file.listen?.port ?? 7443
+        description.tls = try file.tlsConfiguration(base: base).map(Self.tlsContext)
+        description.seedKeys = try Self.seedKeys(keyFile, path: keyFilePath)
+        description.connection = try file.connectionConfiguration()
+        description.drainTime = try file.drainTime
+        description.maxUnsentReplyBytes = try file.maxUnsentReplyBytes
+        description.maxConnections = try file.maxConnections
+        description.maxConnectionsPerKey = try file.maxConnectionsPerKey
+        if file.nullService == true { description.calls = .null }
+        description.store = StoreSelection(
+            kind: try file.storeKind ?? .sqlite, postgresURL: file.store?.postgresURL, dataDirectory: dataDirectory)
+        description.durableIntents = file.dispatch?.durableIntents
+        description.intentLease = .milliseconds(max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
+        description.pushToStartRetention = try file.pushToStartRetention
+        description.admission = try file.admissionLimits
+        (description.quotaDefaults, description.quotaNodes) = try QuotaConfiguration.defaults(section: file.quotas)
+        description.priorityBudgets = try QuotaConfiguration.priorityBudgets(section: file.quotas, apps: file.apps ?? [])
+        description.seedApps = try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) }
+        // A key file that cannot be read stops the start here rather than failing the app's every push.
+        for app in description.seedApps { _ = try PushingApp(app) }
+        return (description, Setup(ops: try opsAddress(file: file.ops, defaultPort: 9090)))
+    }
+
+    private static func tlsContext(_ configuration: TLSConfiguration) throws -> TLSContext {
+        do {
+            return try TLSContext(configuration: configuration)
+        } catch {
+            throw CLIError(error.description)
+        }
+    }
+
+    private static func seedKeys(_ file: APIKeyFile, path: String) throws -> [RegisteredAPIKey] {
+        do {
+            return try file.keys.map { try RegisteredAPIKey(seed: $0) }
+        } catch {
+            throw CLIError("\(path): \(error)")
+        }
     }
 }
 
-/// `serve --store`: the embedded SQLite file (default, durable, one node), memory
-/// (development, tests and benchmarks), or PostgreSQL (several nodes).
-enum StoreKind: String, ExpressibleByArgument, CaseIterable {
-    case sqlite, memory, postgres
+extension ServerDescription.Calls {
+    var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
 }
+
+extension StoreKind: ExpressibleByArgument {}

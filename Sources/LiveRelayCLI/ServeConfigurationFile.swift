@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayComposition
 import LiveRelayTLS
 import LiveRelayWire
 import NIOCore

@@ -5,6 +5,7 @@ import LiveRelayAPNsClient
 import LiveRelayActivities
 import LiveRelayBench
 import LiveRelayClient
+import LiveRelayComposition
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayMockAPNs
@@ -20,11 +21,12 @@ import ServiceLifecycle
 
 /// `liverelay soak`: the APNs fault soak (docs/BENCHMARKS.md, "Fault soak").
 ///
-/// Everything `serve` runs, in this process and composed the same way (RPC
-/// server over TLS, the activity service, the store, the dispatcher and the
-/// HTTP/2 APNs client, as services of one group), pushing to an in-process mock
-/// APNs with every fault it knows switched on, loaded through `LiveRelayClient`
-/// by ``SoakDriver``. One process, so the soak needs nothing installed and its
+/// The server `serve` runs, built by the same ``ServerBuilder`` in this process
+/// (RPC server over TLS, the tenant registry, the activity service with its
+/// admission and quotas, durable dispatch intents on the store given, the
+/// dispatcher and the HTTP/2 APNs client), pushing to an in-process mock APNs
+/// with every fault it knows switched on, loaded through `LiveRelayClient` by
+/// ``SoakDriver``. One process, so the soak needs nothing installed and its
 /// peak RSS is one reading; it bounds server, mock and load generator together.
 struct Soak: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -60,7 +62,12 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "GOAWAY after this many streams, on odd-numbered connections.") var goawayAfter = 3_000
     @Option(help: "An abrupt close (no GOAWAY) when this many streams are passed, on even-numbered connections.")
     var dropAfter = 2_500
-    @Option(help: "memory or sqlite (in a temporary directory, removed at the end).") var store: StoreKind = .memory
+    @Option(
+        help:
+            "memory, sqlite (in a temporary directory, removed at the end) or postgres (--postgres-url or $LIVERELAY_POSTGRES_URL; its tables are the soak's to write)."
+    )
+    var store: StoreKind = .memory
+    @Option(help: "For --store postgres (default: $LIVERELAY_POSTGRES_URL).") var postgresURL: String?
     @Option(help: "The bound on the process's peak RSS, in MiB.") var maxRssMb = 256
     @Option(
         help: """
@@ -81,7 +88,6 @@ struct Soak: AsyncParsableCommand {
         }
         _ = try range(tokens, "--tokens")
         _ = try range(lifetimeS, "--lifetime-s")
-        guard store != .postgres else { throw ValidationError("--store: memory or sqlite") }
         guard outageEveryS > 0, outageS >= 0, outageS < outageEveryS else {
             throw ValidationError("--outage-s must be shorter than --outage-every-s")
         }
@@ -158,54 +164,51 @@ struct Soak: AsyncParsableCommand {
             group: mockGroup, logger: logger)
 
         var directory: String?
-        let activityStore: any ActivityStore
-        switch store {
-        case .sqlite:
+        var selection = StoreSelection(kind: store, postgresURL: postgresURL)
+        if store == .sqlite {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-soak-\(getpid())").path
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             directory = path
-            activityStore = try SQLiteActivityStore(path: path + "/liverelay.sqlite3")
-        case .memory, .postgres:
-            activityStore = InMemoryActivityStore()
+            selection.dataDirectory = path
         }
         defer { if let directory { try? FileManager.default.removeItem(atPath: directory) } }
 
-        let clock = SystemClock()
-        let pushing = appIDs.enumerated().map { i, id in
-            PushingApp(
-                app: App(id: id, bundleID: id),
-                credentials: APNsCredentials(
-                    key: keys[i % keys.count], destination: .custom(host: "127.0.0.1", port: mock.port), trustPEM: mock.certificatePEM))
-        }
-        let runtime = try APNsRuntime(
-            apps: pushing, mock: mock, store: activityStore, clock: clock, ledger: nil, group: group, logger: logger)
-        let sink = ShortLivedPushes(
-            dispatcher: runtime.dispatcher, clock: clock,
-            lifetimes: Int64(lifetimes.lowerBound) * 1000...Int64(lifetimes.upperBound) * 1000, seed: seed)
-        // `serve`'s default admission bounds: a call they refuse has no effect, and the driver sends it again after the hint.
-        let service = ActivityService(
-            store: activityStore, clock: clock, logger: logger, sink: sink, apps: runtime.directory,
-            admission: AdmissionGate(limits: AdmissionLimits()))
-
         let certificate = try SelfSignedCertificate.generate(commonName: "localhost", subjectAltNames: ["localhost", "127.0.0.1"])
         let apiKey = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: Set(LiveRelayMethod.allCases), label: "soak")
-        let server = RPCServer(
-            configuration: RPCServer.Configuration(
-                host: "127.0.0.1", port: 0,
-                tls: try TLSContext(
-                    configuration: .makeServerConfiguration(
-                        certificateChain: .string(certificate.certificatePEM), privateKey: .string(certificate.privateKeyPEM)))),
-            service: service, authenticator: try APIKeyAuthenticator(records: [apiKey.record]), logger: logger)
-        // `serve`'s order: the store closes last, the RPC server drains first.
-        let services: [any Service] = [ActivityStoreService(activityStore, logger: logger)] + runtime.services + [server]
-        let serviceGroup = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var server = ServerDescription()
+        server.port = 0
+        server.tls = try TLSContext(
+            configuration: .makeServerConfiguration(
+                certificateChain: .string(certificate.certificatePEM), privateKey: .string(certificate.privateKeyPEM)))
+        server.store = selection
+        server.mockAPNs = mock
+        server.logger = logger
+        // The apps as an operator would register them: each with a stored key, pushing to the mock.
+        server.seedApps = try appIDs.enumerated().map { i, id in
+            let key = keys[i % keys.count]
+            return RegisteredApp(
+                id: id, bundleID: id,
+                credentials: RegisteredCredentials(
+                    teamID: key.teamID, keyID: key.keyID, endpoint: "127.0.0.1:\(mock.port)", keySource: .stored(pem: try key.pkcs8PEM),
+                    trustPEM: mock.certificatePEM),
+                source: .seed)
+        }
+        server.seedKeys = [try RegisteredAPIKey(seed: apiKey.record)]
+        let clock = SystemClock()
+        server.pushSink = { dispatcher in
+            ShortLivedPushes(
+                dispatcher: dispatcher, clock: clock,
+                lifetimes: Int64(lifetimes.lowerBound) * 1000...Int64(lifetimes.upperBound) * 1000, seed: seed)
+        }
+        let built = try await ServerBuilder.build(server)
+        guard let dispatcher = built.dispatcher else { throw CLIError("the soak's server has no dispatcher") }
+        let serviceGroup = built.serviceGroup(logger: logger)
         let running = Task { try await serviceGroup.run() }
-        let port = try await server.boundAddress.port ?? 0
+        let port = try await built.server.boundAddress.port ?? 0
 
         let description =
             "\(formatCount(Double(pushes))) pushes, \(apps) apps (2 signing keys), \(activitiesInFlight) activities at once, "
-            + "\(tokens) tokens each, \(updates) updates, lifetimes \(lifetimeS) s, \(store.rawValue) store; faults: "
+            + "\(tokens) tokens each, \(updates) updates, lifetimes \(lifetimeS) s, \(built.storeDescription); faults: "
             + Self.injectedErrors.map {
                 "\($0.status)\($0.retryAfterSeconds.map { "+retry-after \($0) s" } ?? "") \($0.reason) \($0.rate * 100)%"
             }
@@ -225,8 +228,8 @@ struct Soak: AsyncParsableCommand {
 
         // Every call waited for delivery, so nothing should be left; give stragglers a bounded moment all the same.
         let deadline = ContinuousClock.now + .seconds(60)
-        while runtime.dispatcher.unfinishedCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        let figures = serverFigures(runtime: runtime, appIDs: appIDs, mock: mock.counters, metrics: metrics)
+        while dispatcher.unfinishedCount > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let figures = serverFigures(dispatcher: dispatcher, appIDs: appIDs, mock: mock.counters, metrics: metrics)
 
         await serviceGroup.triggerGracefulShutdown()
         try await running.value
@@ -243,10 +246,11 @@ struct Soak: AsyncParsableCommand {
                 + "\(calls.errorCount) failed calls, \(calls.notAddingUp) not adding up")
     }
 
-    private func serverFigures(runtime: APNsRuntime, appIDs: [String], mock: MockAPNsCounters, metrics: SoakMetrics) -> SoakServerFigures {
+    private func serverFigures(dispatcher: Dispatcher, appIDs: [String], mock: MockAPNsCounters, metrics: SoakMetrics) -> SoakServerFigures
+    {
         var f = SoakServerFigures()
         for id in appIDs {
-            guard let c = runtime.dispatcher.counters(appID: id) else { continue }
+            guard let c = dispatcher.counters(appID: id) else { continue }
             f.enqueued += c.enqueued
             f.delivered += c.delivered
             f.pruned += c.pruned
@@ -259,7 +263,7 @@ struct Soak: AsyncParsableCommand {
             f.inFlight += c.inFlight
             f.appSuspensions += c.credentialRejections
         }
-        f.unfinished = max(f.unfinished, runtime.dispatcher.unfinishedCount)
+        f.unfinished = max(f.unfinished, dispatcher.unfinishedCount)
         f.circuitOpenings = metrics.total("liverelay_dispatch_circuit_transitions_total", where: ("to", "open"))
         f.apnsAnswers = metrics.totals("liverelay_apns_responses_total", by: "status").filter { $0.value > 0 }
         f.transportErrors = metrics.totals("liverelay_apns_transport_errors_total", by: "reason").filter { $0.value > 0 }

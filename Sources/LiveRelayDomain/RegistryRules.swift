@@ -33,6 +33,9 @@ public struct RegistryPlan: Hashable, Sendable {
 ///   `.admin`, whatever the caller passed: only a seed makes `.seed` entries.
 /// - `updateApp`, `disableApp`, `putCredentials` on an unknown id: `.appNotFound`.
 ///   Each changes only what differs; a change to the same values is a no-op.
+///   A change marks the app `.admin`: once an admin has changed an app that a
+///   seed also names, the seed no longer owns it and never changes it again
+///   (an admin's quota or a rotated key survives the next start or rolling update).
 /// - `revokeKey`: `.keyNotFound` for an unknown id; revoking a revoked key is
 ///   a no-op that keeps the first `revokedAt`.
 /// - `seed`: the config file's view, declarative for what it says and for
@@ -60,6 +63,7 @@ public enum RegistryRules {
             guard app.enabled else { return nil }
             app.enabled = false
             app.updatedAt = now
+            app.source = .admin
             return RegistryPlan(writes: [.putApp(app)], action: .disableApp, target: id, details: #"{"enabled":false}"#)
         case let .putCredentials(appID, credentials): return try putCredentials(credentials, appID: appID, on: snapshot, now: now)
         case let .createKey(key): return try createKey(key, on: snapshot, now: now)
@@ -109,6 +113,7 @@ public enum RegistryRules {
         try RegistryValidation.check(app)
         guard app != current else { return nil }
         app.updatedAt = now
+        app.source = .admin
         return RegistryPlan(writes: [.putApp(app)], action: .updateApp, target: id, details: AuditDetails.changes(from: current, to: app))
     }
 
@@ -122,6 +127,7 @@ public enum RegistryRules {
         credentials.updatedAt = now
         app.credentials = credentials
         app.updatedAt = now
+        app.source = .admin
         return RegistryPlan(
             writes: [.putApp(app)], action: .putCredentials, target: appID, details: AuditDetails.object { $0.credentials(credentials) })
     }

@@ -1,6 +1,8 @@
 import Foundation
 import LiveRelayBench
 import LiveRelayClient
+import LiveRelayComposition
+import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
@@ -34,15 +36,19 @@ final class InProcessServer: Sendable {
     static func start(_ service: any LiveRelayService) async throws -> InProcessServer {
         var logger = Logger(label: "bench.tests.server")
         logger.logLevel = .critical
-        let tls = try TLSContext(
+        var description = ServerDescription()
+        description.port = 0
+        description.tls = try TLSContext(
             configuration: .makeServerConfiguration(
                 certificateChain: .string(certificate.certificatePEM), privateKey: .string(certificate.privateKeyPEM)))
-        let server = RPCServer(
-            configuration: .init(host: "127.0.0.1", port: 0, tls: tls, maxDrainTime: .seconds(5)),
-            service: service, authenticator: try APIKeyAuthenticator(records: [key.record]), logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [server], gracefulShutdownSignals: [], logger: logger))
+        description.drainTime = .seconds(5)
+        description.calls = .custom(service)
+        description.seedKeys = [try RegisteredAPIKey(seed: key.record)]
+        description.logger = logger
+        let built = try await ServerBuilder.build(description)
+        let group = built.serviceGroup(gracefulShutdownSignals: [], logger: logger)
         let task = Task { try await group.run() }
-        let address = try await server.boundAddress
+        let address = try await built.server.boundAddress
         return InProcessServer(group: group, task: task, port: address.port!)
     }
 

@@ -11,6 +11,9 @@ extension RegistryBehaviourSuite {
         RegistryBehaviour(description: "a seed never un-revokes a key nor re-enables an app", run: seedKeepsRevocations),
         RegistryBehaviour(description: "a seed leaves admin apps and keys alone", run: seedLeavesAdminEntries),
         RegistryBehaviour(description: "a seed brings seeded entries back to the file and never revokes", run: seedIsDeclarative),
+        RegistryBehaviour(
+            description: "an admin change to a seeded app makes it the admin's: no later seed undoes it",
+            run: anAdminChangeEndsTheSeedsOwnership),
     ]
 
     static func configApps() -> [RegisteredApp] {
@@ -87,16 +90,16 @@ extension RegistryBehaviourSuite {
     static func seedIsDeclarative(_ make: RegistryFactory) async throws {
         let registry = try await make()
         try await apply(registry, .seed(apps: configApps(), keys: configKeys()))
-        // A seeded app changed through the admin API, and a seeded key in use.
-        try await apply(registry, .updateApp(id: "rides", RegisteredAppPatch(weight: 4)), at: t0 + .seconds(1))
+        // A seeded key in use.
         try await registry.touch([registryKeyID(2): t0 + .seconds(30)])
 
         // The file changes: orders' bundle, capacity and key source; key 1's hash;
-        // key 2 is gone; key 4 is new. Rides is as it was in the file.
+        // key 2 is gone; key 4 is new; rides gets a weight.
         var apps = configApps()
         apps[0].bundleID = "com.example.orders2"
         apps[0].queueCapacity = nil
         apps[0].credentials = RegisteredCredentials(teamID: "TEAM123456", keyID: "KEY1234567", keySource: .environment(name: "ORDERS_KEY"))
+        apps[1].weight = 4
         var key1 = tenantKey(1)
         key1.secretSHA256 = registryHash(101)
         let applied = try await apply(registry, .seed(apps: apps, keys: [key1, adminKey(3), tenantKey(4)]), at: t0 + .seconds(60))
@@ -111,7 +114,8 @@ extension RegistryBehaviourSuite {
         #expect(orders.credentials?.updatedAt == t0 + .seconds(60))
         #expect(orders.createdAt == t0)
         #expect(orders.updatedAt == t0 + .seconds(60))
-        #expect(after.apps["rides"]?.weight == nil, "the file's value, over the admin API's")
+        #expect(after.apps["rides"]?.weight == 4)
+        #expect(after.apps["rides"]?.source == .seed)
         #expect(after.keys[registryKeyID(1)]?.secretSHA256 == registryHash(101))
         #expect(after.keys[registryKeyID(1)]?.revokedAt == nil)
         #expect(
@@ -128,6 +132,34 @@ extension RegistryBehaviourSuite {
         let noop = try await apply(registry, .seed(apps: apps, keys: [key1, adminKey(3), tenantKey(4)]), at: t0 + .seconds(80))
         #expect(noop.entry == nil)
         #expect(try await registry.snapshot().apps["rides"]?.enabled == false)
+        try await registry.close()
+    }
+
+    static func anAdminChangeEndsTheSeedsOwnership(_ make: RegistryFactory) async throws {
+        let registry = try await make()
+        try await apply(registry, .seed(apps: configApps(), keys: configKeys()))
+        // An admin lowers rides' quota, rotates orders' key and disables nothing else.
+        let quotas = RegisteredQuotas(callsPerSecond: 1)
+        try await apply(registry, .updateApp(id: "rides", RegisteredAppPatch(quotas: quotas)), at: t0 + .seconds(1))
+        let rotated = RegisteredCredentials(teamID: "TEAM123456", keyID: "KEY7654321", keySource: .stored(pem: "rotated"))
+        try await apply(registry, .putCredentials(appID: "orders", rotated), at: t0 + .seconds(2))
+        let changed = try await registry.snapshot()
+        #expect(changed.apps["rides"]?.source == .admin)
+        #expect(changed.apps["orders"]?.source == .admin)
+
+        // The next start seeds the same file again, and a rolling update seeds a changed one: neither undoes the admin.
+        let again = try await apply(registry, .seed(apps: configApps(), keys: configKeys()), at: t0 + .seconds(60))
+        #expect(again.entry == nil)
+        var edited = configApps()
+        edited[0].queueCapacity = 5
+        edited[1].quotas = RegisteredQuotas(callsPerSecond: 500)
+        let rolled = try await apply(registry, .seed(apps: edited, keys: configKeys()), at: t0 + .seconds(120))
+        #expect(rolled.entry == nil)
+        let after = try await registry.snapshot()
+        #expect(after.apps["rides"]?.quotas == quotas)
+        #expect(after.apps["orders"]?.credentials?.keyID == "KEY7654321")
+        #expect(after.apps["orders"]?.queueCapacity == 200_000)
+        #expect(after == changed)
         try await registry.close()
     }
 }

@@ -1,4 +1,5 @@
-import LiveRelayActivities
+import Dispatch
+import LiveRelayComposition
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
@@ -17,15 +18,39 @@ enum RPCWorkloads {
     static var all: [Workload] {
         [
             Workload(name: "rpc-register-token-null", unit: "call", iterations: 5_000) { iterations in
-                try registerToken(service: NullLiveRelayService(), iterations: iterations)
+                try registerToken(service: builtService(.null), iterations: iterations)
             },
             Workload(name: "rpc-register-token-memory", unit: "call", iterations: 5_000) { iterations in
-                // A fixed wall clock: what the service computes from the time does not vary between runs.
-                let service = ActivityService(
-                    store: InMemoryActivityStore(), clock: ManualClock(), logger: quietLogger, sink: RecordingPushSink())
-                return try registerToken(service: service, iterations: iterations)
+                try registerToken(service: builtService(.activities), iterations: iterations)
             },
         ]
+    }
+
+    /// The service `serve` runs, from the same builder, on the memory store. A fixed wall
+    /// clock: what the service computes from the time does not vary between runs.
+    static func builtService(_ calls: ServerDescription.Calls) throws -> any LiveRelayService {
+        var description = ServerDescription()
+        description.calls = calls
+        description.port = 0
+        description.apnsThreads = 1
+        description.clock = ManualClock()
+        description.logger = quietLogger
+        let built = Built()
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                built.result = .success(try await ServerBuilder.build(description))
+            } catch {
+                built.result = .failure(error)
+            }
+            done.signal()
+        }
+        done.wait()
+        return try built.result!.get().service
+    }
+
+    private final class Built: @unchecked Sendable {
+        var result: Result<BuiltServer, any Error>?
     }
 
     static var quietLogger: Logger {

@@ -7,21 +7,21 @@ import NIOConcurrencyHelpers
 /// key id under a lock, and ``flush(to:)`` writes what changed since the last
 /// flush in one `touch`, which bumps no version (nodes do not reload for it).
 /// Times are rounded down to the minute, as admin.proto says.
-final class KeyUsage: Sendable {
+package final class KeyUsage: Sendable {
     private let used = NIOLockedValueBox<[String: UnixTime]>([:])
     private let clock: any WallClock
 
-    init(clock: any WallClock = SystemClock()) {
+    package init(clock: any WallClock = SystemClock()) {
         self.clock = clock
     }
 
-    func note(_ keyID: String) {
+    package func note(_ keyID: String) {
         let now = clock.now()
         let minute = UnixTime(milliseconds: now.milliseconds - now.milliseconds % 60_000)
         used.withLockedValue { $0[keyID] = minute }
     }
 
-    func flush(to registry: any TenantRegistry) async throws {
+    package func flush(to registry: any TenantRegistry) async throws {
         let batch = used.withLockedValue { used in
             defer { used = [:] }
             return used

@@ -15,49 +15,53 @@ import Darwin
 /// The PostgreSQL URL may come from `LIVERELAY_POSTGRES_URL` instead of a flag
 /// so that its password stays out of `ps` and shell history; it is only ever
 /// printed with the password masked.
-struct StoreSelection {
-    var kind: StoreKind
-    var postgresURL: String?
-    var nullService: Bool
-    var dataDirectory: String?
+package struct StoreSelection: Sendable {
+    package var kind: StoreKind
+    package var postgresURL: String?
+    package var dataDirectory: String?
 
-    static let postgresURLVariable = "LIVERELAY_POSTGRES_URL"
+    package init(kind: StoreKind, postgresURL: String? = nil, dataDirectory: String? = nil) {
+        self.kind = kind
+        self.postgresURL = postgresURL
+        self.dataDirectory = dataDirectory
+    }
+
+    package static let postgresURLVariable = "LIVERELAY_POSTGRES_URL"
 
     /// The PostgreSQL URL from the flag, the config file or `LIVERELAY_POSTGRES_URL`, parsed.
-    func postgresConfiguration() throws -> PostgresStoreConfiguration {
+    package func postgresConfiguration() throws -> PostgresStoreConfiguration {
         let environment = getenv(Self.postgresURLVariable).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
         guard let url = postgresURL ?? environment else {
-            throw CLIError(
+            throw SetupError(
                 "--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
         }
         do {
             return try PostgresStoreConfiguration(url: url)
         } catch {
-            throw CLIError("\(error)")
+            throw SetupError("\(error)")
         }
     }
 
     /// The tenant registry beside the store: `<data dir>/registry.sqlite3` with
     /// SQLite, the same database (and schema) with PostgreSQL,
     /// memory otherwise.
-    func openRegistry(logger: Logger) async throws -> any TenantRegistry {
-        if nullService || kind == .memory { return InMemoryTenantRegistry() }
+    package func openRegistry(logger: Logger) async throws -> any TenantRegistry {
         switch kind {
         case .memory:
             return InMemoryTenantRegistry()
         case .sqlite:
-            guard let directory = dataDirectory else { throw CLIError("the tenant registry needs a data directory") }
+            guard let directory = dataDirectory else { throw SetupError("the tenant registry needs a data directory") }
             do {
                 return try SQLiteTenantRegistry(dataDirectory: directory)
             } catch {
-                throw CLIError("cannot open the tenant registry in \(directory): \(error)")
+                throw SetupError("cannot open the tenant registry in \(directory): \(error)")
             }
         case .postgres:
             let configuration = try postgresConfiguration()
             do {
                 return try await PostgresTenantRegistry(configuration: configuration, logger: logger)
             } catch {
-                throw CLIError("cannot open the tenant registry in PostgreSQL \(configuration): \(error)")
+                throw SetupError("cannot open the tenant registry in PostgreSQL \(configuration): \(error)")
             }
         }
     }
@@ -65,24 +69,23 @@ struct StoreSelection {
     /// The broadcast channels beside the registry: `<data dir>/channels.sqlite3`
     /// with SQLite, the `channels` table of the same database (and schema)
     /// with PostgreSQL, memory otherwise.
-    func openChannels(logger: Logger) async throws -> any ChannelStore {
-        if nullService || kind == .memory { return InMemoryChannelStore() }
+    package func openChannels(logger: Logger) async throws -> any ChannelStore {
         switch kind {
         case .memory:
             return InMemoryChannelStore()
         case .sqlite:
-            guard let directory = dataDirectory else { throw CLIError("the channel store needs a data directory") }
+            guard let directory = dataDirectory else { throw SetupError("the channel store needs a data directory") }
             do {
                 return try SQLiteChannelStore(dataDirectory: directory)
             } catch {
-                throw CLIError("cannot open the channel store in \(directory): \(error)")
+                throw SetupError("cannot open the channel store in \(directory): \(error)")
             }
         case .postgres:
             let configuration = try postgresConfiguration()
             do {
                 return try await PostgresChannelStore(configuration: configuration, logger: logger)
             } catch {
-                throw CLIError("cannot open the channel store in PostgreSQL \(configuration): \(error)")
+                throw SetupError("cannot open the channel store in PostgreSQL \(configuration): \(error)")
             }
         }
     }
@@ -90,19 +93,16 @@ struct StoreSelection {
     /// The data directory, created owner-only if it does not exist (an existing one is the operator's to set).
     private func makeDataDirectory(for store: String) throws -> String {
         guard let directory = dataDirectory else {
-            throw CLIError(
+            throw SetupError(
                 "\(store) needs a data directory: set \"data_dir\" in the config file or pass --data-dir (or --store memory)")
         }
         if mkdir(directory, 0o700) != 0, errno != EEXIST {
-            throw CLIError("cannot create the data directory \(directory): \(String(cString: strerror(errno)))")
+            throw SetupError("cannot create the data directory \(directory): \(String(cString: strerror(errno)))")
         }
         return directory
     }
 
-    func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
-        if nullService || kind == .memory {
-            return (InMemoryActivityStore(), "in-memory store")
-        }
+    package func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
         switch kind {
         case .memory:
             return (InMemoryActivityStore(), "in-memory store")
@@ -112,7 +112,7 @@ struct StoreSelection {
             do {
                 return (try SQLiteActivityStore(path: path), "SQLite store \(path)")
             } catch {
-                throw CLIError("cannot open the store \(path): \(error)")
+                throw SetupError("cannot open the store \(path): \(error)")
             }
         case .postgres:
             let configuration = try postgresConfiguration()
@@ -120,8 +120,15 @@ struct StoreSelection {
                 let store = try await PostgresActivityStore(configuration: configuration, logger: logger)
                 return (store, "PostgreSQL store \(configuration)")
             } catch {
-                throw CLIError("cannot open the PostgreSQL store \(configuration): \(error)")
+                throw SetupError("cannot open the PostgreSQL store \(configuration): \(error)")
             }
         }
     }
+}
+
+/// Where tokens and activities live: the embedded SQLite file (the default:
+/// durable, one node), memory (development, tests and benchmarks; forgotten on
+/// exit), or PostgreSQL (shared by several nodes).
+package enum StoreKind: String, Sendable, CaseIterable {
+    case sqlite, memory, postgres
 }

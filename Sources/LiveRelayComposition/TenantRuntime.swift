@@ -23,7 +23,7 @@ import ServiceLifecycle
 ///
 /// Listed in the `ServiceGroup` before the RPC server, so that it stops
 /// after the server's drain and no call finds the registry closed.
-final class TenantRuntime: Service, Sendable {
+package final class TenantRuntime: Service, Sendable {
     struct Parts: Sendable {
         var authenticator: ReloadableAuthenticator
         var activities: ActivityService?
@@ -39,9 +39,9 @@ final class TenantRuntime: Service, Sendable {
         var configured: [String: RegisteredApp] = [:]
     }
 
-    let registry: any TenantRegistry
+    package let registry: any TenantRegistry
     /// Noted at each successful HELLO (``ReloadableAuthenticator``'s `onUse`), written once a minute.
-    let keyUsage: KeyUsage
+    package let keyUsage: KeyUsage
     private let parts: Parts
     private let logger: Logger
     private let pollEvery: Duration
@@ -57,16 +57,16 @@ final class TenantRuntime: Service, Sendable {
     }
 
     /// The server whose open connections a revocation reaches (made after this).
-    func attach(_ server: RPCServer) {
+    package func attach(_ server: RPCServer) {
         self.server.withLockedValue { $0 = server }
     }
 
     /// Loads the registry's current snapshot and applies it.
-    func reload() async throws {
+    package func reload() async throws {
         apply(try await registry.snapshot())
     }
 
-    func run() async throws {
+    package func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -106,7 +106,7 @@ final class TenantRuntime: Service, Sendable {
     }
 
     /// Makes `snapshot` the node's keys, apps and quotas; an older snapshot than the one applied is ignored.
-    func apply(_ snapshot: RegistrySnapshot) {
+    package func apply(_ snapshot: RegistrySnapshot) {
         let previous: Applied? = applied.withLockedValue { applied in
             guard snapshot.version >= applied.snapshot.version else { return nil }
             defer { applied.snapshot = snapshot }
@@ -140,7 +140,7 @@ final class TenantRuntime: Service, Sendable {
         }
     }
 
-    static func principal(_ key: RegisteredAPIKey) -> Principal {
+    package static func principal(_ key: RegisteredAPIKey) -> Principal {
         switch key.role {
         case .admin:
             return Principal(keyID: key.keyID, apps: .only([]), allowedMethods: [], isAdmin: true)
@@ -190,41 +190,39 @@ final class TenantRuntime: Service, Sendable {
     }
 }
 
-extension PushingApp {
-    /// A registered app's signing key read from where the registry says (the
-    /// PEM it keeps, a file, an environment variable), its endpoint and trust.
-    init(_ app: RegisteredApp) throws {
-        guard let credentials = app.credentials else { throw CLIError("app \(app.id) has no APNs credentials") }
-        let key: APNsSigningKey
-        do {
-            switch credentials.keySource {
-            case let .stored(pem):
-                key = try APNsSigningKey(pkcs8PEM: pem, keyID: credentials.keyID, teamID: credentials.teamID)
-            case let .file(path):
-                key = try APNsSigningKey(contentsOfFile: path, keyID: credentials.keyID, teamID: credentials.teamID)
-            case let .environment(name):
-                guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-                    throw CLIError("app \(app.id): the environment variable \(name) holding its APNs key is not set")
-                }
-                key = try APNsSigningKey(pkcs8PEM: value, keyID: credentials.keyID, teamID: credentials.teamID)
-            }
-        } catch let error as CLIError {
-            throw error
-        } catch {
-            throw CLIError("app \(app.id): \(error)")
-        }
-        let destination: APNsDestination
-        do {
-            destination = try APNsDestination(parsing: credentials.endpoint)
-        } catch {
-            throw CLIError("app \(app.id): endpoint: \(error)")
+extension AppQuota {
+    /// `defaults` with an app's registered limits on top: nil keeps the default, 0 lifts the limit.
+    package init(_ registered: RegisteredQuotas, over defaults: AppQuota) {
+        func merge<T: Numeric & Comparable>(_ own: T?, _ fallback: T?) -> T? {
+            guard let own else { return fallback }
+            return own == 0 ? nil : own
         }
         self.init(
-            app: App(id: app.id, bundleID: app.bundleID),
-            credentials: APNsCredentials(
-                key: key, destination: destination, trustPEM: credentials.trustPEM))
-        queueCapacity = app.queueCapacity ?? Self.defaultQueueCapacity
-        weight = app.weight ?? 1
-        maxPushLifetime = app.maxPushLifetimeSeconds.flatMap { $0 > 0 ? .seconds(Int64($0)) : nil }
+            callsPerSecond: merge(registered.callsPerSecond, defaults.callsPerSecond),
+            burst: merge(registered.burst, defaults.burst),
+            pushesPerHour: merge(registered.pushesPerHour, defaults.pushesPerHour),
+            maxTokens: merge(registered.maxTokens, defaults.maxTokens),
+            maxLiveActivities: merge(registered.maxLiveActivities, defaults.maxLiveActivities))
+    }
+}
+
+extension RegisteredAPIKey {
+    /// A key of an API key file (the config file's, the development setup's, a test's) as a
+    /// tenant key of the registry's seed: the one conversion from the file's form.
+    package init(seed record: APIKeyRecord) throws {
+        let apps: RegisteredAPIKey.Apps
+        do {
+            switch try record.scope() {
+            case .all: apps = .all
+            case let .only(ids): apps = .only(ids)
+            }
+            _ = try record.principal()
+        } catch {
+            throw SetupError("\(error)")
+        }
+        self.init(
+            keyID: record.keyID, secretSHA256: record.secretSHA256,
+            role: .tenant(apps: apps, methods: record.allowedMethods), label: record.label,
+            createdAt: UnixTime(milliseconds: Int64(record.createdAt.timeIntervalSince1970 * 1000)), source: .seed)
     }
 }

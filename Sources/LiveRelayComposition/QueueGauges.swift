@@ -7,14 +7,14 @@ import NIOConcurrencyHelpers
 /// a fan-out would cost the dispatcher's hot path for a value read every few
 /// seconds. The dispatcher is attached once it exists (the operations port
 /// starts before it).
-final class QueueGauges: Sendable {
+package final class QueueGauges: Sendable {
     private let dispatcher = NIOLockedValueBox<Dispatcher?>(nil)
 
-    func attach(_ dispatcher: Dispatcher) {
+    package func attach(_ dispatcher: Dispatcher) {
         self.dispatcher.withLockedValue { $0 = dispatcher }
     }
 
-    func update() {
+    package func update() {
         guard let dispatcher = dispatcher.withLockedValue({ $0 }) else { return }
         for level in dispatcher.queueLevels {
             Gauge(label: "liverelay_queue_depth", dimensions: [("app", level.appID)]).record(level.unfinished)

@@ -5,14 +5,14 @@ import LiveRelayServer
 
 /// What the admin API needs from the rest of `serve`: how keys are minted
 /// (the authenticator's format), and what an app uses on this node.
-enum AdminWiring {
-    static let mintKey: RegistryAdminService.KeyMinter = {
+package enum AdminWiring {
+    package static let mintKey: RegistryAdminService.KeyMinter = {
         let minted = APIKeyAuthenticator.generateKey(apps: .only([]), allowedMethods: [])
         return (minted.plaintext, minted.record.keyID, minted.record.secretSHA256)
     }
 
     /// GetAppStats' figures: the dispatcher's account and queue, the quota gate's view, the limits on this node.
-    static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
+    package static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
         var figures = AppUsageFigures()
         if let dispatcher {
             if let level = dispatcher.queueLevels.first(where: { $0.appID == appID }) {

@@ -1,0 +1,180 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayAdmin
+import LiveRelayDispatch
+import LiveRelayDomain
+import LiveRelayOps
+import LiveRelayServer
+import LiveRelayService
+import LiveRelayStore
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import UnixSignals
+
+/// A server built from a ``ServerDescription``: its services in start order,
+/// and the parts a caller reads while it runs (the bound ports, the dispatcher's
+/// account, readiness).
+package struct BuiltServer: Sendable {
+    /// In start order; graceful shutdown runs them down in reverse (``ServerBuilder/build(_:)`` says why this order).
+    package let services: [any Service]
+    package let server: RPCServer
+    package let ops: OpsServer?
+    package let readiness: ServingReadiness
+    /// What answers the calls (the activity service, the null service, or the description's own).
+    package let service: any LiveRelayService
+    /// nil when the calls are not the activity service's.
+    package let dispatcher: Dispatcher?
+    package let activities: ActivityService?
+    package let tenants: TenantRuntime
+    /// "SQLite store /path", "PostgreSQL store postgres://…", … for the start-up log.
+    package let storeDescription: String
+
+    /// The services as one group, shut down gracefully on `signals`.
+    package func serviceGroup(
+        gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint], logger: Logger
+    )
+        -> ServiceGroup
+    {
+        ServiceGroup(configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: signals, logger: logger))
+    }
+}
+
+/// The one place a LiveRelay server is assembled.
+package enum ServerBuilder {
+    /// Opens the stores, seeds and loads the tenant registry, and makes every
+    /// service of the server described, ready to run in one `ServiceGroup`.
+    ///
+    /// Start order, so that graceful shutdown (the reverse) runs down cleanly:
+    /// the operations port first (it stops last: /readyz answers 503 through the
+    /// whole drain, and a final scrape sees the final counts); the store; the
+    /// tenant runtime (it closes the registry after everything that reads it);
+    /// the channel store; the dispatch intents (they write their settlements
+    /// after the dispatcher's drain); the mock APNs, the APNs client and the
+    /// dispatcher; the sweepers; the RPC server (it drains first); and the drain
+    /// signal, which hears of the shutdown first and marks the node draining.
+    package static func build(_ description: ServerDescription) async throws -> BuiltServer {
+        let logger = description.logger
+        var selection = description.store
+        if case .activities = description.calls {} else { selection.kind = .memory }
+        let (store, storeDescription) = try await selection.open(logger: logger)
+        let registry = try await selection.openRegistry(logger: logger)
+        let channelStore = try await selection.openChannels(logger: logger)
+
+        let probeLoop = MultiThreadedEventLoopGroup.singleton.next()
+        let readiness = ServingReadiness(storeProbe: {
+            // One keyed read through the store's normal read path: a closed store,
+            // a SQLite store poisoned by a failed fsync, or an unreachable PostgreSQL fails it.
+            _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
+        })
+        let queueGauges = QueueGauges()
+        let ops = description.ops.map { ops in
+            OpsServer(
+                configuration: OpsServer.Configuration(host: ops.host, port: ops.port), registry: ops.registry,
+                readiness: readiness, beforeScrape: { queueGauges.update() }, logger: logger)
+        }
+
+        let keyUsage = KeyUsage(clock: description.clock)
+        let authenticator = ReloadableAuthenticator(try APIKeyAuthenticator(keys: []), onUse: { keyUsage.note($0) })
+        let quotas = QuotaGate(settings: QuotaSettings(defaults: description.quotaDefaults, nodes: description.quotaNodes))
+        var parts = TenantRuntime.Parts(
+            authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, defaultQuota: description.quotaDefaults,
+            nodes: description.quotaNodes)
+        // Between the store and the RPC server: see the start order above.
+        var middle: [any Service] = [ChannelStoreService(channelStore)]
+        let service: any LiveRelayService
+        switch description.calls {
+        case .null:
+            service = NullLiveRelayService()
+        case let .custom(custom):
+            service = custom
+        case .activities:
+            let (activities, apns, services) = try makeActivities(
+                description, store: store, channelStore: channelStore, quotas: quotas)
+            middle += services
+            queueGauges.attach(apns.dispatcher)
+            parts.activities = activities
+            parts.apns = apns
+            service = activities
+        }
+
+        // The seed (the config file's or the development setup's apps and keys), then the
+        // registry's whole content applied before the first connection.
+        let tenants = TenantRuntime(registry: registry, parts: parts, keyUsage: keyUsage, logger: logger)
+        do {
+            try await registry.apply(
+                .seed(apps: description.seedApps, keys: description.seedKeys), actor: "config", now: description.clock.now())
+            try await tenants.reload()
+        } catch {
+            throw SetupError("cannot load the tenant registry: \(error)")
+        }
+
+        let server = RPCServer(
+            configuration: RPCServer.Configuration(
+                host: description.host, port: description.port, tls: description.tls, connection: description.connection,
+                eventLoopGroup: description.rpcThreads.map { .createNew(numberOfThreads: $0) }
+                    ?? .shared(MultiThreadedEventLoopGroup.singleton),
+                maxDrainTime: description.drainTime, maxUnsentReplyBytes: description.maxUnsentReplyBytes,
+                maxConnections: description.maxConnections, maxConnectionsPerKey: description.maxConnectionsPerKey),
+            service: service, authenticator: authenticator,
+            admin: RegistryAdminService(
+                registry: registry, mintKey: AdminWiring.mintKey,
+                usage: { [dispatcher = parts.apns?.dispatcher] appID in
+                    AdminWiring.usage(appID: appID, dispatcher: dispatcher, quotas: quotas)
+                }),
+            logger: logger)
+        tenants.attach(server)
+
+        var services: [any Service] = ops.map { [$0] } ?? []
+        services.append(ActivityStoreService(store, logger: logger))
+        services.append(tenants)
+        services += middle
+        services.append(server)
+        services.append(readiness.drainSignal)
+        return BuiltServer(
+            services: services, server: server, ops: ops, readiness: readiness, service: service, dispatcher: parts.apns?.dispatcher,
+            activities: parts.activities, tenants: tenants, storeDescription: storeDescription)
+    }
+
+    /// The activity service and what serves it: the dispatch intents, the APNs side, the sweepers, in start order.
+    private static func makeActivities(
+        _ description: ServerDescription, store: any ActivityStore, channelStore: any ChannelStore, quotas: QuotaGate
+    ) throws -> (ActivityService, APNsRuntime, [any Service]) {
+        let logger = description.logger
+        let clock = description.clock
+        let kind = description.store.kind
+        let lease = IntentLease(owner: description.nodeName, duration: description.intentLease)
+        let intents =
+            description.intentsEnabled
+            ? DispatchIntents(
+                configuration: DispatchIntents.Configuration(
+                    lease: lease, takeOverAtStart: kind != .postgres, releaseAtShutdown: kind == .postgres),
+                store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
+            : nil
+        guard (1...256).contains(description.apnsThreads) else { throw SetupError("--apns-threads must be 1...256") }
+        let apns = APNsRuntime(
+            mock: description.mockAPNs, store: store, clock: clock, ledger: intents,
+            group: APNsEventLoops.make(threads: description.apnsThreads), logger: logger)
+        intents?.attach(apns.dispatcher)
+        let priorityBudget = PriorityBudgetGate(budgets: description.priorityBudgets)
+        let activities = ActivityService(
+            store: store, clock: clock, logger: logger, sink: description.pushSink?(apns.dispatcher) ?? apns.dispatcher,
+            intents: intents == nil ? IntentLease?.none : lease, pushToStartRetention: description.pushToStartRetention,
+            admission: AdmissionGate(limits: description.admission), quotas: quotas,
+            channels: ChannelService(
+                store: channelStore,
+                managers: { [dispatcher = apns.dispatcher, client = apns.client] app in
+                    dispatcher.route(appID: app.id).flatMap { client.channelManager(for: $0) }
+                },
+                clock: clock, logger: logger),
+            priorityBudget: priorityBudget)
+        var services: [any Service] = intents.map { [$0] } ?? []
+        services += apns.services
+        services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
+        services.append(PriorityBudgetSweeper(gate: priorityBudget))
+        services.append(
+            QuotaUsageRefresher(gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))
+        return (activities, apns, services)
+    }
+}
