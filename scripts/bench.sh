@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
-# The LiveRelay benchmark run: starts `liverelay serve` (release) on loopback in
-# its configurations, runs the standard scenarios with `liverelay bench`, runs the
-# grpc-swift-2 peer (Benchmarks/RPC through scripts/bench-rpc.sh), and rewrites the tables
-# of the "Bench harness" section of docs/BENCHMARKS.md (between the bench:begin/end markers).
+# The one entry point of LiveRelay's measurements (docs/BENCHMARKS.md). With no area, or
+# `all`: starts `liverelay serve` (release) on loopback in its configurations, runs the standard
+# scenarios with `liverelay bench`, runs the grpc-swift-2 peer (Benchmarks/RPC, through
+# scripts/bench/rpc.sh) and prints the tables; it writes no file outside its work directory.
 #
 #   scripts/bench.sh              # everything, ~8 min after the builds
 #   scripts/bench.sh gate         # the CI regression gate only (~40 s after the build)
 #   scripts/bench.sh gate --write-baseline    # re-record Benchmarks/bench-baseline.json
 #   scripts/bench.sh overload     # the overload isolation scenario only (~3 min after the build)
 #
-# Environment:
+# The other areas run a script of scripts/bench/ with the arguments that follow (each says
+# its own options and environment in its header):
+#
+#   scripts/bench.sh rpc                        # the null service vs grpc-swift-2
+#   scripts/bench.sh codec [options]            # protobuf-c vs swift-protobuf, frame codec
+#   scripts/bench.sh stores BINARY [STORE...]   # durable RegisterToken and the fan-out per store
+#   scripts/bench.sh isolation BINARY...        # one app's fan-outs against another app's calls
+#   scripts/bench.sh broadcast                  # a channel update vs a 100k-token fan-out
+#   scripts/bench.sh quotas                     # server CPU per call, quotas off and on
+#   scripts/bench.sh scrape                     # /metrics with 1,000 apps
+#   scripts/bench.sh mock-apns [options]        # the mock APNs under h2load and aioapns
+#   scripts/bench.sh intent-resume [BINARY]     # a restart resuming 1,000 dispatch intents
+#   scripts/bench.sh profile [BINARY] [OUTDIR]  # perf of the dispatcher, split by owner
+#
+# Environment (all, gate, overload):
 #   DURATION    measured seconds per scenario (default 10)
 #   WARMUP      warm-up seconds per scenario (default 2)
 #   SKIP_BUILD  1: reuse the last release build of liverelay (in .build-bench)
 #   PEER        auto (default): run the grpc-swift-2 peer if Benchmarks/RPC is built;
 #               build: build it first (the first build takes ~25 min); skip: no peer
-#   NO_DOCS     1: print the tables, leave docs/BENCHMARKS.md alone
 #   SCRATCH     SwiftPM scratch path for the release build (default .build-bench)
 #   CONFIG      release (default); debug only to try the script quickly (numbers meaningless)
 #   FANOUT      tokens of the stores' fan-out-load activity and of the dispatch fan-out (100000)
@@ -25,14 +38,21 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
 MODE=${1:-all}
 [ $# -gt 0 ] && shift
+case $MODE in
+all | gate | overload) ;;
+rpc | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile)
+    exec bash "$ROOT/scripts/bench/$MODE.sh" "$@" ;;
+*)
+    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile)" >&2
+    exit 2 ;;
+esac
+cd "$ROOT"
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 SKIP_BUILD=${SKIP_BUILD:-0}
 PEER=${PEER:-auto}
-NO_DOCS=${NO_DOCS:-0}
 SCRATCH=${SCRATCH:-$ROOT/.build-bench}
 CONFIG=${CONFIG:-release}
 STARTED=$(date +%s)
@@ -111,7 +131,7 @@ LIVERELAY_API_KEY=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$WORK/logs/null.ou
 [ -n "$LIVERELAY_API_KEY" ] || { log "no API key in $WORK/logs/null.out"; exit 1; }
 CA="$WORK/data/cert.pem"
 
-# --- overload isolation (issue 11) ----------------------------------------------------
+# --- overload isolation ---------------------------------------------------------------
 # One app floods RegisterToken open loop at 3x what the server carries for it while another
 # sends 500/s (`liverelay bench overload`: capacity, quiet alone, both at once). Against a
 # SQLite server of its own (a fresh data directory, the development certificate, an operator
@@ -122,7 +142,7 @@ OVERLOAD_RESULTS="$WORK/overload"
 run_overload() {
     mkdir -p "$OVERLOAD_RESULTS"
     local key
-    key=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/overload-keys.json" "scripts/bench.sh overload scenario")
+    key=$(python3 "$ROOT/scripts/bench/operator-key.py" "$WORK/overload-keys.json" "scripts/bench.sh overload scenario")
     local name admission capacity=()
     for name in on off; do
         admission='{"enabled": true}'
@@ -151,7 +171,7 @@ JSON
     done
 }
 
-# The overload section of docs/BENCHMARKS.md, between its own markers.
+# The overload table (docs/BENCHMARKS.md, "Overload isolation").
 overload_tables() {
     local tables="$WORK/overload-tables.md"
     python3 - "$OVERLOAD_RESULTS" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$DURATION" "$WARMUP" >"$tables" <<'PY'
@@ -188,9 +208,6 @@ out = [f"Run of {when}, `scripts/bench.sh overload` (DURATION={duration} s measu
 print("\n".join(out))
 PY
     cat "$tables"
-    if [ "$NO_DOCS" != 1 ]; then
-        python3 "$ROOT/scripts/replace-doc-section.py" overload "$ROOT/docs/BENCHMARKS.md" "$tables" "the overload table"
-    fi
 }
 
 if [ "$MODE" = overload ]; then
@@ -215,8 +232,8 @@ if [ "$MODE" = gate ]; then
 else
     # The memory scenarios' pushes go to a `liverelay mock-apns` of their own (recording
     # nothing), not to the server's in-process mock: the server's CPU per call (read from
-    # /proc/<pid>) is then the server's own, the figure issue 14's ingest goal compares with
-    # the null service's. dev.app's key is made here when no server has made it yet (the
+    # /proc/<pid>) is then the server's own, the figure the ingest table compares with the
+    # null service's. dev.app's key is made here when no server has made it yet (the
     # null service makes none): a P-256 key in PKCS#8, as the server would make it.
     [ -f "$DEV_KEY" ] || { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$DEV_KEY" 2>/dev/null && chmod 600 "$DEV_KEY"; }
     timeout --signal=TERM "$LIFETIME" "$LR" mock-apns --port 0 --cert-out "$WORK/memory-mock-apns.pem" --log-level warning \
@@ -261,9 +278,8 @@ bench() { # name port pid args... : one `liverelay bench` run, its JSON report i
 # activity's tokens plus building and queueing the 100k pushes. One call per `liverelay bench`
 # run (a second one while the first's 100k pushes still fill the app's queue would be
 # RESOURCE_EXHAUSTED), and FANOUT_RUNS (3) runs, each registering its own activity's tokens:
-# one call of 100-400 ms on 2 shared cores moved by 2x between runs of the same build (SQLite
-# 114 and 212 ms, PostgreSQL 250 and 380 ms, 2026-11-26), so the report is the median run's,
-# with every run's latency beside it (`runs_ms`).
+# one call of this length on 2 shared cores can move by 2x between runs of the same build, so
+# the report is the median run's, with every run's latency beside it (`runs_ms`).
 fanout_load() { # store port pid : <store>-fanout-load.json = the median of FANOUT_RUNS runs
     local store=$1 port=$2 pid=$3 i
     mkdir -p "$WORK/fanout-runs"
@@ -297,7 +313,6 @@ if [ "$MODE" = gate ]; then
 fi
 
 start_server sqlite --store sqlite "${UNLIMITED[@]}"
-start_server journal --store journal "${UNLIMITED[@]}"
 
 # A throwaway PostgreSQL (scripts/postgres.sh, stopped on exit) for the PostgreSQL store's
 # scenarios, unless PG=0.
@@ -330,11 +345,8 @@ bench memory-update-fanout "$PORT_memory" "$PID_memory" --connections 4 --depth 
 stop_servers "$PID_null" "$PID_memory" ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
 bench sqlite-register-4x64 "$PORT_sqlite" "$PID_sqlite" --connections 4 --depth 64 --mix register "${D[@]}"
 fanout_load sqlite "$PORT_sqlite" "$PID_sqlite"
-stop_servers "$PID_sqlite"
-bench journal-register-4x64 "$PORT_journal" "$PID_journal" --connections 4 --depth 64 --mix register "${D[@]}"
-fanout_load journal "$PORT_journal" "$PID_journal"
 if [ "$PG" = 1 ]; then
-    stop_servers "$PID_journal"
+    stop_servers "$PID_sqlite"
     bench postgres-register-4x64 "$PORT_postgres" "$PID_postgres" --connections 4 --depth 64 --mix register "${D[@]}"
     fanout_load postgres "$PORT_postgres" "$PID_postgres"
 fi
@@ -347,8 +359,8 @@ fi
 # Python APNs client (aioapns, its own HTTP/2 stack).
 # The RPC servers go first: their development setups may still be delivering the pushes
 # of the fan-out loads above to their in-process mocks, on the cores measured here.
-stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" "$PID_journal" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
-run_overload || log "overload scenario failed; its table is left as it was"
+stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
+run_overload || log "overload scenario failed; no overload table"
 FANOUT=${FANOUT:-100000}
 FANOUT_CALLS=${FANOUT_CALLS:-3}
 H2LOAD_REQUESTS=${H2LOAD_REQUESTS:-300000}
@@ -424,10 +436,10 @@ RPC_BIN="$ROOT/Benchmarks/RPC/.build/release"
 if [ "$PEER" = build ] || { [ "$PEER" = auto ] && [ -x "$RPC_BIN/grpc-load" ] && [ -x "$RPC_BIN/lr-load" ]; }; then
     skip=1
     [ "$PEER" = build ] && skip=0
-    log "grpc-swift-2 peer: scripts/bench-rpc.sh (shapes 1x1 4x32 16x64)"
+    log "grpc-swift-2 peer: scripts/bench/rpc.sh (shapes 1x1 4x32 16x64)"
     SHAPES="1x1 4x32 16x64" WARMUP="$WARMUP" DURATION="$DURATION" SKIP_BUILD=$skip RESULTS="$PEER_RESULTS" \
-        bash "$ROOT/scripts/bench-rpc.sh" >"$WORK/logs/bench-rpc.out" 2>"$WORK/logs/bench-rpc.err" || {
-        log "bench-rpc.sh failed (the table will show no peer):"
+        bash "$ROOT/scripts/bench/rpc.sh" >"$WORK/logs/bench-rpc.out" 2>"$WORK/logs/bench-rpc.err" || {
+        log "scripts/bench/rpc.sh failed (the table will show no peer):"
         tail -20 "$WORK/logs/bench-rpc.err" >&2
     }
 else
@@ -491,9 +503,9 @@ for name, r in reports.items():
     out.append(f'| {name} | {load} | {n(r["throughput"])} | {r["errors"]} | {ms(lat["p50"])} | {ms(lat["p90"])} | '
                f'{ms(lat["p99"])} | {ms(lat["p999"])} | {ms(lat["max"])} | {cpu(r)} | {late} |')
 out.append("")
-stores = [(k, reports.get(f"{k}-register-4x64"), reports.get(f"{k}-fanout-load")) for k in ["memory", "sqlite", "journal", "postgres"]]
+stores = [(k, reports.get(f"{k}-register-4x64"), reports.get(f"{k}-fanout-load")) for k in ["memory", "sqlite", "postgres"]]
 if any(r or f for _, r, f in stores):
-    out.append("#### Stores through the RPC (issue 4): durable RegisterToken/s, and loading one activity's tokens")
+    out.append("#### Stores through the RPC: durable RegisterToken/s, and loading one activity's tokens")
     out.append("")
     out.append("| Store | RegisterToken calls/s (4×64 in flight; memory 4×32) | p50 / p99 ms | Server CPU µs/call | Tokens of one activity registered (setup) | One UpdateActivity of those tokens until its pushes are queued, ms |")
     out.append("|---|--:|--:|--:|--:|--:|")
@@ -512,15 +524,14 @@ if any(r or f for _, r, f in stores):
             row += ["", ""]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
-    out.append("SQLite, the journaled store and PostgreSQL answer RegisterToken only after the write is durable (fsync). "
-               "Tokens are scattered over the key space like real APNs tokens. Goal of issue 4: ≥ 30k/s on SQLite "
-               "(issue 14, goal 3: met through the RPC by the journaled store, not by SQLite).")
+    out.append("SQLite and PostgreSQL answer RegisterToken only after the write is durable (fsync). "
+               "Tokens are scattered over the key space like real APNs tokens.")
     out.append("")
 null = reports.get("null-4x32")
 ingest = [(name, reports.get(name)) for name in ["memory-register-4x32", "memory-mixed-4x32", "memory-mixed-open"]]
 if null and null.get("server_cpu_us_per_call") and any(r for _, r in ingest):
     ceiling = 2 * null["server_cpu_us_per_call"]
-    out.append("#### Ingest (issue 14, goal 2): server CPU per call against the null service's")
+    out.append("#### Ingest: server CPU per call against the null service's")
     out.append("")
     out.append(f'Null service (null-4x32): {null["server_cpu_us_per_call"]:.1f} µs of server CPU per call; the ceiling is twice that, '
                f"{ceiling:.1f} µs. The memory server pushes to a `liverelay mock-apns` process of its own, so its CPU is its own "
@@ -535,9 +546,9 @@ if null and null.get("server_cpu_us_per_call") and any(r for _, r in ingest):
         ratio = r["server_cpu_us_per_call"] / null["server_cpu_us_per_call"]
         out.append(f'| {name} | {load} | {r["server_cpu_us_per_call"]:.1f} | {ratio:.2f}x | {"met" if ratio <= 2 else "**not met**"} |')
     out.append("")
-out.append("#### Goals of issue 6")
+out.append("#### Targets")
 out.append("")
-out.append("| Goal | Result |")
+out.append("| Target | Result |")
 out.append("|---|---|")
 shapes = [s for s in ["1x1", "4x32", "16x64"] if reports.get(f"null-{s}") and peer.get(("grpc", s))]
 if shapes:
@@ -607,8 +618,5 @@ out += section
 print("\n".join(out))
 PY
 cat "$TABLES"
-if [ "$NO_DOCS" != 1 ]; then
-    python3 "$ROOT/scripts/replace-doc-section.py" bench "$ROOT/docs/BENCHMARKS.md" "$TABLES" "the bench tables"
-fi
 [ -f "$OVERLOAD_RESULTS/on.json" ] && overload_tables
 log "raw reports in $WORK/results; finished in $(($(date +%s) - STARTED)) s"

@@ -3,12 +3,11 @@
 # `liverelay soak`, which pushes at least PUSHES pushes through the whole server (RPC, service,
 # store, dispatcher, HTTP/2 APNs client) to an in-process mock APNs injecting every fault it knows,
 # checks that every call's account adds up, that nothing is left queued, that no push reached the
-# mock after its expiry and that the peak RSS stays under its bound, and prints the figures. Then it
-# rewrites the figures of the "Fault soak" section of docs/BENCHMARKS.md (between the
-# soak:begin/soak:end markers). Exits 1 on any violation (the docs are then left alone).
+# mock after its expiry and that the peak RSS stays under its bound, and prints the figures.
+# Exits 1 on any violation.
 #
 #   scripts/soak.sh                      # 1,000,000 pushes, about 5 minutes after the build
-#   PUSHES=200000 NO_DOCS=1 scripts/soak.sh -- --store sqlite
+#   PUSHES=200000 scripts/soak.sh -- --store sqlite
 #
 # The short version (20,000 pushes, debug build) runs in the test command, as
 # EndToEndTests/FaultSoakTests.
@@ -18,7 +17,6 @@
 #   SKIP_BUILD  1: reuse the last build
 #   SCRATCH     SwiftPM scratch path (default .build-release)
 #   CONFIG      release (default) or debug
-#   NO_DOCS     1: print the figures, leave docs/BENCHMARKS.md alone
 # Arguments after -- go to `liverelay soak` (see `liverelay soak --help`).
 set -euo pipefail
 
@@ -29,7 +27,6 @@ PUSHES=${PUSHES:-1000000}
 SKIP_BUILD=${SKIP_BUILD:-0}
 SCRATCH=${SCRATCH:-$ROOT/.build-release}
 CONFIG=${CONFIG:-release}
-NO_DOCS=${NO_DOCS:-0}
 
 log() { echo "soak.sh: $*" >&2; }
 
@@ -97,9 +94,6 @@ print("\n".join(out))
 PY
 cat "$WORK/section.md"
 if [ "$status" != 0 ]; then
-    log "the soak found violations (above); docs/BENCHMARKS.md left alone"
+    log "the soak found violations (above)"
     exit "$status"
-fi
-if [ "$NO_DOCS" != 1 ]; then
-    python3 "$ROOT/scripts/replace-doc-section.py" soak "$ROOT/docs/BENCHMARKS.md" "$WORK/section.md" "the Fault soak figures"
 fi

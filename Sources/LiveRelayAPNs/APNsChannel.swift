@@ -1,5 +1,5 @@
 // The vocabulary of broadcast channels (iOS 18): one POST to APNs reaches
-// every device subscribed to a channel (../shared/apns-facts.md, "Endpoints").
+// every device subscribed to a channel (Apple's broadcast push documentation).
 
 /// How APNs keeps a channel's messages for devices that are offline: chosen
 /// when the channel is created, for its whole life.

@@ -1,7 +1,7 @@
 import NIOCore
 
 // Broadcast channels are made and removed through APNs's channel management
-// API (../shared/apns-facts.md, "Endpoints"): its own hosts and ports, the
+// API (Apple's channel management documentation): its own hosts and ports, the
 // same provider token and HTTP/2 as pushes, and answers that are not a push's
 // (201 with the id in a header, 204, 200 with a JSON body).
 

@@ -1,5 +1,5 @@
 /// What to do about one APNs answer: the response table of
-/// ../shared/apns-facts.md as a value, so the dispatcher, the tests and the
+/// APNs's documented answers as a value, so the dispatcher, the tests and the
 /// mock agree on it in one place.
 public enum APNsDisposition: Hashable, Sendable {
     /// 200: APNs has the push.

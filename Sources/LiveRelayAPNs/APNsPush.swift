@@ -16,8 +16,7 @@ public enum APNsEvent: String, Hashable, Sendable {
 ///
 /// Held as one `ByteBuffer`, made once per call: every stream of a fan-out
 /// writes that same buffer as its DATA frame (a reference, not a copy per
-/// token), which is what a 100,000-token update costs in payload memory and
-/// copying: once (issue 14).
+/// token), so a 100,000-token update holds and copies its payload once.
 public struct APNsPayload: Hashable, Sendable {
     /// APNs's limit for a per-device push (a broadcast's is ``APNsBroadcast/maxPayloadBytes``).
     public static let maxBytes = 4096

@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 /// When to sign a new provider token, as a value with no clock and no I/O:
 /// every method takes the time, and says what to do in an action.
 ///
-/// The rules (../shared/apns-facts.md):
+/// The rules (Apple's token-based connection documentation):
 /// - one token per signing key, shared by every connection;
 /// - a new one once the current is ``Policy/refreshAfterSeconds`` old (50 min),
 ///   well before APNs's one-hour expiry;

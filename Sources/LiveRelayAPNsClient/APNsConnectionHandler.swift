@@ -8,9 +8,9 @@ import NIOHTTP2
 ///
 /// A class, though it is never changed: it is handed on from the pool's lock to
 /// its batch, to the connection's loop and into the stream, and a struct of a
-/// request (its token, topic, payload, apns-id) and a reply was copied at each
-/// step, with a retain and a release of every one of its references. One
-/// allocation per push costs less than those copies (issue 14).
+/// request (its token, topic, payload, apns-id) and a reply would be copied at
+/// each step, with a retain and a release of every one of its references. One
+/// allocation per push costs less than those copies.
 final class APNsPendingRequest: Sendable {
     /// Who is waiting for the answer.
     enum Reply: Sendable {
@@ -149,8 +149,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     /// nio-http2 sends five events per push (its stream created, the connection's and
     /// the stream's windows as its DATA leaves, the stream closed, the connection's
     /// window after it). They are told apart by their type before the one cast that
-    /// succeeds: a `switch` of `as` patterns made a failed runtime cast for every
-    /// pattern before the match, 8 casts per push (issue 14). A stream's creation,
+    /// succeeds: a `switch` of `as` patterns makes a failed runtime cast for every
+    /// pattern before the match, 8 casts per push. A stream's creation,
     /// which tells this handler nothing (it opened the stream), goes no further.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         let eventType = ObjectIdentifier(type(of: event))
@@ -319,7 +319,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     /// A frame of one push's stream. The stream is changed where it is stored and
     /// moved out when it ends: copying it (its request, promise and strings) per
-    /// frame was a visible share of a push's CPU (issue 14).
+    /// frame would be a visible share of a push's CPU.
     private func streamFrame(_ frame: HTTP2Frame) {
         guard let key = keysByHTTP2ID[frame.streamID], let index = streams.index(forKey: key) else { return }  // failed already
         switch frame.payload {
@@ -482,7 +482,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         case .closed: return
         }
         // A stream's end changes neither (the pool hears of it from `requestsFinished`);
-        // telling the pool anyway cost its lock, twice, per push (issue 14).
+        // telling the pool anyway would cost its lock, twice, per push.
         if phase == reportedPhase && machine.streamLimit == reportedLimit { return }
         reportedPhase = phase
         reportedLimit = machine.streamLimit

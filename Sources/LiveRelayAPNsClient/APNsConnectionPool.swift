@@ -237,7 +237,7 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         ]
         // Every request header is ours, built by APNsRequestHeaders from
         // validated values: nio-http2 checking each push's header block
-        // again was ~5% of a push's CPU (issue 14). Answers are read
+        // again would be ~5% of a push's CPU. Answers are read
         // defensively by APNsConnectionHandler (no `:status`, a bad one or
         // an unreadable body is a malformed response), so nothing relies on
         // nio-http2 validating them either.

@@ -85,7 +85,7 @@ public struct APNsPoolStateMachine<Waiter> {
     }
 
     /// ``submit(_:)`` for a batch: the actions go to the end of `actions`, so a
-    /// fan-out's thousand requests make one array, not two per request (issue 14).
+    /// fan-out's thousand requests make one array, not two per request.
     public mutating func submit(_ waiter: Waiter, into actions: inout [Action]) {
         if isShutDown {
             actions.append(.fail(waiter, .shutDown))

@@ -6,8 +6,8 @@ import NIOHPACK
 /// token, the `apns-*` headers, content length) once per call and token
 /// generation, and per push only the two that are its own (`:path`,
 /// `apns-id`). Formatting the bearer, the priority, the expiry and the
-/// content length again for each of 100,000 tokens was a measurable share of
-/// a push's CPU (issue 14).
+/// content length again for each of 100,000 tokens would be a measurable
+/// share of a push's CPU.
 struct APNsRequestHeaders {
     /// What the shared fields were built from: a request that matches gets them as they are.
     private struct Key: Equatable {

@@ -95,7 +95,7 @@ public struct ActivityService: LiveRelayService {
 
     /// Counted in the app's call metrics where it is answered, not through ``measured(_:appID:_:)``:
     /// the most frequent call saves that wrapper's callback on the reply's future (its
-    /// closure and callback node, about 1,000 instructions of a call's 60,000).
+    /// closure and callback node).
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
         let start = NIODeadline.now()
         let appID = request.appID
@@ -114,8 +114,8 @@ public struct ActivityService: LiveRelayService {
         }
         let mutation = RegisterToken(request, pushToStartRetention: pushToStartRetention, tokenQuota: tokenQuota)
         // One future (the reply's) and one callback, not the store's future with a `map` and a
-        // `flatMapErrorThrowing` after the bookkeeping (a future and a callback each, each future
-        // some 2,000 instructions to make and tear down), and the callback holds the references
+        // `flatMapErrorThrowing` after the bookkeeping (a future and a callback each, and each
+        // future costly to make and tear down), and the callback holds the references
         // it needs, not a copy of the whole service.
         let replied = context.eventLoop.makePromise(of: RegisterTokenReply.self)
         store.apply(mutation, now: clock.now(), on: context.eventLoop) { [admission, quotas, logger, metrics] result in

@@ -14,9 +14,9 @@ import NIOCore
 ///
 /// Every call records here, so the pair of handlers of an (app, method, status)
 /// is kept under that key: one dictionary lookup per call. Going through
-/// ``MetricHandlers`` each time built the dimension arrays and a string key
-/// twice and looked up the app's label, about 15,000 instructions of a
-/// RegisterToken's 100,000 (docs/BENCHMARKS.md, "Ingest (issue 14, goal 2)").
+/// ``MetricHandlers`` each time would build the dimension arrays and a string
+/// key twice and look up the app's label: a large share of a RegisterToken
+/// (docs/BENCHMARKS.md, "Ingest through the activities service").
 final class AppCallMetrics: Sendable {
     private struct Key: Hashable {
         var app: String

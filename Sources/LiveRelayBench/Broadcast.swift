@@ -2,7 +2,7 @@ import Foundation
 import Histogram
 import LiveRelayMessages
 
-/// The broadcast channel scenario (issue 13): what one UpdateActivity costs when it goes to
+/// The broadcast channel scenario: what one UpdateActivity costs when it goes to
 /// a broadcast channel, one POST to APNs however many devices are subscribed, next to the
 /// same update fanned out to a large activity's update tokens, one POST per token. Against
 /// a running server whose app pushes to a mock APNs that implements channels:

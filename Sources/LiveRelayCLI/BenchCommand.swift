@@ -8,7 +8,7 @@ import NIOCore
 import NIOPosix
 
 /// `liverelay bench`: load generation against a running server (see docs/BENCHMARKS.md,
-/// "Bench harness"). In the same binary as the server so that a deployment can be sized
+/// "liverelay bench, the load generator"). In the same binary as the server so that a deployment can be sized
 /// with nothing else installed.
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,7 +6,7 @@
 /// pages are then faulted in. The memory store appends its token records
 /// (about 112 bytes each) under its lock, and at a million tokens that copy
 /// stalled one RegisterToken, and every call waiting for the lock, for about
-/// 70 ms (docs/BENCHMARKS.md, "Stalls while the memory store grows"). Here
+/// 70 ms (docs/BENCHMARKS.md, "Memory"). Here
 /// the only thing ever copied is the directory of chunks, a reference per
 /// 4,096 elements. A value type with copy-on-write per chunk: a copy is a
 /// snapshot, and writing to it afterwards copies only the chunks written.

@@ -26,7 +26,7 @@
 /// Why it splits into shards: growing re-places every entry of a table, and
 /// the memory store grows its indexes under its lock. One table of two
 /// million tokens took 42 ms to grow, a stall every call waiting for the lock
-/// paid (docs/BENCHMARKS.md, "Stalls while the memory store grows"). Past
+/// paid (docs/BENCHMARKS.md, "Memory"). Past
 /// ``splitAt`` entries the index becomes 256 tables chosen by the top 8 bits of
 /// the stored hash, each growing on its own: a growth re-places a 256th of
 /// the entries.

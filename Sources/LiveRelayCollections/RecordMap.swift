@@ -6,8 +6,8 @@
 /// Why: the memory store's maps with an entry per user, per activity or per
 /// pooled string grow under the store's lock. A `Dictionary` of 393,216 user
 /// ids stalled the RegisterToken that crossed its capacity for about 80 ms,
-/// and every call waiting for the lock with it (docs/BENCHMARKS.md, "Stalls
-/// while the memory store grows"). Lookups cost what a `Dictionary`'s do: one
+/// and every call waiting for the lock with it (docs/BENCHMARKS.md,
+/// "Memory"). Lookups cost what a `Dictionary`'s do: one
 /// hash of the key, one comparison for a hit.
 ///
 /// A value type like `Dictionary`; a copy is a snapshot. Order of iteration

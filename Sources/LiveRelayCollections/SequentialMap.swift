@@ -4,10 +4,10 @@
 /// exists (a new page every 1,024 keys), so a fan-out of 100,000 pushes neither
 /// rehashes nor grows a table by copying it.
 ///
-/// Why: the dispatcher's scheduler kept its pushes and calls in dictionaries
-/// keyed by their numbers, and hashing those numbers (seven lookups per push:
-/// taken, sent, answered, settled) was the largest single cost of its
-/// per-push work under callgrind (docs/BENCHMARKS.md, issue 14).
+/// Why: the dispatcher's scheduler looks its pushes and calls up by their
+/// numbers about seven times per push (taken, sent, answered, settled), and
+/// hashing those numbers in dictionaries would be the largest single cost of
+/// its per-push work under callgrind (docs/BENCHMARKS.md, "Instruction-count gate").
 ///
 /// Memory follows the keys alive, not the keys handed out: a page whose last
 /// key is removed is freed, and the directory drops the freed pages at its

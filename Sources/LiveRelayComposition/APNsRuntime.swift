@@ -75,8 +75,8 @@ package struct PushingApp: Sendable {
 /// The default is half the cores: with one loop per core on each side (4 threads on
 /// 2 cores) the realistic mix cost more CPU per call than with the loops shared, as
 /// the dispatcher's hand-offs to the connections crossed threads that had to be woken;
-/// with one APNs loop on 2 cores it cost less (docs/BENCHMARKS.md, "The APNs side on
-/// loops of its own"). `--apns-threads` sets it.
+/// with one APNs loop on 2 cores it cost less (docs/BENCHMARKS.md, "Dispatcher and
+/// APNs client"). `--apns-threads` sets it.
 package enum APNsEventLoops {
     /// Threads show as `APNs-ELT-…` (`top -H`). Made once per process, at start, and
     /// kept as long as the process, as NIO's own shared group is.

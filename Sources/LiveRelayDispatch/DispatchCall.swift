@@ -5,7 +5,7 @@ extension DispatchScheduler {
     /// One accepted call. What never changes after ``enqueue`` is kept in one
     /// shared object, so reading a call for each of its pushes (sending, retrying,
     /// superseding) copies a reference instead of its activity id, payload,
-    /// headers and apns-id prefix, each with a retain and a release (issue 14).
+    /// headers and apns-id prefix, each with a retain and a release.
     /// The scheduler stays a value: the shared part is immutable.
     struct Call {
         final class Fixed: Sendable {

@@ -44,8 +44,8 @@ extension DispatchScheduler {
 
     /// One app's lanes. A token is hashed once per push, when the push is taken;
     /// from then on its lane is a slot number (in the ready queue, in the push),
-    /// so sending and answering a push hash no strings (in issue 14's profile a
-    /// third of the scheduler's instructions were `Hasher` over token strings).
+    /// so sending and answering a push hash no strings (`Hasher` over token
+    /// strings at each step would be a third of the scheduler's instructions).
     /// Slots of forgotten lanes are reused; only idle lanes are forgotten, and no
     /// push or ready entry refers to an idle lane.
     struct LaneTable {

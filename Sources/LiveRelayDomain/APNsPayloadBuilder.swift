@@ -24,7 +24,7 @@ public struct LiveActivityContent: Hashable, Sendable {
     }
 }
 
-/// Builds the `aps` JSON that ActivityKit expects (../shared/apns-facts.md).
+/// Builds the `aps` JSON that ActivityKit expects (Apple's ActivityKit push documentation).
 ///
 /// Written by hand rather than through a JSON encoder so that the caller's
 /// content-state and attributes objects, already validated as JSON objects,

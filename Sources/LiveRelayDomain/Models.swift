@@ -151,7 +151,7 @@ public struct ActivityKey: Hashable, Sendable {
     }
 }
 
-/// How long activities live, from Apple's rules (../shared/apns-facts.md).
+/// How long activities live, from Apple's rules (ActivityKit's documentation).
 public enum ActivityLifetime {
     /// An activity is active at most 8 hours; after that it expires on the device.
     public static let maxActive = UnixTime.Duration.hours(8)

@@ -56,9 +56,8 @@ public enum StoreWrite: Hashable, Sendable {
     case putToken(Token)
     case deleteToken(TokenKey)
     /// Delete every update token of the activity: what an end does, one write
-    /// whatever their number. As a delete per token, a 100,000-token end read
-    /// every key first and wrote 100,000 deletes (as many journal records; on
-    /// PostgreSQL the keys sorted, bound and matched one by one).
+    /// whatever their number, with no key read first (a delete per token would
+    /// read every key of a 100,000-token activity and write 100,000 deletes).
     case deleteUpdateTokens(of: ActivityKey)
     /// Insert or replace the activity with this (app, id).
     case putActivity(Activity)

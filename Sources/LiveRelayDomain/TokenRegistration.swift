@@ -142,7 +142,7 @@ public enum TokenRegistration {
 
     /// ``decide(_:existing:slotOccupant:activity:now:)`` for a registration (not a
     /// removal) whose token the caller has made already, with ``token(from:now:)``
-    /// to find its slot: made once, not twice, per RegisterToken (issue 14).
+    /// to find its slot: made once, not twice, per RegisterToken.
     static func decide(
         _ command: RegistrationCommand, candidate: Token, existing: Token?, slotOccupant: Token?, activity: Activity?,
         now: UnixTime

@@ -6,7 +6,7 @@ import LiveRelayPushOutlet
 /// in one array, with the key, the rotation slots and the three hot lookups
 /// as indexes of record numbers (with their hashes), so that a token costs
 /// about 260-280 bytes instead of the 1.2 KB of `Token` values in dictionaries
-/// keyed by strings (measured: docs/BENCHMARKS.md, "Stores (issue 14)").
+/// keyed by strings (measured: docs/BENCHMARKS.md, "Memory").
 ///
 /// What it answers is exactly what those dictionaries answered: the `Token`s
 /// are rebuilt on the way out (the hex unpacked, the strings taken from the
@@ -58,8 +58,8 @@ struct TokenTable: Sendable {
     /// The pool ids of the app and of the scope (attributes type or activity)
     /// of the last token written. Most calls name the app, and often the
     /// scope, of the call before, and comparing a string with the pool's costs
-    /// a fraction of hashing it: six string hashes per RegisterToken were
-    /// about 2,700 instructions (docs/BENCHMARKS.md, "String ids by hint").
+    /// a fraction of hashing it: without the hints a RegisterToken hashes six
+    /// strings.
     /// Only hints: ``StringPool/id(of:hint:)`` checks them.
     private var appHint: UInt32 = 0, scopeHint: UInt32 = 0
 

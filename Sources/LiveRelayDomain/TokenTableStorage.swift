@@ -5,10 +5,10 @@ import LiveRelayCollections
 /// record numbers, `RecordIndex`, its chunked arrays and maps are in
 /// LiveRelayCollections, which the dispatcher's lanes share).
 ///
-/// Why they exist: the memory store kept each token as a `Token` (seven
-/// strings) in a dictionary keyed by two more, plus three index dictionaries
-/// keyed by strings: about 1.2 KB per registered token. These keep the same
-/// facts in about a sixth of that (docs/BENCHMARKS.md, "Stores (issue 14)").
+/// Why they exist: each token as a `Token` (seven strings) in a dictionary
+/// keyed by two more, plus three index dictionaries keyed by strings, costs
+/// about 1.2 KB per registered token. These keep the same facts in about a
+/// sixth of that (docs/BENCHMARKS.md, "Memory").
 
 /// Lowercase hex of even length up to 64 characters (an APNs device token
 /// today is 32 bytes), two characters a byte in 32 inline bytes: no heap
@@ -27,9 +27,8 @@ struct PackedHex: Hashable, Sendable {
 
     /// Every lookup and write of a token packs its hex (twice per
     /// RegisterToken), and every fan-out target unpacks one: eight
-    /// characters at a time in one 64-bit word (SWAR), the rest one by one.
-    /// A loop per character cost about 1,000 instructions for 64 characters
-    /// each way (docs/BENCHMARKS.md, "PackedHex eight characters at a time").
+    /// characters at a time in one 64-bit word (SWAR), the rest one by one,
+    /// about half the instructions of a loop per character.
     init?(_ hex: String) {
         var hex = hex
         // Native strings are contiguous; a bridged or lazily made one is made so once.
@@ -220,7 +219,7 @@ struct StringPool: Sendable {
 /// mutation (under the memory store's lock). Most push-to-start tokens have
 /// an expiry (the retention, 30 days by default), and reading every member's
 /// record to find the due ones took 13 ms at a million tokens, nearly always
-/// to find none (docs/BENCHMARKS.md, "The token sweep's read"). The earliest
+/// to find none (docs/BENCHMARKS.md, "Memory"). The earliest
 /// expiries cost 8 bytes per 64 records (the bits an eighth of a byte per
 /// record), where an index by minute would cost 20 bytes per token.
 ///

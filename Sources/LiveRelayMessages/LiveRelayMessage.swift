@@ -140,8 +140,7 @@ protocol CMessageConvertible {
 extension CMessageConvertible {
     /// Decodes through `Codec.unpack` and `init(c:)`, then frees the unpacked struct.
     /// (Swift 6.3 still copies and destroys the finished value once when an
-    /// initializer assigns four or more non-trivial stored properties one by one;
-    /// see docs/BENCHMARKS.md.)
+    /// initializer assigns four or more non-trivial stored properties one by one.)
     @inline(__always)
     init(unpacking bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
         let message = try Codec.unpack(bytes, limit: limit, descriptor: Self.cDescriptor)

@@ -240,7 +240,7 @@ public struct MockAPNsConfiguration: Sendable {
     }
 }
 
-/// APNs's reasons with their statuses (../shared/apns-facts.md), plus the
+/// APNs's reasons with their statuses (Apple's documentation), plus the
 /// mock's own reasons for payload shape errors, which APNs does not name.
 public enum MockAPNsReasons {
     /// The body is not JSON, or not a JSON object.

@@ -7,8 +7,8 @@ import NIOCore
 /// Stores know nothing of the rules: they offer atomic ``apply(_:now:on:)`` of
 /// a ``StoreMutation`` (read through ``StateReader``, decide, write the plan)
 /// and a few reads. So SQLite and PostgreSQL get the domain's exact semantics
-/// by implementing `StateReader` over their tables and the five
-/// ``StoreWrite``s as statements, and the same behavioural suite checks them.
+/// by implementing `StateReader` over their tables and each of the eleven
+/// ``StoreWrite`` cases as statements, and the same behavioural suite checks them.
 ///
 /// ## The durability contract
 /// A future from `apply` succeeds only once the plan's writes are durable
@@ -45,8 +45,7 @@ public protocol ActivityStore: Sendable {
     /// before `body` sees a success), one future fewer for a caller that would
     /// only register a callback on it. By default exactly that; the memory
     /// store, which decides at once, calls `body` without making a future
-    /// (a future's allocation, callback list and generic teardown were some
-    /// 5,000 instructions of a RegisterToken's 74,000).
+    /// (a future's allocation, callback list and generic teardown).
     func apply<M: StoreMutation>(
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
         then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void)

@@ -30,8 +30,8 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
 
     /// A tenth of the SQL stores': a pass holds an app's lock for its part,
     /// and deleting 10,000 due tokens held the store's one lock 46–100 ms at a
-    /// million tokens, 1,000 for 2–7 ms (docs/BENCHMARKS.md, "The token
-    /// sweep's read"). The sweeper runs passes until one finds nothing, so a
+    /// million tokens, 1,000 for 2–7 ms (docs/BENCHMARKS.md, "Memory").
+    /// The sweeper runs passes until one finds nothing, so a
     /// mass expiry still clears in one turn, in short holds.
     public var sweepLimit: Int { 1_000 }
 
@@ -53,7 +53,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
         then body: @escaping @Sendable (Result<M.Outcome, any Error>) -> Void
     ) {
         // Nothing here but the call: the entry, which the specialization is chosen in, then
-        // computes no type metadata first (for `Applied<Result<M.Outcome, _>>?`, 1,700 instructions).
+        // computes no type metadata first (for `Applied<Result<M.Outcome, _>>?`).
         answer(mutation, now: now, on: eventLoop, then: body)
     }
 

@@ -322,8 +322,8 @@ public final class OpenSSLHandler: ChannelDuplexHandler, RemovableChannelHandler
         // Small writes are gathered and sealed a full record at a time: every
         // `SSL_write` seals at least one record of its own, and an HTTP/2 peer writes
         // two or three small buffers per stream (HEADERS, DATA's frame header, the
-        // body), so sealing each cost a record (header, AEAD tag, a cipher call) per
-        // buffer (issue 14: three records per APNs push before). The buffer is made
+        // body), so sealing each would cost a record (header, AEAD tag, a cipher call)
+        // per buffer, three per APNs push. The buffer is made
         // for a flush that has small writes to gather and dropped after it: kept
         // between flushes, it would hold 16 KiB for every idle connection.
         var gathered = ByteBuffer()

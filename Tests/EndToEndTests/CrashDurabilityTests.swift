@@ -1,5 +1,5 @@
-// Issue 4, "Done when": a test SIGKILLs the server while RegisterToken calls are in flight,
-// restarts it, and finds every acknowledged token.
+// Every acknowledged RegisterToken survives a SIGKILL: the test kills the server while
+// RegisterToken calls are in flight, restarts it, and finds every acknowledged token.
 //
 // The test starts the built `liverelay serve` (SQLite store, the default, in a fresh data
 // directory), and runs Tests/PythonClient/crash_durability.py `load`: 4 TLS connections with 64

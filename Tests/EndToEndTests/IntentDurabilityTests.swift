@@ -1,4 +1,4 @@
-// Issue 11, item 2: durable dispatch intents proven with kills. A SIGKILL of `liverelay serve`
+// Durable dispatch intents proven with kills. A SIGKILL of `liverelay serve`
 // in the middle of a fan-out must not lose the pushes of an acknowledged call.
 //
 // Each test runs a `liverelay mock-apns` of its own process (it records every push it receives

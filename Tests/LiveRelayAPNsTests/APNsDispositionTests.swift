@@ -3,7 +3,7 @@ import Testing
 
 @testable import LiveRelayAPNs
 
-/// The reason table of ../shared/apns-facts.md, transcribed, against ``APNsDisposition``.
+/// APNs's documented reason table, transcribed, against ``APNsDisposition``.
 @Suite("APNs response table")
 struct APNsDispositionTests {
     static let table: [(status: Int, reasons: [String?], expected: APNsDisposition)] = [

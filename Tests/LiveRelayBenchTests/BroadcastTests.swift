@@ -5,7 +5,7 @@ import Testing
 
 /// The broadcast scenario's pure parts: its knobs, the statistics of a leg of sequential
 /// calls, and the report's table and JSON (the run itself needs a server and a mock APNs
-/// with channels: scripts/bench-broadcast.sh).
+/// with channels: `scripts/bench.sh broadcast`).
 @Suite("Broadcast scenario (no sockets)")
 struct BroadcastTests {
     @Test func theDefaultsAreTheIssuesFigures() throws {

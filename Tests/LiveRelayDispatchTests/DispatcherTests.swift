@@ -136,7 +136,7 @@ import Testing
         try await tearDown(d, transport)
     }
 
-    // MARK: A push's life is the push's (issue 11, item 5)
+    // MARK: A push's life is the push's
 
     /// Retries without a cap (100 ms doubling to 1 s, no jitter) and a breaker
     /// that opens after 3 failures for 1 s, 2 s, then 4 s at most.

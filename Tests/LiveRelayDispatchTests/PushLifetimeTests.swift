@@ -6,7 +6,7 @@ import LiveRelayTestSupport
 import NIOCore
 import Testing
 
-/// A push's life is the push's (issue 11, item 5): retried through retryable
+/// A push's life is the push's: retried through retryable
 /// answers until its send-by time, never sent after it, and with no fixed
 /// number of attempts unless one is configured.
 @Suite struct PushLifetimeTests {

@@ -5,7 +5,7 @@ import LiveRelayPushOutlet
 import NIOCore
 import Testing
 
-/// Each APNs answer handled as the table in ../shared/apns-facts.md says, without sockets.
+/// Each APNs answer handled as APNs's documented reason table says, without sockets.
 @Suite struct SchedulerResponseTests {
     struct FinalCase: Sendable, CustomStringConvertible {
         var status: Int

@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func theProtocSideSeesTheChannelContract() throws {
-        // Issue 13: the broadcast channel RPCs and the new fields of the activity requests.
+        // The broadcast channel RPCs and the channel fields of the activity requests.
         let proto = try ProtocContract.load()
         #expect(
             proto.methods["/liverelay.v1.LiveRelay/DeleteChannel"]

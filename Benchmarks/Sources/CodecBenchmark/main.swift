@@ -1,6 +1,6 @@
 // Codec microbenchmark: LiveRelayMessages (protobuf-c) vs swift-protobuf 1.39 on the
 // same request values, plus FrameDecoder / FrameEncoder throughput. Every figure is
-// measured in this one run. Build in release: scripts/bench-codec.sh.
+// measured in this one run. Build in release: scripts/bench.sh codec.
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,7 @@
 import Foundation
 import LiveRelayMessages
 
-/// The Swift values of the broadcast channel interop cases (issue 13): Vectors/channels.json and
+/// The Swift values of the broadcast channel interop cases: Vectors/channels.json and
 /// the case Tests/Interop/interop.py generates (`generated_channel_cases`), written out field by field.
 extension InteropCases {
     static let channelID = "dHdvLWNoYW5uZWwtaWQtMQ=="

@@ -213,7 +213,7 @@ struct ProtoMutation: Sendable, CustomTestStringConvertible {
             name: "admin: remove a method", file: admin,
             old: "\(appStats)\n", new: "",
             expected: ["method /liverelay.admin.v1.Admin/GetAppStats: in the bindings, not in the .proto"]),
-        // Issue 13: broadcast channels.
+        // Broadcast channels.
         ProtoMutation(
             name: "channels: renumber a new activity field", file: "activity.proto",
             old: "  optional bool channel_only = 13;", new: "  optional bool channel_only = 15;",

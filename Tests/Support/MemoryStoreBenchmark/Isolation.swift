@@ -2,7 +2,7 @@
 //                        [--during update|sweep]
 //
 // What one app's large calls cost another app's calls inside the store (docs/BENCHMARKS.md,
-// "One lock per app"): big.app has one activity with --tokens update tokens, and a thread
+// "Fan-out isolation"): big.app has one activity with --tokens update tokens, and a thread
 // sends it UpdateActivity calls back to back (each reads every token's target under the
 // store's lock); meanwhile another thread registers new tokens of small.app one after the
 // other. Prints big.app's call times and small.app's latency percentiles. No network and no

@@ -1,7 +1,7 @@
 // sqlite-store-benchmark [--dir DIR] [--callers 64] [--seconds 10] [--tokens 100000] [--shape push-to-start|update]
 //                        [--throughput-only] [--keep]
 //
-// The SQLite store alone (no RPC), release build, for docs/BENCHMARKS.md ("Store"):
+// The SQLite store alone (no RPC), release build, for docs/BENCHMARKS.md ("SQLite"):
 //   1. durable RegisterToken applies per second with --callers concurrent callers, each
 //      awaiting its acknowledgement before the next call (new push-to-start tokens, every
 //      index touched), for --seconds; then the same with one caller (the fsync floor);

@@ -2,26 +2,26 @@
 # What the per-app quotas cost a call: server CPU per call of `liverelay serve
 # --config` (memory store, dev.app pushing to a `liverelay mock-apns` of its own)
 # for RegisterToken and UpdateActivity (one token per activity), closed loop 4x32,
-# in three configurations, alternated over ROUNDS rounds:
-#   before   BEFORE=<binary> built from a commit without quotas (same config, no "quotas")
-#   off      this tree, every limit "unlimited"
-#   on       this tree, every limit set (never reached): bucket, hour, both counts
-# Prints one line per run and the medians; touches no docs.
+# in two or three configurations, alternated over ROUNDS rounds:
+#   before   optional: BEFORE=<binary> to compare with (same config, no "quotas")
+#   off      LR, every limit "unlimited"
+#   on       LR, every limit set (never reached): bucket, hour, both counts
+# Prints one line per run and the medians.
 #
-#   BEFORE=/path/to/old/liverelay LR=.build-release/release/liverelay scripts/bench-quotas.sh
+#   LR=.build-release/release/liverelay scripts/bench.sh quotas      # BEFORE=<binary> adds a column
 #
 # Environment: LR (default .build-release/release/liverelay), BEFORE (optional),
 # DURATION (10), WARMUP (2), ROUNDS (3).
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LR=${LR:-$ROOT/.build-release/release/liverelay}
 BEFORE=${BEFORE:-}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
 NAME=bench-quotas
-# shellcheck source=scripts/bench-common.sh
-source "$ROOT/scripts/bench-common.sh"
+# shellcheck source=scripts/bench/common.sh
+source "$ROOT/scripts/bench/common.sh"
 export LIVERELAY_API_KEY=$DEV_API_KEY
 
 timeout 1800 "$LR" mock-apns --port 0 --cert-out "$WORK/mock.pem" --log-level warning \

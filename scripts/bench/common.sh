@@ -1,4 +1,4 @@
-# Sourced by scripts/bench-quotas.sh and scripts/bench-scrape.sh: a work directory
+# Sourced by the scripts of scripts/bench/ that start servers of their own: a work directory
 # removed on exit with every process listed in PIDS, and the development files
 # (certificate, dev.app's .p8 and API key) from one short development start.
 # Needs NAME and LR set.

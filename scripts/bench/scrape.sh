@@ -6,21 +6,21 @@
 # and status, pushes by outcome, queue depth and capacity, quota refusals none).
 # Then SCRAPES scrapes, one after another; prints the series count, the body
 # size and the scrape time (median, p90, max, client-side wall time on loopback)
-# and the server's CPU per scrape. Touches no docs.
+# and the server's CPU per scrape.
 #
-#   LR=.build-release/release/liverelay scripts/bench-scrape.sh
+#   LR=.build-release/release/liverelay scripts/bench.sh scrape
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LR=${LR:-$ROOT/.build-release/release/liverelay}
 APPS=${APPS:-1000}
 SCRAPES=${SCRAPES:-50}
 NAME=bench-scrape
-# shellcheck source=scripts/bench-common.sh
-source "$ROOT/scripts/bench-common.sh"
+# shellcheck source=scripts/bench/common.sh
+source "$ROOT/scripts/bench/common.sh"
 
 # An operator key for every app, and the mock and serve configs for APPS apps sharing one key.
 export LIVERELAY_API_KEY
-LIVERELAY_API_KEY=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/keys.json" bench-scrape)
+LIVERELAY_API_KEY=$(python3 "$ROOT/scripts/bench/operator-key.py" "$WORK/keys.json" bench-scrape)
 python3 - "$WORK" "$APPS" <<'PY'
 import json, sys
 work, apps = sys.argv[1], int(sys.argv[2])

@@ -11,13 +11,13 @@ a retain, a malloc or a Dictionary lookup counts for the code that called it. A
 sample in the kernel counts as "kernel" (system calls, page faults); one with no owner
 at all as "other" (mostly malloc and free, whose callers perf cannot unwind). Samples
 whose stack passes through the RPC server (LiveRelayServer) are counted apart:
-in scripts/profile-dispatch.sh they are the benchmark registering its tokens,
+in `scripts/bench.sh profile` they are the benchmark registering its tokens,
 not dispatch.
 
 Why: it shows how much of a push's CPU is the HTTP/2 library's and TLS's, which
-no change to our code can remove, next to ours (issue 14, goal 1).
+no change to our code can remove, next to ours.
 
-    perf script -i perf.data -F comm,tid,ip,sym,dso | scripts/profile-owners.py [--top OWNER]
+    perf script -i perf.data -F comm,tid,ip,sym,dso | scripts/bench/profile-owners.py [--top OWNER]
 """
 
 import collections

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Broadcast channels (issue 13): the time from UpdateActivity to the broadcast POST being
-# answered (one call to a channel) next to the same update fanned out to TOKENS update
-# tokens, both against one `liverelay mock-apns` process on loopback. Starts the mock and
-# `liverelay serve` (memory store, dev.app pushing to the mock, its queue large enough for
-# the fan-out), runs `liverelay bench broadcast`, stops everything, and rewrites the
-# "Broadcast channels (issue 13)" table of docs/BENCHMARKS.md (between the broadcast:begin/end
-# markers).
+# Broadcast channels: the time from UpdateActivity to the broadcast POST being answered (one
+# call to a channel) next to the same update fanned out to TOKENS update tokens, both against
+# one `liverelay mock-apns` process on loopback. Starts the mock and `liverelay serve` (memory
+# store, dev.app pushing to the mock, its queue large enough for the fan-out), runs `liverelay
+# bench broadcast`, stops everything, and prints the table (docs/BENCHMARKS.md, "Broadcast
+# channels").
 #
-#   scripts/bench-broadcast.sh                       # release build first, then ~2 min
-#   SKIP_BUILD=1 scripts/bench-broadcast.sh          # reuse the last release build
+#   scripts/bench.sh broadcast                       # release build first, then ~2 min
+#   SKIP_BUILD=1 scripts/bench.sh broadcast          # reuse the last release build
 #
 # Environment:
 #   SKIP_BUILD       1: reuse the last release build of liverelay (in SCRATCH)
@@ -16,21 +15,19 @@
 #   TOKENS           update tokens of the fan-out activity (default 100000)
 #   BROADCAST_CALLS  measured UpdateActivity calls to the channel (default 200)
 #   FANOUT_CALLS     measured UpdateActivity calls fanned out to TOKENS tokens (default 10)
-#   NO_DOCS          1: print the table, leave docs/BENCHMARKS.md alone
 #   CONFIG           release (default); debug only to try the script quickly (numbers meaningless)
 #   RESULT           a file to keep the JSON report in (the work directory is removed)
 #
 # Everything it starts is stopped on exit (trap), and has a lifetime cap besides.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
 SKIP_BUILD=${SKIP_BUILD:-0}
 SCRATCH=${SCRATCH:-$ROOT/.build-release}
 TOKENS=${TOKENS:-100000}
 BROADCAST_CALLS=${BROADCAST_CALLS:-200}
 FANOUT_CALLS=${FANOUT_CALLS:-10}
-NO_DOCS=${NO_DOCS:-0}
 CONFIG=${CONFIG:-release}
 LIFETIME=900
 STARTED=$(date +%s)
@@ -51,8 +48,8 @@ LR="$SCRATCH/$CONFIG/liverelay"
 # The work directory (removed on exit with every process in PIDS) and the development
 # files: certificate, dev.app's .p8 key, the API key file and DEV_API_KEY.
 NAME=bench-broadcast
-# shellcheck source=scripts/bench-common.sh
-source "$ROOT/scripts/bench-common.sh"
+# shellcheck source=scripts/bench/common.sh
+source "$ROOT/scripts/bench/common.sh"
 export LIVERELAY_API_KEY=$DEV_API_KEY
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -103,14 +100,14 @@ if [ $status != 0 ]; then
     exit $status
 fi
 
-# The section's table, machine and command.
+# The table, the machine and the command.
 MACHINE="$(nproc) vCPUs ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"), $(swift --version 2>/dev/null | head -1 | sed 's/ (.*//')"
 ENVIRONMENT=""
 [ "$TOKENS" != 100000 ] && ENVIRONMENT+="TOKENS=$TOKENS "
 [ "$BROADCAST_CALLS" != 200 ] && ENVIRONMENT+="BROADCAST_CALLS=$BROADCAST_CALLS "
 [ "$FANOUT_CALLS" != 10 ] && ENVIRONMENT+="FANOUT_CALLS=$FANOUT_CALLS "
 python3 - "$WORK/result.json" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$MACHINE" "$LOAD_BEFORE" "$LOAD_AFTER" \
-    "${ENVIRONMENT}scripts/bench-broadcast.sh" "liverelay bench broadcast --port P --ca-file cert.pem --server-pid PID ${ARGS[*]}" "$CONFIG" \
+    "${ENVIRONMENT}scripts/bench.sh broadcast" "liverelay bench broadcast --port P --ca-file cert.pem --server-pid PID ${ARGS[*]}" "$CONFIG" \
     >"$WORK/section.md" <<'PY'
 import json, sys
 path, when, machine, load_before, load_after, script, command, config = sys.argv[1:9]
@@ -141,8 +138,5 @@ out.append(f'The fan-out\'s p50 is **{ratio:,.0f}x** the broadcast\'s. Registeri
 print("\n".join(out))
 PY
 cat "$WORK/section.md"
-if [ "$NO_DOCS" != 1 ]; then
-    python3 "$ROOT/scripts/replace-doc-section.py" broadcast "$ROOT/docs/BENCHMARKS.md" "$WORK/section.md" "the broadcast table"
-fi
 if [ -n "${RESULT:-}" ]; then cp "$WORK/result.json" "$RESULT"; fi
 log "finished in $(($(date +%s) - STARTED)) s"

@@ -1,24 +1,23 @@
 #!/usr/bin/env bash
-# The store scenarios of scripts/bench.sh alone, for issue 14 (goals 3 and 4): durable
-# RegisterToken on SQLite, the journaled store and PostgreSQL (4 x 64 in flight), and one UpdateActivity of a
-# FANOUT-token activity until its pushes are queued (`*-fanout-load`), with the same
-# `liverelay bench` arguments as scripts/bench.sh; plus the same fan-out on the memory store
-# with that server's resident memory. Takes the liverelay binary to run, so that two builds
-# (before/after a change) can be compared in one sitting:
+# The store scenarios of scripts/bench.sh alone: durable RegisterToken on SQLite and
+# PostgreSQL (4 x 64 in flight), and one UpdateActivity of a FANOUT-token activity until its
+# pushes are queued (`*-fanout-load`), with the same `liverelay bench` arguments as
+# scripts/bench.sh; plus the same fan-out on the memory store with that server's resident
+# memory. Takes the liverelay binary to run, so that two builds can be compared in one sitting:
 #
 #   swift build -c release --scratch-path .build-release --product liverelay
-#   scripts/bench-stores.sh .build-release/release/liverelay [sqlite journal postgres memory]
+#   scripts/bench.sh stores .build-release/release/liverelay [sqlite postgres memory]
 #
 # Environment: DURATION (10), WARMUP (2), FANOUT (100000); FANOUT_CALLS (1): fan-out loads made
 # one after the other against the same server, each with its own new activity, as bench.sh's
-# FANOUT_RUNS (4 of them showed the dispatcher's lane table growing between calls); CONNECTIONS
+# FANOUT_RUNS (later calls find the dispatcher's lanes of the earlier ones); CONNECTIONS
 # (4) and DEPTH (64) for the RegisterToken scenarios (bench.sh's are 4 x 64); SERVER_ARGS, extra
 # `serve` arguments for every server (e.g. "--apns-endpoint 127.0.0.1:9", a closed port: nothing
 # is delivered). Prints one line per scenario (OK/s, p50 / p99 / max ms, server CPU µs per call)
 # and the load average before each.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LR=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 STORES=("$@")
@@ -41,7 +40,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-log() { echo "bench-stores: $*" >&2; }
+log() { echo "bench stores: $*" >&2; }
 UNLIMITED=(--admission-max-in-flight-per-app 100000 --admission-max-in-flight 100000)
 
 start_server() { # name args... ; sets PORT and PID
@@ -92,12 +91,6 @@ for store in "${STORES[@]}"; do
         start_server sqlite --store sqlite "${UNLIMITED[@]}"
         bench "sqlite-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
         fanout_loads sqlite
-        ;;
-    journal)
-        start_server journal --store journal "${UNLIMITED[@]}"
-        bench "journal-register-${CONNECTIONS}x$DEPTH" --connections "$CONNECTIONS" --depth "$DEPTH" --mix register --duration "$DURATION"
-        fanout_loads journal
-        echo "journal files: $(du -sh "$WORK/data/journal" | cut -f1) in $(ls "$WORK/data/journal" | tr '\n' ' ')"
         ;;
     postgres)
         eval "$(bash "$ROOT/scripts/postgres.sh" start)"

@@ -3,8 +3,8 @@
 # grpc-swift-2 serving the same unary method (RegisterToken) with the same
 # request bytes, over TLS on 127.0.0.1, measured in the same run.
 #
-#   scripts/bench-rpc.sh                       # shapes 1x1 4x32 16x64, 3 s warm-up + 10 s each
-#   SHAPES="4x32" DURATION=5 scripts/bench-rpc.sh
+#   scripts/bench.sh rpc                       # shapes 1x1 4x32 16x64, 3 s warm-up + 10 s each
+#   SHAPES="4x32" DURATION=5 scripts/bench.sh rpc
 #
 # Environment:
 #   SHAPES      "CxD ..." : C connections x D requests in flight per connection (default "1x1 4x32 16x64")
@@ -23,7 +23,7 @@
 # every process it starts is killed on exit, and each also stops by itself.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PKG="$ROOT/Benchmarks/RPC"
 SHAPES=${SHAPES:-"1x1 4x32 16x64"}
 WARMUP=${WARMUP:-3}

@@ -3,18 +3,18 @@
 # pushing to a `liverelay mock-apns` of its own process, both on loopback; a warm-up call,
 # then `perf record -g` on the server while 3 more calls each fan out to 100,000 tokens and
 # wait for every APNs answer. Prints the server's CPU per call (divide by 100,000 for per
-# push) and how its samples split by owner (scripts/profile-owners.py: nio-http2, TLS, our
+# push) and how its samples split by owner (scripts/bench/profile-owners.py: nio-http2, TLS, our
 # code, NIO, kernel), and writes the profile's top symbols to OUTDIR/top.txt. Everything
 # it starts stops by itself (timeouts) or when it ends.
 #
-#   scripts/profile-dispatch.sh [LIVERELAY_BINARY] [OUTDIR]
+#   scripts/bench.sh profile [LIVERELAY_BINARY] [OUTDIR]
 #   (default: .build-bench/release/liverelay, /tmp/liverelay-profile)
 #   MOCK_BINARY=path runs the mock from another build (to compare servers against one mock).
 set -u
 LR=${1:-.build-bench/release/liverelay}
 MOCK=${MOCK_BINARY:-$LR}
 OUT=${2:-/tmp/liverelay-profile}
-command -v perf >/dev/null || { echo "profile-dispatch: perf missing (apt-get install linux-perf)" >&2; exit 1; }
+command -v perf >/dev/null || { echo "bench profile: perf missing (apt-get install linux-perf)" >&2; exit 1; }
 rm -rf "$OUT"
 mkdir -p "$OUT/data"
 PIDS=()

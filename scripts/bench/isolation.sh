@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a large fan-out of one app costs another app's calls (issue 14): big.app makes
+# What a large fan-out of one app costs another app's calls: big.app makes
 # FANOUT_CALLS UpdateActivity calls to FANOUT-token activities, one after the other, each
 # with its own new tokens (`liverelay bench` registers them first), while small.app makes
 # UpdateActivity calls to one-token activities in a closed loop (1 connection, depth 1) the
@@ -8,14 +8,14 @@
 # percentiles, per binary, alternated over ROUNDS rounds: small.app's maximum is where a
 # dispatcher that holds its lock for a whole fan-out shows.
 #
-#   scripts/bench-fanout-isolation.sh BEFORE_BINARY AFTER_BINARY
+#   scripts/bench.sh isolation BINARY [BINARY...]     # two builds alternate round by round
 #
 # Environment: FANOUT (100000), FANOUT_CALLS (3), ROUNDS (2), SMALL_SECONDS (small.app's
-# window: 15 s per fan-out call and 5 more). Touches no docs. The hourly push quota is
+# window: 15 s per fan-out call and 5 more). The hourly push quota is
 # lifted: small.app's 5,000-7,000 calls/s pass its default 250,000 within the window, and
 # the refusals that follow are answered before the store and would hide what it measures.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BINARIES=("$@")
 [ ${#BINARIES[@]} -gt 0 ] || { echo "usage: $0 BINARY [BINARY...]" >&2; exit 2; }
 LR=${BINARIES[0]}
@@ -24,10 +24,10 @@ FANOUT_CALLS=${FANOUT_CALLS:-3}
 ROUNDS=${ROUNDS:-2}
 SMALL_SECONDS=${SMALL_SECONDS:-$((FANOUT_CALLS * 15 + 5))}
 NAME=bench-fanout-isolation
-# shellcheck source=scripts/bench-common.sh
-source "$ROOT/scripts/bench-common.sh"
+# shellcheck source=scripts/bench/common.sh
+source "$ROOT/scripts/bench/common.sh"
 
-KEY=$(python3 "$ROOT/scripts/operator-key.py" "$WORK/keys.json" "scripts/bench-fanout-isolation.sh")
+KEY=$(python3 "$ROOT/scripts/bench/operator-key.py" "$WORK/keys.json" "scripts/bench.sh isolation")
 export LIVERELAY_API_KEY=$KEY
 P8=$WORK/data/apns-dev-key.p8
 

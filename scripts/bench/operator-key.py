@@ -2,7 +2,7 @@
 """Writes an API key file holding one operator key (every app, every RPC of the
 benchmarks) and prints the key: for the bench scripts that start servers of their own.
 
-    scripts/operator-key.py KEY_FILE LABEL
+    scripts/bench/operator-key.py KEY_FILE LABEL
 """
 import hashlib
 import json

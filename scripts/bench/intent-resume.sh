@@ -6,7 +6,7 @@
 # the second start on the same data directory sends to its in-process mock APNs. The
 # script polls the intent table until it is empty.
 #
-#   scripts/intent-resume.sh [BINARY]   (default .build-bench/release/liverelay)
+#   scripts/bench.sh intent-resume [BINARY]   (default .build-bench/release/liverelay)
 set -euo pipefail
 B=${1:-.build-bench/release/liverelay}
 D=$(mktemp -d /var/tmp/liverelay-resume-XXXXXX)

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
 # Load on `liverelay mock-apns` (release build) from two independent clients:
 # h2load (nghttp2-client) POSTing valid Live Activity pushes with a valid JWT,
-# and aioapns (Python). Prints one line per client for docs/BENCHMARKS.md, with the
+# and aioapns (Python). Prints one line per client (docs/BENCHMARKS.md, "The mock APNs"), with the
 # mock's own CPU per request (utime+stime from /proc/<pid>/stat over the h2load run,
 # divided by its requests), h2load's CPU per request, and the load average around the run
 # (the machine is shared: CPU per request is the figure to compare, rates move with load).
 #
-#   scripts/bench-mock-apns.sh [-n REQUESTS] [-c CONNECTIONS] [-m STREAMS_PER_CONNECTION] [--python N]
+#   scripts/bench.sh mock-apns [-n REQUESTS] [-c CONNECTIONS] [-m STREAMS_PER_CONNECTION] [--python N]
 #                              [--recording-capacity N]
 #
 # --recording-capacity 0 runs the mock recording nothing (it still counts), as a mock that
 # only bounds a benchmark should; without it the mock keeps its default (10000 records).
-# BINARY=path/to/liverelay measures that build instead of building one (say, an older commit's).
+# BINARY=path/to/liverelay measures that build instead of building one.
 #
 # Needs what scripts/setup.sh installs (h2load, python3 with aioapns; PyJWT comes with it).
 # SCRATCH_PATH (default .build-mock) is the SwiftPM scratch path of the release build.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 requests=200000
 connections=4
