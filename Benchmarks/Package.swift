@@ -2,7 +2,7 @@
 // Codec microbenchmark: LiveRelayMessages (hand-written protobuf-c
 // bindings) next to swift-protobuf 1.39 on the same request messages, in the same
 // run, plus the frame codec. Its own package so swift-protobuf never enters the
-// main build. Run it with scripts/bench-codec.sh (release build); results and how
+// main build. Run it with scripts/bench.sh codec (release build); results and how
 // to read them are in docs/BENCHMARKS.md.
 //
 // The swift-protobuf messages come from Benchmarks/SwiftProtobufMessages, the one

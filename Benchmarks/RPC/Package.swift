@@ -7,12 +7,12 @@
 // Sources/LiveRelayGRPC is generated once and committed (see docs/BENCHMARKS.md):
 // no build plugin runs here.
 //
-// Executables (one process per role, so the numbers are honest about CPU):
-//   lr-null-server    RPCServer + NullLiveRelayService over TLS (OpenSSL 3)
+// Executables (one process per role, so the numbers are honest about CPU); LiveRelay's
+// side is `liverelay serve` with "null_service" from the root package, the server that ships:
 //   lr-load           closed-loop load through LiveRelayClient's low-level `call`
 //   grpc-null-server  grpc-swift-2 server over HTTP/2 + TLS (NIOSSL), null RegisterToken
 //   grpc-load         closed-loop load through a grpc-swift-2 client
-// scripts/bench-rpc.sh builds them in release and runs every shape against both.
+// scripts/bench.sh rpc builds them in release and runs every shape against both.
 import PackageDescription
 
 let package = Package(
@@ -69,20 +69,6 @@ let package = Package(
                 .product(name: "GRPCCore", package: "grpc-swift-2"),
                 .product(name: "GRPCNIOTransportHTTP2Posix", package: "grpc-swift-nio-transport"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ]
-        ),
-        .executableTarget(
-            name: "lr-null-server",
-            dependencies: [
-                "BenchSupport",
-                .product(name: "LiveRelayServer", package: "LiveRelay"),
-                .product(name: "LiveRelayService", package: "LiveRelay"),
-                .product(name: "LiveRelayTLS", package: "LiveRelay"),
-                .product(name: "LiveRelayMessages", package: "LiveRelay"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

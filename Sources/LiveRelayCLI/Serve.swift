@@ -139,6 +139,11 @@ struct Serve: AsyncParsableCommand {
     )
     var apnsThreads: Int?
 
+    @Option(
+        name: .customLong("rpc-threads"),
+        help: "Event-loop threads of the RPC side (the listener and every client connection); default: one per core.")
+    var rpcThreads: Int?
+
     @Flag(
         inversion: .prefixedNo,
         help:
@@ -176,6 +181,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         if let opsPort, !(-1...65_535).contains(opsPort) {
             throw ValidationError("--ops-port must be -1 (none), 0 (any free port) or a port number, got \(opsPort)")
+        }
+        if let rpcThreads, !(1...256).contains(rpcThreads) {
+            throw ValidationError("--rpc-threads must be 1...256, got \(rpcThreads)")
         }
         if let intentLeaseMs, intentLeaseMs < 1_000 {
             throw ValidationError("--intent-lease-ms must be at least 1000, got \(intentLeaseMs)")
@@ -315,6 +323,7 @@ struct Serve: AsyncParsableCommand {
         if let value = self.durableIntents { description.durableIntents = value }
         if let value = self.intentLeaseMs { description.intentLease = .milliseconds(value) }
         if let value = self.apnsThreads { description.apnsThreads = value }
+        if let value = self.rpcThreads { description.rpcThreads = value }
         if let value = admissionMaxInFlightPerApp { description.admission.maxInFlightPerApp = value }
         if let value = admissionMaxInFlight { description.admission.maxInFlight = value }
         return (description, setup)

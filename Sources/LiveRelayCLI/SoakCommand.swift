@@ -12,6 +12,7 @@ import LiveRelayMockAPNs
 import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayStore
+import LiveRelayStorePostgres
 import LiveRelayTLS
 import Logging
 import Metrics
@@ -163,13 +164,24 @@ struct Soak: AsyncParsableCommand {
                 alternateConnectionFaults: true, outages: outages, recordingCapacity: 0),
             group: mockGroup, logger: logger)
 
+        // A store of the soak's own, removed at the end: a temporary directory for SQLite,
+        // a throwaway schema for PostgreSQL (the URL's last "schema" parameter wins).
         var directory: String?
         var selection = StoreSelection(kind: store, postgresURL: postgresURL)
-        if store == .sqlite {
+        switch store {
+        case .sqlite:
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("liverelay-soak-\(getpid())").path
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             directory = path
             selection.dataDirectory = path
+        case .postgres:
+            let environment = ProcessInfo.processInfo.environment[StoreSelection.postgresURLVariable].flatMap { $0.isEmpty ? nil : $0 }
+            guard let given = postgresURL ?? environment else {
+                throw CLIError("--store postgres needs --postgres-url or \(StoreSelection.postgresURLVariable)")
+            }
+            selection.postgresURL = given + (given.contains("?") ? "&" : "?") + "schema=liverelay_soak_\(getpid())"
+        case .memory:
+            break
         }
         defer { if let directory { try? FileManager.default.removeItem(atPath: directory) } }
 
@@ -233,6 +245,7 @@ struct Soak: AsyncParsableCommand {
 
         await serviceGroup.triggerGracefulShutdown()
         try await running.value
+        if store == .postgres { try await PostgresActivityStore.dropSchema(configuration: try selection.postgresConfiguration()) }
         return SoakReport(
             description: description, targetPushes: pushes, calls: calls, server: figures,
             rssBoundBytes: UInt64(maxRssMb) * 1_048_576, expiryAllowanceMilliseconds: Int64(expiryAllowanceMs))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# RPC ingest benchmark: LiveRelay's null service next to
+# RPC ingest benchmark: LiveRelay's null service (`liverelay serve` with "null_service":
+# the shipping server, built the one way, answering empty replies) next to
 # grpc-swift-2 serving the same unary method (RegisterToken) with the same
 # request bytes, over TLS on 127.0.0.1, measured in the same run.
 #
@@ -68,7 +69,12 @@ if [ "$SKIP_BUILD" != 1 ]; then
     # dependencies (swift-protobuf's protoc, from C++ sources). Touching the manifest makes
     # SwiftPM re-plan, so source files added to the root package since the last build are seen.
     touch "$PKG/Package.swift"
-    for exe in lr-null-server lr-load grpc-null-server grpc-load; do
+    log "building liverelay (swift build -c release --product liverelay)"
+    swift build -c release --package-path "$ROOT" --product liverelay >"$WORK/build-liverelay.log" 2>&1 || {
+        tail -40 "$WORK/build-liverelay.log" >&2
+        exit 1
+    }
+    for exe in lr-load grpc-null-server grpc-load; do
         log "building $exe (swift build -c release --package-path Benchmarks/RPC --product $exe)"
         swift build -c release --package-path "$PKG" --product "$exe" >"$WORK/build-$exe.log" 2>&1 || {
             tail -40 "$WORK/build-$exe.log" >&2
@@ -77,7 +83,9 @@ if [ "$SKIP_BUILD" != 1 ]; then
     done
 fi
 BIN=$(swift build -c release --package-path "$PKG" --show-bin-path)
-for exe in lr-null-server lr-load grpc-null-server grpc-load; do
+LIVERELAY="$(swift build -c release --package-path "$ROOT" --show-bin-path)/liverelay"
+[ -x "$LIVERELAY" ] || { log "missing $LIVERELAY (build first)"; exit 1; }
+for exe in lr-load grpc-null-server grpc-load; do
     [ -x "$BIN/$exe" ] || { log "missing $BIN/$exe (build first)"; exit 1; }
 done
 
@@ -104,19 +112,28 @@ wait_for_line() { # file pattern timeout_s
     return 1
 }
 
-"${ON_SERVER_CPU[@]}" "$BIN/lr-null-server" --cert "$CERT" --key "$KEY" --threads "$SERVER_THREADS" \
-    --max-seconds "$MAX_SECONDS" >"$WORK/lr-server.log" 2>&1 &
+# The null service's config: TLS with the shared certificate, one operator key, no ops port.
+LR_KEY=$(python3 "$ROOT/scripts/bench/operator-key.py" "$WORK/api-keys.json" "rpc benchmark")
+cat >"$WORK/null.json" <<JSON
+{"listen": {"host": "127.0.0.1", "port": 0}, "ops": {"port": -1},
+ "tls": {"certificate": "$CERT", "private_key": "$KEY"}, "api_key_file": "$WORK/api-keys.json",
+ "store": {"kind": "memory"}, "null_service": true, "limits": {"drain_time_ms": 2000}}
+JSON
+"${ON_SERVER_CPU[@]}" "$LIVERELAY" serve --config "$WORK/null.json" --rpc-threads "$SERVER_THREADS" --log-level warning \
+    >"$WORK/lr-server.log" 2>&1 &
 LR_PID=$!
 PIDS+=("$LR_PID")
+# Bounded like the other server's --max-seconds, even if this script is killed.
+(sleep "$MAX_SECONDS"; kill "$LR_PID" 2>/dev/null) &
+PIDS+=("$!")
 "${ON_SERVER_CPU[@]}" "$BIN/grpc-null-server" --cert "$CERT" --key "$KEY" --threads "$SERVER_THREADS" \
     --max-seconds "$MAX_SECONDS" >"$WORK/grpc-server.log" 2>&1 &
 GRPC_PID=$!
 PIDS+=("$GRPC_PID")
 
-wait_for_line "$WORK/lr-server.log" "^LISTENING " 30
+wait_for_line "$WORK/lr-server.log" "^listening on " 30
 wait_for_line "$WORK/grpc-server.log" "^LISTENING " 30
-LR_PORT=$(awk '/^LISTENING /{print $2; exit}' "$WORK/lr-server.log")
-LR_KEY=$(awk '/^API_KEY /{print $2; exit}' "$WORK/lr-server.log")
+LR_PORT=$(awk '/^listening on /{n = split($3, a, ":"); print a[n]; exit}' "$WORK/lr-server.log")
 GRPC_PORT=$(awk '/^LISTENING /{print $2; exit}' "$WORK/grpc-server.log")
 log "LiveRelay null server pid $LR_PID port $LR_PORT; grpc-swift-2 null server pid $GRPC_PID port $GRPC_PORT"
 log "$PLACEMENT; warm-up ${WARMUP}s, measured ${DURATION}s per run; shapes: $SHAPES"

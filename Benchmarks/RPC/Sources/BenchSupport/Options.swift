@@ -22,7 +22,7 @@ public struct LoadOptions: Sendable {
     public var threads = 1
     /// Per-call timeout.
     public var timeoutMilliseconds = 10_000
-    /// LiveRelay only: the API key (printed by lr-null-server).
+    /// LiveRelay only: the API key the null service was given.
     public var apiKey = ""
     /// A label for the report line.
     public var label = ""

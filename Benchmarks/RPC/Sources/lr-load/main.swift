@@ -1,4 +1,4 @@
-// Closed-loop load against lr-null-server through LiveRelayClient's low-level
+// Closed-loop load against the null service (`liverelay serve` with "null_service") through LiveRelayClient's low-level
 // `call(_:payload:timeout:)`: C clients of one connection each, and D callers
 // per connection, each sending its next RegisterToken as soon as the previous
 // reply arrives (D requests pipelined per connection). Replies complete on the
