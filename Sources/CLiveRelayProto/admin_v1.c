@@ -64,10 +64,11 @@ static const ProtobufCFieldDescriptor admin_app_fields[] = {
   LR_FIELD_OPT_PTR(S, 8, credentials, MESSAGE, &admin_apns_credentials_info_descriptor),
   LR_FIELD_OPT_HAS(S, 9, created_at_ms, INT64, NULL),
   LR_FIELD_OPT_HAS(S, 10, updated_at_ms, INT64, NULL),
+  LR_FIELD_OPT_PTR(S, 11, owner, STRING, NULL),
 };
 static const unsigned admin_app_by_name[] = {
   0 /* app_id */, 1 /* bundle_id */, 8 /* created_at_ms */, 7 /* credentials */, 2 /* enabled */,
-  5 /* max_push_lifetime_s */, 3 /* queue_capacity */, 6 /* quotas */, 9 /* updated_at_ms */,
+  5 /* max_push_lifetime_s */, 10 /* owner */, 3 /* queue_capacity */, 6 /* quotas */, 9 /* updated_at_ms */,
   4 /* weight */,
 };
 LR_MESSAGE_IN(LR_ADMIN, admin_app, LrAdminApp, App)
@@ -193,10 +194,11 @@ static const ProtobufCFieldDescriptor admin_api_key_fields[] = {
   LR_FIELD_OPT_HAS(S, 7, created_at_ms, INT64, NULL),
   LR_FIELD_OPT_HAS(S, 8, last_used_at_ms, INT64, NULL),
   LR_FIELD_OPT_HAS(S, 9, revoked_at_ms, INT64, NULL),
+  LR_FIELD_OPT_PTR(S, 10, owner, STRING, NULL),
 };
 static const unsigned admin_api_key_by_name[] = {
   4 /* admin */, 2 /* all_apps */, 3 /* allowed_methods */, 1 /* app_ids */, 6 /* created_at_ms */,
-  0 /* key_id */, 5 /* label */, 7 /* last_used_at_ms */, 8 /* revoked_at_ms */,
+  0 /* key_id */, 5 /* label */, 7 /* last_used_at_ms */, 9 /* owner */, 8 /* revoked_at_ms */,
 };
 LR_MESSAGE_IN(LR_ADMIN, admin_api_key, LrAdminAPIKey, APIKey)
 #undef S

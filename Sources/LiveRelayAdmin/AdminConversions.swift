@@ -38,7 +38,7 @@ extension Admin.App {
                     teamID: $0.teamID, keyID: $0.keyID, endpoint: $0.endpoint, keySource: $0.keySource.description,
                     updatedAtMS: $0.updatedAt.milliseconds)
             },
-            createdAtMS: app.createdAt.milliseconds, updatedAtMS: app.updatedAt.milliseconds)
+            createdAtMS: app.createdAt.milliseconds, updatedAtMS: app.updatedAt.milliseconds, owner: app.source.rawValue)
     }
 }
 
@@ -57,6 +57,7 @@ extension Admin.APIKey {
         createdAtMS = key.createdAt.milliseconds
         lastUsedAtMS = key.lastUsedAt?.milliseconds
         revokedAtMS = key.revokedAt?.milliseconds
+        owner = key.source.rawValue
     }
 }
 

@@ -37,6 +37,7 @@ extension Admin.App: JSONRepresentable {
                 }
             ),
             ("created_at_ms", createdAtMS.map { .integer($0) }), ("updated_at_ms", updatedAtMS.map { .integer($0) }),
+            ("owner", owner.map { .string($0) }),
         ])
     }
 }
@@ -57,6 +58,7 @@ extension Admin.APIKey: JSONRepresentable {
             ("allowed_methods", allowedMethods.isEmpty ? nil : .array(allowedMethods.map { .string($0) })),
             ("admin", admin.map { .bool($0) }), ("label", label.map { .string($0) }), ("created_at_ms", createdAtMS.map { .integer($0) }),
             ("last_used_at_ms", lastUsedAtMS.map { .integer($0) }), ("revoked_at_ms", revokedAtMS.map { .integer($0) }),
+            ("owner", owner.map { .string($0) }),
         ])
     }
 }

@@ -116,11 +116,13 @@ extension Admin {
         public var credentials: APNsCredentialsInfo?
         public var createdAtMS: Int64?
         public var updatedAtMS: Int64?
+        /// Who owns the entry: "seed" (the config file; a start brings it back to the file) or "admin".
+        public var owner: String?
 
         public init(
             appID: String? = nil, bundleID: String? = nil, enabled: Bool? = nil, queueCapacity: UInt32? = nil,
             weight: UInt32? = nil, maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil,
-            credentials: APNsCredentialsInfo? = nil, createdAtMS: Int64? = nil, updatedAtMS: Int64? = nil
+            credentials: APNsCredentialsInfo? = nil, createdAtMS: Int64? = nil, updatedAtMS: Int64? = nil, owner: String? = nil
         ) {
             self.appID = appID
             self.bundleID = bundleID
@@ -132,6 +134,7 @@ extension Admin {
             self.credentials = credentials
             self.createdAtMS = createdAtMS
             self.updatedAtMS = updatedAtMS
+            self.owner = owner
         }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -146,6 +149,7 @@ extension Admin {
         func validate(prefix: String) throws(MessageError) {
             try Rules.noNUL(appID, prefix + "app_id")
             try Rules.noNUL(bundleID, prefix + "bundle_id")
+            try Rules.noNUL(owner, prefix + "owner")
             try credentials?.validate(prefix: prefix + "credentials.")
         }
     }
@@ -260,6 +264,7 @@ extension Admin.App: CMessageConvertible {
         credentials = m.credentials.map { Admin.APNsCredentialsInfo(c: $0) }
         createdAtMS = cOptional(m.has_created_at_ms, m.created_at_ms)
         updatedAtMS = cOptional(m.has_updated_at_ms, m.updated_at_ms)
+        owner = cOptionalString(m.owner)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAdminApp> {
@@ -275,6 +280,7 @@ extension Admin.App: CMessageConvertible {
         if let credentials { c.pointee.credentials = credentials.build(in: &a) }
         if let createdAtMS { c.pointee.has_created_at_ms = 1; c.pointee.created_at_ms = createdAtMS }
         if let updatedAtMS { c.pointee.has_updated_at_ms = 1; c.pointee.updated_at_ms = updatedAtMS }
+        c.pointee.owner = a.copy(owner)
         return c
     }
 }

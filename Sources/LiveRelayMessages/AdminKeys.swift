@@ -24,11 +24,13 @@ extension Admin {
         public var lastUsedAtMS: Int64?
         /// Absent while the key is valid.
         public var revokedAtMS: Int64?
+        /// Who owns the entry: "seed" (the API key file) or "admin".
+        public var owner: String?
 
         public init(
             keyID: String? = nil, appIDs: [String] = [], allApps: Bool? = nil, allowedMethods: [String] = [],
             admin: Bool? = nil, label: String? = nil, createdAtMS: Int64? = nil, lastUsedAtMS: Int64? = nil,
-            revokedAtMS: Int64? = nil
+            revokedAtMS: Int64? = nil, owner: String? = nil
         ) {
             self.keyID = keyID
             self.appIDs = appIDs
@@ -39,6 +41,7 @@ extension Admin {
             self.createdAtMS = createdAtMS
             self.lastUsedAtMS = lastUsedAtMS
             self.revokedAtMS = revokedAtMS
+            self.owner = owner
         }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -55,6 +58,7 @@ extension Admin {
             for (i, id) in appIDs.enumerated() { try Rules.noNUL(id, "\(prefix)app_ids[\(i)]") }
             for (i, name) in allowedMethods.enumerated() { try Rules.noNUL(name, "\(prefix)allowed_methods[\(i)]") }
             try Rules.noNUL(label, prefix + "label")
+            try Rules.noNUL(owner, prefix + "owner")
         }
     }
 
@@ -187,6 +191,7 @@ extension Admin.APIKey: CMessageConvertible {
         createdAtMS = cOptional(m.has_created_at_ms, m.created_at_ms)
         lastUsedAtMS = cOptional(m.has_last_used_at_ms, m.last_used_at_ms)
         revokedAtMS = cOptional(m.has_revoked_at_ms, m.revoked_at_ms)
+        owner = cOptionalString(m.owner)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAdminAPIKey> {
@@ -203,6 +208,7 @@ extension Admin.APIKey: CMessageConvertible {
         if let createdAtMS { c.pointee.has_created_at_ms = 1; c.pointee.created_at_ms = createdAtMS }
         if let lastUsedAtMS { c.pointee.has_last_used_at_ms = 1; c.pointee.last_used_at_ms = lastUsedAtMS }
         if let revokedAtMS { c.pointee.has_revoked_at_ms = 1; c.pointee.revoked_at_ms = revokedAtMS }
+        c.pointee.owner = a.copy(owner)
         return c
     }
 }

@@ -377,6 +377,7 @@ typedef struct LrAdminApp {
   int64_t created_at_ms;
   protobuf_c_boolean has_updated_at_ms;
   int64_t updated_at_ms;
+  char *owner;
 } LrAdminApp;
 
 typedef struct LrAdminCreateAppRequest {
@@ -470,6 +471,7 @@ typedef struct LrAdminAPIKey {
   int64_t last_used_at_ms;
   protobuf_c_boolean has_revoked_at_ms;
   int64_t revoked_at_ms;
+  char *owner;
 } LrAdminAPIKey;
 
 typedef struct LrAdminCreateAPIKeyRequest {
