@@ -11,6 +11,7 @@ import LiveRelayMockAPNs
 import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import LiveRelayTLS
 import Logging
 import Metrics

@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import NIOCore
 import Testing
 
@@ -11,8 +12,9 @@ import Glibc
 import Darwin
 #endif
 
-/// Issue 4, "Done when": a process is SIGKILLed while RegisterToken calls are
-/// in flight, the store is reopened, and every acknowledged token is there.
+/// Every acknowledged registration survives a crash: a process is SIGKILLed
+/// while RegisterToken calls are in flight, the store is reopened, and every
+/// acknowledged token is there.
 ///
 /// The process is `sqlite-crash-helper` (Tests/Support/SQLiteCrashHelper):
 /// it keeps 64 RegisterToken applies in flight on a SQLiteActivityStore and

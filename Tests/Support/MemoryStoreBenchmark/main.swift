@@ -1,7 +1,7 @@
 // memory-store-benchmark [--tokens 1000000] [--shape push-to-start|update|activities|isolation]
 //
 // What the in-memory store (InMemoryState, the storage of `serve --store memory`) costs per
-// registered token, for docs/BENCHMARKS.md ("Stores (issue 14)"): registers --tokens new
+// registered token, for docs/BENCHMARKS.md: registers --tokens new
 // tokens through the RegisterToken rule and prints the growth of the process's anonymous
 // resident memory (RssAnon: the heap) and of its whole resident set (VmRSS), each divided
 // by the number of tokens. Tokens are random 64-hex (like APNs's), device ids
@@ -23,6 +23,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import StoreBenchmarkSupport
 
 #if canImport(Glibc)

@@ -5,10 +5,10 @@ import LiveRelayCollections
 /// record numbers, `RecordIndex`, its chunked arrays and maps are in
 /// LiveRelayCollections, which the dispatcher's lanes share).
 ///
-/// Why they exist: the memory store kept each token as a `Token` (seven
-/// strings) in a dictionary keyed by two more, plus three index dictionaries
-/// keyed by strings: about 1.2 KB per registered token. These keep the same
-/// facts in about a sixth of that (docs/BENCHMARKS.md, "Stores (issue 14)").
+/// Why they exist: a `Token` (seven strings) in a dictionary keyed by two
+/// more, plus three index dictionaries keyed by strings, costs about 1.2 KB
+/// per registered token. These keep the same facts in about a sixth of that
+/// (docs/BENCHMARKS.md).
 
 /// Lowercase hex of even length up to 64 characters (an APNs device token
 /// today is 32 bytes), two characters a byte in 32 inline bytes: no heap
@@ -27,9 +27,9 @@ struct PackedHex: Hashable, Sendable {
 
     /// Every lookup and write of a token packs its hex (twice per
     /// RegisterToken), and every fan-out target unpacks one: eight
-    /// characters at a time in one 64-bit word (SWAR), the rest one by one.
-    /// A loop per character cost about 1,000 instructions for 64 characters
-    /// each way (docs/BENCHMARKS.md, "PackedHex eight characters at a time").
+    /// characters at a time in one 64-bit word (SWAR), the rest one by one,
+    /// rather than a loop per character (docs/BENCHMARKS.md, "PackedHex eight
+    /// characters at a time").
     init?(_ hex: String) {
         var hex = hex
         // Native strings are contiguous; a bridged or lazily made one is made so once.

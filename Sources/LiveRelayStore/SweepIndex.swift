@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayCollections
+import LiveRelayDomain
 
 /// The activities of ``InMemoryState`` by the minute of their sweep deadline,
 /// so that a sweep reads only the minutes that are due.

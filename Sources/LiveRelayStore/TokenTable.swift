@@ -1,14 +1,15 @@
 import LiveRelayAPNs
 import LiveRelayCollections
+import LiveRelayDomain
 import LiveRelayPushOutlet
 
 /// The tokens of ``InMemoryState``, compact: one fixed-size record per token
 /// in one array, with the key, the rotation slots and the three hot lookups
 /// as indexes of record numbers (with their hashes), so that a token costs
 /// about 260-280 bytes instead of the 1.2 KB of `Token` values in dictionaries
-/// keyed by strings (measured: docs/BENCHMARKS.md, "Stores (issue 14)").
+/// keyed by strings (measured in docs/BENCHMARKS.md).
 ///
-/// What it answers is exactly what those dictionaries answered: the `Token`s
+/// It answers exactly what dictionaries of `Token`s would: the `Token`s
 /// are rebuilt on the way out (the hex unpacked, the strings taken from the
 /// pool). A value type like the state that holds it: copying is a snapshot.
 struct TokenTable: Sendable {
@@ -58,9 +59,8 @@ struct TokenTable: Sendable {
     /// The pool ids of the app and of the scope (attributes type or activity)
     /// of the last token written. Most calls name the app, and often the
     /// scope, of the call before, and comparing a string with the pool's costs
-    /// a fraction of hashing it: six string hashes per RegisterToken were
-    /// about 2,700 instructions (docs/BENCHMARKS.md, "String ids by hint").
-    /// Only hints: ``StringPool/id(of:hint:)`` checks them.
+    /// a fraction of hashing it (a RegisterToken would otherwise hash six
+    /// strings; docs/BENCHMARKS.md, "String ids by hint"). Only hints: ``StringPool/id(of:hint:)`` checks them.
     private var appHint: UInt32 = 0, scopeHint: UInt32 = 0
 
     // MARK: Hashes
@@ -332,7 +332,7 @@ struct TokenTable: Sendable {
         pool.release(r.user)
     }
 
-    /// The list a record belongs in: (activity or type list, user list), as the old dictionaries indexed it.
+    /// The lists a record belongs in: its activity's or type's list, and its user's list.
     private func lists(of r: Record) -> (main: Pair?, mainIsType: Bool, user: Triple?) {
         if !r.isPushToStart { return (r.activity == 0 ? nil : Pair(app: r.app, id: r.activity), false, nil) }
         guard r.type != 0 else { return (nil, true, nil) }
