@@ -4,9 +4,10 @@
 // The module layout follows the path of one call: the wire (framing and the
 // connection state machines) -> the protobuf messages (hand-written protobuf-c
 // bindings) -> TLS -> the RPC server and its service seam -> the domain rules
-// -> the stores (the store protocols and the memory engine, SQLite, PostgreSQL) -> APNs values and provider tokens -> the
-// dispatcher (per-app queues) -> the HTTP/2 client to APNs. The mock APNs and
-// the load harness are users of the same modules.
+// -> the stores (the store protocols with the memory engine; SQLite; PostgreSQL,
+// one module per engine) -> APNs values and provider tokens -> the dispatcher
+// (per-app queues) -> the HTTP/2 client to APNs. The mock APNs and the load
+// harness are users of the same modules.
 import PackageDescription
 
 let package = Package(
@@ -428,7 +429,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayTestSupport", "LiveRelayStore", "LiveRelayStoreSQLite", "LiveRelayStorePostgres", "LiveRelayCollections", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            dependencies: ["LiveRelayTestSupport", "LiveRelayStore", "LiveRelayStoreSQLite", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                            .target(name: "sqlite-crash-helper")]
         ),
