@@ -31,12 +31,12 @@ final class AppShard: @unchecked Sendable {
 /// behind a lock of its own.
 ///
 /// ## Why
-/// Under one lock for the whole state, one app's large call held up every
-/// app's: a 100,000-token fan-out reads its targets in about 30 ms under it,
-/// a 100,000-token end 84–91 ms (docs/BENCHMARKS.md), and every other app's
-/// calls, on every event loop, waited as long. A call about one app
+/// Under one lock for the whole state, one app's large call would hold up
+/// every app's: a 100,000-token fan-out reads its targets in about 30 ms under
+/// it, a 100,000-token end 84–91 ms (docs/BENCHMARKS.md), and every other
+/// app's calls, on every event loop, would wait as long. A call about one app
 /// (``MutationScope/app(_:)``: registrations, starts, updates, ends, prunes,
-/// a settle of one app's intents) now takes that app's lock only.
+/// a settle of one app's intents) takes that app's lock only.
 ///
 /// ## Calls about every app
 /// The sweep and the intent claims (``PollsAcrossApps``) are applied app by
@@ -134,9 +134,9 @@ final class AppShards: @unchecked Sendable {
     /// As ``apply(_:scope:now:commit:)``, except for a call about one app that
     /// reads more than ``offloadAbove`` tokens, or that comes while such a call
     /// of its app waits or runs: that one is left to the app's queue. The
-    /// memory store plans on the caller's event loop, and a
-    /// 100,000-token fan-out planned there (20–30 ms) held up every other
-    /// call on that loop, every app's (docs/BENCHMARKS.md).
+    /// memory store plans on the caller's event loop, and a 100,000-token
+    /// fan-out planned there (20–30 ms) would hold up every other call on
+    /// that loop, every app's (docs/BENCHMARKS.md).
     func applyOrQueue<M: StoreMutation, R>(
         _ mutation: M, scope: MutationScope, now: UnixTime,
         commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R

@@ -5,10 +5,11 @@ import LiveRelayPushOutlet
 
 /// The state with the three hot indexes: the reference semantics every store
 /// must match, the storage of the memory store (one per app, ``AppShards``),
-/// and the state domain tests run rules against. Tokens, by far the most numerous rows, are kept
-/// compact (``TokenTable``); activities and idempotency records, one or a few
-/// per activity, are `RecordMap`s (a dictionary of them stalled the call
-/// that grew it past 786,432 activities for 0.6 s, past 1,572,864 for 2.8 s);
+/// and the state domain tests run rules against. Tokens, by far the most
+/// numerous rows, are kept compact (``TokenTable``); activities and
+/// idempotency records, one or a few per activity, are `RecordMap`s (a
+/// dictionary of them stalls the call that grows it past 786,432 activities
+/// for 0.6 s, past 1,572,864 for 2.8 s);
 /// intents are a dictionary with the intents of each activity beside it, so
 /// putting one looks only at its activity's older intents.
 ///
