@@ -4,9 +4,10 @@
 // The module layout follows the path of one call: the wire (framing and the
 // connection state machines) -> the protobuf messages (hand-written protobuf-c
 // bindings) -> TLS -> the RPC server and its service seam -> the domain rules
-// -> the stores (SQLite, PostgreSQL) -> APNs values and provider tokens -> the
-// dispatcher (per-app queues) -> the HTTP/2 client to APNs. The mock APNs and
-// the load harness are users of the same modules.
+// -> the stores (the store protocols with the memory engine; SQLite; PostgreSQL,
+// one module per engine) -> APNs values and provider tokens -> the dispatcher
+// (per-app queues) -> the HTTP/2 client to APNs. The mock APNs and the load
+// harness are users of the same modules.
 import PackageDescription
 
 let package = Package(
@@ -24,6 +25,7 @@ let package = Package(
         .library(name: "LiveRelayCollections", targets: ["LiveRelayCollections"]),
         .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
         .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
+        .library(name: "LiveRelayStoreSQLite", targets: ["LiveRelayStoreSQLite"]),
         .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
         .library(name: "LiveRelayPushOutlet", targets: ["LiveRelayPushOutlet"]),
         .library(name: "LiveRelayStorePostgres", targets: ["LiveRelayStorePostgres"]),
@@ -139,10 +141,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Activities and tokens as pure rules, and the APNs payload builder. No I/O.
+        // Activities and tokens as pure rules and values, and the APNs payload builder. No I/O, no store engine.
         .target(
             name: "LiveRelayDomain",
-            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayCollections"]
+            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
         ),
         // The push outlet: what the service hands the dispatcher (batches, admission,
         // enqueue options and results, pruned tokens). Both import it; neither imports the other.
@@ -153,18 +155,35 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        // Where tokens and activities live: the store protocol and its implementations.
+        // Where tokens and activities live: the store protocols (activities, channels, the tenant
+        // registry), what the SQL engines share, and the memory engine (a state per app behind its own lock).
         .target(
             name: "LiveRelayStore",
             dependencies: [
                 "LiveRelayDomain",
                 "LiveRelayAPNs",
+                "LiveRelayMessages",
+                "LiveRelayPushOutlet",
+                "LiveRelayCollections",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                "CSQLite",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // The embedded durable store: the store protocols on SQLite (WAL, one writer thread, fsync per batch).
+        .target(
+            name: "LiveRelayStoreSQLite",
+            dependencies: [
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayAPNs",
+                "LiveRelayMessages",
+                "LiveRelayPushOutlet",
+                "CSQLite",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The service the server dispatches to: domain rules + store, pushes to the outlet.
@@ -202,6 +221,7 @@ let package = Package(
             name: "LiveRelayStorePostgres",
             dependencies: [
                 "LiveRelayStore",
+                "LiveRelayBackoff",
                 "LiveRelayDomain",
                 "LiveRelayAPNs",
                 "LiveRelayMessages",
@@ -310,6 +330,7 @@ let package = Package(
                 "LiveRelayDomain",
                 "LiveRelayPushOutlet",
                 "LiveRelayStore",
+                "LiveRelayStoreSQLite",
                 "LiveRelayStorePostgres",
                 "LiveRelayService",
                 "LiveRelayTLS",
@@ -342,6 +363,7 @@ let package = Package(
                 "LiveRelayDomain",
                 "LiveRelayPushOutlet",
                 "LiveRelayStore",
+                "LiveRelayStoreSQLite",
                 "LiveRelayService",
                 "LiveRelayTLS",
                 "LiveRelayWire",
@@ -447,18 +469,19 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayDomainTests",
-            dependencies: ["LiveRelayTestSupport", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
+            // LiveRelayStore for the memory engine's state, which the rules are run against.
+            dependencies: ["LiveRelayTestSupport", "LiveRelayDomain", "LiveRelayStore", "LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
         ),
         .testTarget(
             name: "LiveRelayStoreTests",
-            dependencies: ["LiveRelayTestSupport", "LiveRelayStore", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            dependencies: ["LiveRelayTestSupport", "LiveRelayStore", "LiveRelayStoreSQLite", "LiveRelayStorePostgres", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayAPNs", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "Logging", package: "swift-log"),
                            .target(name: "sqlite-crash-helper")]
         ),
         // Test support: opens a SQLite store and registers tokens until killed (the SIGKILL durability test).
         .executableTarget(
             name: "sqlite-crash-helper",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStore", "LiveRelayStoreSQLite", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteCrashHelper"
         ),
         // What the three store benchmarks share (options, clock, tokens, /proc, formatting, the SQL stores' call timings).
@@ -470,7 +493,7 @@ let package = Package(
         // Run by hand (release): SQLite store throughput and load times for docs/BENCHMARKS.md.
         .executableTarget(
             name: "sqlite-store-benchmark",
-            dependencies: ["LiveRelayStore", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            dependencies: ["LiveRelayStore", "LiveRelayStoreSQLite", "LiveRelayDomain", "LiveRelayAPNs", "LiveRelayMessages", "StoreBenchmarkSupport", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             path: "Tests/Support/SQLiteStoreBenchmark"
         ),
         // Run by hand (release): bytes per registered token of the in-memory store, and one app's fan-outs against another's calls, for docs/BENCHMARKS.md.
@@ -505,6 +528,7 @@ let package = Package(
                 "LiveRelayTestSupport",
                 // The tenant registry opened beside a running server, as an operator's tool would.
                 "LiveRelayStore",
+                "LiveRelayStoreSQLite",
                 "LiveRelayDomain",
                 "LiveRelayAPNs",
                 "LiveRelayServer",

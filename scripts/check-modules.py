@@ -2,8 +2,10 @@
 """Checks that the module graph follows the path of one call (docs/ARCHITECTURE.md).
 
 Every `import LiveRelay...` in Sources/<Module>/*.swift must name a module that
-comes later on the path, a foundation, or the seam the module implements. Run by
-scripts/test.sh; exits 1 naming every import that goes back up the path.
+comes later on the path, a foundation, or the seam the module implements. A store
+engine (SQLite, PostgreSQL) is imported by the composition root only, and
+LiveRelayDomain imports no store at all. Run by scripts/test.sh; exits 1 naming
+every import that breaks a rule.
 """
 import pathlib
 import re
@@ -17,9 +19,10 @@ PATH = [
     "LiveRelayService",         # seam: the service protocol the server calls
     "LiveRelayActivities",      # the service: domain rules + store + push outlet
     "LiveRelayAdmin",           # the admin API: the tenant registry in the store
-    "LiveRelayStorePostgres",   # the store for several nodes
-    "LiveRelayStore",           # the store protocol, memory and SQLite
-    "LiveRelayDomain",          # rules as values, the APNs payload builder
+    "LiveRelayStorePostgres",   # engine: the store for several nodes
+    "LiveRelayStoreSQLite",     # engine: the embedded durable store
+    "LiveRelayStore",           # the store protocols and the memory engine
+    "LiveRelayDomain",          # rules and values, the APNs payload builder: no store engine
     "LiveRelayPushOutlet",      # seam: what the service hands dispatch (the app's queue)
     "LiveRelayDispatch",        # per-app bounded queues, the dispatcher
     "LiveRelayAPNsClient",      # HTTP/2 to APNs over the OpenSSL handler
@@ -40,6 +43,11 @@ CALLERS = {
 # The composition: the one builder of the server (LiveRelayComposition) and the `liverelay`
 # command over it. They may import anything; no other module imports them.
 COMPOSITION = {"LiveRelayComposition", "LiveRelayCLI"}
+# One module per store engine besides the memory one (in LiveRelayStore). Only the
+# composition picks an engine: no module on the path imports one, an engine
+# included (each builds on LiveRelayStore alone), and LiveRelayDomain imports no store.
+ENGINES = {"LiveRelayStoreSQLite", "LiveRelayStorePostgres"}
+STORE_MODULES = ENGINES | {"LiveRelayStore"}
 
 
 def imports(module: str) -> set[str]:
@@ -72,8 +80,14 @@ def main() -> int:
         if module not in PATH and module not in FOUNDATIONS and module not in CALLERS:
             problems.append(f"{module}: not placed on the path (scripts/check-modules.py, docs/ARCHITECTURE.md)")
             continue
-        for name in sorted(imports(module) - allowed(module)):
-            problems.append(f"{module} imports {name}, which is not after it on the path")
+        found = imports(module)
+        for name in sorted(found):
+            if module == "LiveRelayDomain" and name in STORE_MODULES:
+                problems.append(f"{module} imports {name}: the domain holds rules and values, and imports no store")
+            elif name in ENGINES:
+                problems.append(f"{module} imports the store engine {name}: only the composition ({', '.join(sorted(COMPOSITION))}) picks an engine")
+            elif name not in allowed(module):
+                problems.append(f"{module} imports {name}, which is not after it on the path")
     for problem in problems:
         print("check-modules: " + problem, file=sys.stderr)
     if not problems:

@@ -64,7 +64,7 @@ struct ReplayOnly<M: StoreMutation>: StoreMutation where M.Outcome == ActivityCa
 
     var scope: MutationScope { mutation.scope }
 
-    func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int { mutation.tokensRead(in: state, upTo: limit) }
+    func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int { mutation.tokensRead(in: state, upTo: limit) }
 
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<StoredReply?> {
         MutationPlan(outcome: try mutation.plan(state, now: now).outcome.replayed)

@@ -13,6 +13,7 @@ import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayStore
 import LiveRelayStorePostgres
+import LiveRelayStoreSQLite
 import LiveRelayTLS
 import Logging
 import Metrics

@@ -1,6 +1,7 @@
 import LiveRelayDomain
 import LiveRelayStore
 import LiveRelayStorePostgres
+import LiveRelayStoreSQLite
 import Logging
 
 #if canImport(Glibc)

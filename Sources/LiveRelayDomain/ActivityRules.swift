@@ -95,7 +95,7 @@ public struct StartActivity: StoreMutation {
     public var scope: MutationScope { .app(command.appID) }
 
     /// The type's push-to-start tokens for `all_devices`, else the tokens named.
-    public func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int {
+    public func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int {
         guard command.targets.allDevices == true else { return command.targets.pushToStartTokens.count }
         return state.pushToStartTokenCount(appID: command.appID, attributesType: command.attributesType, upTo: limit)
     }
@@ -217,7 +217,7 @@ public struct ChangeActivity: StoreMutation {
     public var scope: MutationScope { .app(appID) }
 
     /// The activity's update tokens: the fan-out reads them, and an end deletes them too.
-    public func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int {
+    public func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int {
         state.updateTokenCount(of: ActivityKey(appID: appID, activityID: activityID), upTo: limit)
     }
 

@@ -48,6 +48,16 @@ public protocol StateReader {
     func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent]
 }
 
+/// Token counts a store answers without reading the tokens, each counted no
+/// further than a limit: what ``StoreMutation/tokensRead(in:upTo:)`` asks of
+/// a store that decides by it where to plan a call.
+public protocol TokenCounts {
+    /// The activity's update tokens, counted up to `limit`.
+    func updateTokenCount(of activity: ActivityKey, upTo limit: Int) -> Int
+    /// The type's push-to-start tokens, counted up to `limit`.
+    func pushToStartTokenCount(appID: String, attributesType: String, upTo limit: Int) -> Int
+}
+
 /// One change a rule asks the store to make. Plans are lists of these so that
 /// a SQL store can turn them into prepared statements and batch many calls'
 /// plans into one transaction (one fsync).
@@ -126,16 +136,16 @@ public protocol StoreMutation: Sendable {
     var scope: MutationScope { get }
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Outcome>
     /// How many tokens planning this reads in `state`, counted up to `limit`:
-    /// the memory and journaled stores plan on the caller's event loop, and
-    /// plan a rule that reads more than a few thousand (a fan-out, a start to
+    /// the memory store plans on the caller's event loop, and plans a rule
+    /// that reads more than a few thousand (a fan-out, a start to
     /// `all_devices`, an end) off it, so the other calls on that loop are not
     /// held up for the 20–30 ms of a 100,000-token read. 0 unless a rule says.
-    func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int
+    func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int
 }
 
 extension StoreMutation {
     public var scope: MutationScope { .allApps }
-    public func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int { 0 }
+    public func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int { 0 }
 }
 
 /// A rule about several apps that is one independent rule per app: what it
@@ -208,7 +218,7 @@ public struct PollOrder: Comparable, Sendable {
 
 /// Which apps' state a rule reads and writes.
 ///
-/// Why a store asks: the memory and journaled stores keep each app's state
+/// Why a store asks: the memory store keeps each app's state
 /// behind a lock of its own, so that one app's 100,000-token fan-out (tens of
 /// milliseconds under the lock) does not hold up every other app's calls. A
 /// call about one app takes that app's lock only; the sweep and the intent

@@ -4,8 +4,7 @@ import LiveRelayDomain
 import LiveRelayPushOutlet
 import Synchronization
 
-/// One app's state in a memory or journaled store, and the lock it is read
-/// and changed under.
+/// One app's state in the memory store, and the lock it is read and changed under.
 final class AppShard: @unchecked Sendable {
     let appID: String
     let lock = AdaptiveLock()
@@ -28,16 +27,16 @@ final class AppShard: @unchecked Sendable {
     }
 }
 
-/// The state of a memory or journaled store, kept per app (``AppShard``),
-/// each app's behind a lock of its own.
+/// The state of the memory store, kept per app (``AppShard``), each app's
+/// behind a lock of its own.
 ///
 /// ## Why
-/// Under one lock for the whole state, one app's large call held up every
-/// app's: a 100,000-token fan-out reads its targets in about 30 ms under it,
-/// a 100,000-token end 84–91 ms (docs/BENCHMARKS.md), and every other app's
-/// calls, on every event loop, waited as long. A call about one app
+/// Under one lock for the whole state, one app's large call would hold up
+/// every app's: a 100,000-token fan-out reads its targets in about 30 ms under
+/// it, a 100,000-token end 84–91 ms (docs/BENCHMARKS.md), and every other
+/// app's calls, on every event loop, would wait as long. A call about one app
 /// (``MutationScope/app(_:)``: registrations, starts, updates, ends, prunes,
-/// a settle of one app's intents) now takes that app's lock only.
+/// a settle of one app's intents) takes that app's lock only.
 ///
 /// ## Calls about every app
 /// The sweep and the intent claims (``PollsAcrossApps``) are applied app by
@@ -58,8 +57,8 @@ final class AppShards: @unchecked Sendable {
     private let everyAppLock = AdaptiveLock()
     private static let empty = InMemoryState()
 
-    init(_ states: [String: InMemoryState] = [:]) {
-        shards = states.reduce(into: [:]) { $0[$1.key] = AppShard(appID: $1.key, state: $1.value, isClosed: false) }
+    init() {
+        shards = [:]
     }
 
     /// The app's shard, made when it has none (a write is about to need it).
@@ -108,9 +107,7 @@ final class AppShards: @unchecked Sendable {
 
     /// Plans `mutation` and applies its writes under the locks of `scope`
     /// (the mutation's), then runs `commit` with the writes and the decision
-    /// while still holding them: the journaled store appends the writes there,
-    /// so that each app's journal records are in the order its state changed.
-    /// nil once the store is closed.
+    /// while still holding them. nil once the store is closed.
     func apply<M: StoreMutation, R>(
         _ mutation: M, scope: MutationScope, now: UnixTime,
         commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
@@ -137,9 +134,9 @@ final class AppShards: @unchecked Sendable {
     /// As ``apply(_:scope:now:commit:)``, except for a call about one app that
     /// reads more than ``offloadAbove`` tokens, or that comes while such a call
     /// of its app waits or runs: that one is left to the app's queue. The
-    /// memory and journaled stores plan on the caller's event loop, and a
-    /// 100,000-token fan-out planned there (20–30 ms) held up every other
-    /// call on that loop, every app's (docs/BENCHMARKS.md).
+    /// memory store plans on the caller's event loop, and a 100,000-token
+    /// fan-out planned there (20–30 ms) would hold up every other call on
+    /// that loop, every app's (docs/BENCHMARKS.md).
     func applyOrQueue<M: StoreMutation, R>(
         _ mutation: M, scope: MutationScope, now: UnixTime,
         commit: (_ writes: [StoreWrite], _ decided: Result<M.Outcome, any Error>) -> R
@@ -209,8 +206,7 @@ final class AppShards: @unchecked Sendable {
     /// A poll across apps (``PollsAcrossApps``) applied app by app, one app's
     /// lock at a time: in each app whose state it finds work in, earliest work
     /// first, the poll with what is left of its limit, until the limit is used. `commit` gets each
-    /// app's writes under that app's lock (the journaled store appends them
-    /// there). nil for a mutation that is no such poll; a rule's error ends
+    /// app's writes under that app's lock. nil for a mutation that is no such poll; a rule's error ends
     /// the pass (the apps before it keep their part), as a close does.
     func pollAppByApp<M: StoreMutation>(
         _ mutation: M, scope: MutationScope, now: UnixTime, commit: (_ writes: [StoreWrite]) -> Void
@@ -271,18 +267,6 @@ final class AppShards: @unchecked Sendable {
     /// Every app's state, copied with every lock held (a value copy: each live
     /// state then copies only what is written to it afterwards).
     func copies() -> [String: InMemoryState]? { withAllApps { $0.states } }
-
-    /// Routes each write to its app's state, one with no app to every state:
-    /// how a journal's records are replayed into a state kept per app.
-    static func apply(_ writes: [StoreWrite], to states: inout [String: InMemoryState]) {
-        for write in writes {
-            if let appID = write.appID {
-                states[appID, default: InMemoryState()].apply(write)
-            } else {
-                for appID in states.keys { states[appID]!.apply(write) }
-            }
-        }
-    }
 
     /// One state holding every app's: for tests and diagnostics.
     static func merged(_ states: [String: InMemoryState]) -> InMemoryState {

@@ -20,7 +20,7 @@ import Darwin
 /// thread hop), except a call that reads many tokens (and its app's calls
 /// that come while it runs), planned on its app's queue, and
 /// ``usage(of:now:on:)``, whose scan of an app's activities runs off the loop.
-public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendable {
+public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     private let shards = AppShards()
 
     public init() {}
@@ -46,7 +46,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
     /// calls after it wait their turn there (``AppShards/applyOrQueue(_:scope:now:commit:)``).
     /// The service calls it through `any ActivityStore`, so it runs unspecialized
     /// unless the mutation is one specialized here: RegisterToken, the most
-    /// frequent call (rpc-register-token-memory: -1.7% instructions).
+    /// frequent call.
     @_specialize(where M == RegisterToken)
     public func apply<M: StoreMutation>(
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,
@@ -105,7 +105,8 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
         shards.apply(mutation, scope: scope, now: now) { _, decided in decided } ?? .failure(ActivityStoreError.closed)
     }
 
-    /// At once: nothing the memory store holds is waiting for a disk.
+    /// Runs `body` on the app's state under its lock and answers with its value,
+    /// at once: nothing the memory store holds is waiting for a disk.
     public func read<T: Sendable>(app appID: String, on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T> {
         eventLoop.makeCompletedFuture(shards.read(appID, body).map { .success($0) } ?? .failure(ActivityStoreError.closed))
     }
@@ -120,13 +121,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
     /// Token counts are kept per app, so they are exact; an activity started
     /// or ended during the scan may be counted or not.
     public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        Self.usage(of: appIDs, now: now, on: eventLoop, in: shards)
-    }
-
-    /// The usage scan of a store kept in ``AppShards`` (this one, the journaled one).
-    static func usage(
-        of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop, in shards: AppShards
-    ) -> EventLoopFuture<[String: AppUsage]> {
+        let shards = self.shards
         let promise = eventLoop.makePromise(of: [String: AppUsage].self)
         DispatchQueue.global().async {
             var usage: [String: AppUsage] = [:]
@@ -136,7 +131,7 @@ public final class InMemoryActivityStore: InMemoryStateStore, @unchecked Sendabl
                 var tokens = 0
                 while let start = next {
                     let scanned: Void? = shards.read(appID) {
-                        next = $0.countLiveActivities(of: &live, at: now, from: start, limit: usageSlice)
+                        next = $0.countLiveActivities(of: &live, at: now, from: start, limit: Self.usageSlice)
                         if next == nil { tokens = $0.tokenCount(ofApp: appID) }
                     }
                     guard scanned != nil else { return promise.fail(ActivityStoreError.closed) }

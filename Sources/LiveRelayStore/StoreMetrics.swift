@@ -17,8 +17,7 @@ public struct StoreMetrics: Sendable {
     private let commitDuration: Timer
     private let batchSize: Recorder
 
-    /// - Parameter store: the `store` label: "sqlite", "postgres" or "journal"
-    ///   (a round of the journal's `write` and `fdatasync`, and the calls' records it carried).
+    /// - Parameter store: the `store` label: "sqlite" or "postgres".
     public init(store: String) {
         commitDuration = Timer(label: "liverelay_store_commit_duration", dimensions: [("store", store)])
         batchSize = Recorder(label: Self.batchSizeLabel, dimensions: [("store", store)])

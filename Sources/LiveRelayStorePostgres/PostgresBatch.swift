@@ -179,7 +179,7 @@ struct PostgresBatchRunner: Sendable {
                         if uniqueViolations >= 3 { return fail(batch, error) }
                     }
                     if attempt < attempts {
-                        await backoff(attempt)
+                        await PostgresRetry.wait(PostgresRetry.batch, after: attempt)
                         continue
                     }
                     if batch.count > 1 { return await runAlone(batch) }
@@ -188,7 +188,7 @@ struct PostgresBatchRunner: Sendable {
                     reconnects += 1
                     attempt -= 1
                     counters.withLockedValue { $0.reconnects += 1 }
-                    await backoff(reconnects)
+                    await PostgresRetry.wait(PostgresRetry.batch, after: reconnects)
                     continue
                 case .server where batch.count > 1:
                     // One plan's writes were refused: only its future should fail.
@@ -211,12 +211,6 @@ struct PostgresBatchRunner: Sendable {
 
     private func fail(_ batch: [PostgresJob], _ error: any Error) {
         for job in batch { job.fail(error) }
-    }
-
-    /// Jittered, growing with the attempt: racing nodes should not retry in lockstep.
-    private func backoff(_ attempt: Int) async {
-        let ceiling = 2 << min(attempt, 6)
-        try? await Task.sleep(for: .milliseconds(Int.random(in: 1...ceiling)))
     }
 
     /// Plans every job against the transaction (fetching what the plans miss,

@@ -60,8 +60,6 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
     /// The channel schema version this build writes.
     public static var schemaVersion: Int { PostgresChannelSchema.migrations.count }
     public static let maxConnections = 4
-    /// Tries of one call that lost its connection, or deadlocked, before COMMIT.
-    static let attempts = 4
 
     public let configuration: PostgresStoreConfiguration
     /// The channel schema version the database had when this opened it (0 for a new one).
@@ -212,40 +210,27 @@ public final class PostgresChannelStore: ChannelStore, @unchecked Sendable {
 
     /// Runs `body` on a pooled connection with statement deadlines, again on a
     /// new connection when it lost its own (or deadlocked) before COMMIT was
-    /// sent, which `body` says through its second argument; maps the failures
-    /// a caller must tell apart to ``ChannelStoreError``.
+    /// sent, which `body` says through its second argument
+    /// (``PostgresRetry/withSession(client:timeout:logger:subject:checkOpen:_:giveUp:)``);
+    /// maps the failures a caller must tell apart to ``ChannelStoreError``.
     private func withSession<T: Sendable>(
         _ body: @escaping @Sendable (PostgresSession, NIOLockedValueBox<Bool>) async throws -> T
     ) async throws -> T {
-        var attempt = 0
-        while true {
-            attempt += 1
-            guard !closed.withLockedValue({ $0 }) else { throw ChannelStoreError.unavailable("the channel store is closed") }
-            let commitSent = NIOLockedValueBox(false)
-            do {
-                return try await client.withConnection { [configuration, logger] connection in
-                    try await body(PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger), commitSent)
-                }
-            } catch let error as ChannelStoreError {
-                throw error
-            } catch {
-                let failure = PostgresBatchRunner.classify(error, commitSent: commitSent.withLockedValue { $0 })
+        try await PostgresRetry.withSession(
+            client: client, timeout: configuration.statementTimeout, logger: logger, subject: "channel",
+            checkOpen: { [closed] in
+                guard !closed.withLockedValue({ $0 }) else { throw ChannelStoreError.unavailable("the channel store is closed") }
+            },
+            body,
+            giveUp: { error, failure in
+                // The store's own refusals (a full app, an unknown channel) reach the caller as they are.
+                if error is ChannelStoreError { return error }
                 switch failure {
-                case .conflict where attempt < Self.attempts, .connectionLost where attempt < Self.attempts:
-                    logger.debug("channel statement retried", metadata: ["attempt": "\(attempt)", "error": "\(String(reflecting: error))"])
-                    try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << attempt))))
-                case .uniqueViolation:
-                    throw ChannelStoreError.alreadyExists
-                case .conflict, .connectionLost:
-                    throw ChannelStoreError.unavailable(String(describing: error))
-                case .outcomeUnknown:
-                    logger.warning(
-                        "a channel change's COMMIT got no answer: it may or may not have taken effect", metadata: ["error": "\(error)"])
-                    throw ChannelStoreError.outcomeUnknown(String(describing: error))
-                case .server, .other:
-                    throw error
+                case .uniqueViolation: return ChannelStoreError.alreadyExists
+                case .conflict, .connectionLost: return ChannelStoreError.unavailable(String(describing: error))
+                case .outcomeUnknown: return ChannelStoreError.outcomeUnknown(String(describing: error))
+                case .server, .other: return error
                 }
-            }
-        }
+            })
     }
 }

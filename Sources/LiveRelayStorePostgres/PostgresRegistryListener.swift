@@ -42,7 +42,7 @@ struct PostgresRegistryListener: Sendable {
                 logger.log(
                     level: level, "the registry's LISTEN connection failed; listening again",
                     metadata: ["attempt": "\(failures)", "error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: .milliseconds(Int.random(in: 50...(50 << min(failures, 5)))))
+                await PostgresRetry.wait(PostgresRetry.listener, after: failures)
             }
         }
     }

@@ -41,8 +41,6 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
     /// The registry schema version this build writes.
     public static var schemaVersion: Int { PostgresRegistrySchema.migrations.count }
     static let maxConnections = 3
-    /// Tries of one operation that lost its connection, or a deadlock, before COMMIT.
-    static let attempts = 4
 
     public let configuration: PostgresStoreConfiguration
     /// The registry schema version the database had when this opened it (0 for a new one).
@@ -187,34 +185,16 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
 
     /// Runs `body` on a pooled connection with statement deadlines, again on a
     /// new connection when it lost its own (or deadlocked) before COMMIT was
-    /// sent, which `body` says through its second argument.
+    /// sent, which `body` says through its second argument
+    /// (``PostgresRetry/withSession(client:timeout:logger:subject:checkOpen:_:giveUp:)``).
     private func withSession<T: Sendable>(
         _ body: @escaping @Sendable (PostgresSession, NIOLockedValueBox<Bool>) async throws -> T
     ) async throws -> T {
-        var attempt = 0
-        while true {
-            attempt += 1
-            guard !state.withLockedValue({ $0.closed }) else { throw ActivityStoreError.closed }
-            let commitSent = NIOLockedValueBox(false)
-            do {
-                return try await client.withConnection { [configuration, logger] connection in
-                    try await body(PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger), commitSent)
-                }
-            } catch {
-                let failure = PostgresBatchRunner.classify(error, commitSent: commitSent.withLockedValue { $0 })
-                switch failure {
-                case .conflict where attempt < Self.attempts, .connectionLost where attempt < Self.attempts:
-                    logger.debug(
-                        "registry statement retried", metadata: ["attempt": "\(attempt)", "error": "\(String(reflecting: error))"])
-                    try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << attempt))))
-                case .outcomeUnknown:
-                    logger.warning(
-                        "a registry change's COMMIT got no answer: it may or may not have taken effect", metadata: ["error": "\(error)"])
-                    throw PostgresBatchRunner.callerError(error, failure)
-                default:
-                    throw PostgresBatchRunner.callerError(error, failure)
-                }
-            }
-        }
+        try await PostgresRetry.withSession(
+            client: client, timeout: configuration.statementTimeout, logger: logger, subject: "registry",
+            checkOpen: { [state] in
+                guard !state.withLockedValue({ $0.closed }) else { throw ActivityStoreError.closed }
+            },
+            body, giveUp: PostgresBatchRunner.callerError)
     }
 }

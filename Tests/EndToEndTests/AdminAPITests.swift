@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayDomain
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import LiveRelayTestSupport
 import Testing
 

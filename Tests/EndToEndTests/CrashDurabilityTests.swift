@@ -72,24 +72,6 @@ struct CrashDurabilityTests {
                 + "\(verify.int("acked_unchanged")) of \(verify.int("acked_checked")) acknowledged found")
     }
 
-    @Test("every acknowledged RegisterToken survives a SIGKILL of the server (journaled store)", .timeLimit(.minutes(5)))
-    func acknowledgedTokensSurviveSIGKILLOnTheJournal() throws {
-        guard let run = try CrashRun.perform(store: .journal, restartArguments: ["--store", "journal"]) else { return }
-        let load = run.load, verify = run.verify
-        #expect(load.int("acked") >= Self.killAfter, "only \(load.int("acked")) acknowledgements")
-        #expect(load.int("in_flight_at_kill") > 0, "no call was in flight at the SIGKILL: \(load)")
-        #expect(load.int("errors") == 0, "error replies before the kill: \(load["error_samples"] ?? "")")
-        #expect(verify.int("acked_checked") == load.int("acked"))
-        #expect(
-            verify.int("lost") == 0,
-            "\(verify.int("lost")) of \(verify.int("acked_checked")) acknowledged tokens were lost, e.g. [conn, seq, result] \(verify["lost_samples"] ?? "")"
-        )
-        #expect(verify.int("acked_unchanged") == load.int("acked"))
-        #expect(verify.int("controls_created") == verify.int("controls") && verify.int("controls") > 0, "control tokens: \(verify)")
-        #expect(run.verifyStatus == 0, "crash_durability.py verify exited \(run.verifyStatus)")
-        #expect(run.restartTranscript.contains("journaled store"), "the restart did not open the journal:\n\(run.restartTranscript)")
-    }
-
     @Test(
         "control: restarted on the in-memory store, the same check reports every acknowledged token lost",
         .timeLimit(.minutes(5)))
@@ -104,14 +86,10 @@ struct CrashDurabilityTests {
     }
 }
 
-/// One crash: serve (SQLite, or the journaled store) -> load + SIGKILL -> serve again on the same data directory -> verify.
+/// One crash: serve (SQLite) -> load + SIGKILL -> serve again on the same data directory -> verify.
 struct CrashRun {
-    enum Store: String {
-        case sqlite, journal
-
-        /// What `serve` prints when it opens this store.
-        var banner: String { self == .sqlite ? "SQLite store" : "journaled store" }
-    }
+    /// What `serve` prints when it opens the SQLite store.
+    static let banner = "SQLite store"
 
     var load: [String: Any]
     var verify: [String: Any]
@@ -119,7 +97,7 @@ struct CrashRun {
     var restartTranscript = ""
 
     /// nil after recording an issue (the server did not start, the driver failed, ...).
-    static func perform(store: Store = .sqlite, restartArguments: [String]) throws -> CrashRun? {
+    static func perform(restartArguments: [String]) throws -> CrashRun? {
         let repo = E2E.repositoryRoot()
         let binary = try E2E.liverelayBinary()
         let script = repo.appendingPathComponent("Tests/PythonClient/crash_durability.py").path
@@ -141,7 +119,7 @@ struct CrashRun {
         for _ in 0..<3 where first == nil {
             let dataDir = try E2E.makeTemporaryDirectory(prefix: "liverelay-crash-")
             directories.append(dataDir)
-            let server = try ServerProcess.start(binary: binary, dataDir: dataDir, extraArguments: ["--store", store.rawValue])
+            let server = try ServerProcess.start(binary: binary, dataDir: dataDir, extraArguments: ["--store", "sqlite"])
             servers.append(server)
             if let ready = server.waitUntilListening(timeout: 60) {
                 first = (server, ready.port, dataDir)
@@ -156,8 +134,8 @@ struct CrashRun {
             Issue.record("`liverelay serve` did not start listening.\n\(failures.joined(separator: "\n---\n"))")
             return nil
         }
-        guard server.transcript().contains(store.banner) else {
-            Issue.record("the first server does not run on the \(store.banner):\n\(server.transcript())")
+        guard server.transcript().contains(Self.banner) else {
+            Issue.record("the first server does not run on the \(Self.banner):\n\(server.transcript())")
             return nil
         }
         guard let apiKey = server.apiKey() else {

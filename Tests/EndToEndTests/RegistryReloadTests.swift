@@ -3,6 +3,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayServer
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import LiveRelayTestSupport
 import Testing
 

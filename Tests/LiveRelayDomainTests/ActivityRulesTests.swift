@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayPushOutlet
+import LiveRelayStore
 import Testing
 
 let order1 = ActivityKey(appID: app.id, activityID: "order-1")

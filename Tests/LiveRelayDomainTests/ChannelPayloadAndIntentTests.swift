@@ -4,7 +4,7 @@ import LiveRelayPushOutlet
 import Testing
 
 /// Broadcast channels in the domain: the start payload's channel fields, the
-/// broadcast payload limit, and how a durable intent keeps a channel target.
+/// broadcast payload limit, and how an intent keeps a channel target.
 @Suite struct ChannelPayloadAndIntentTests {
     let channelID = "dGVzdC1jaGFubmVsLTAwMQ=="
 
@@ -36,29 +36,6 @@ import Testing
         #expect(throws: DomainError.self) {
             try APNsPayloadBuilder.update(timestamp: 1_700_000_000, content: tooBig, limit: APNsBroadcast.maxPayloadBytes)
         }
-    }
-
-    @Test func aTargetListWithChannelsAndTheUpdateTokenMarkerRoundTrips() throws {
-        let targets: [PushTarget] = [
-            .channel(channelID, environment: .sandbox, storagePolicy: .noStorage),
-            PushTarget(token: "ab" + String(repeating: "0", count: 62), environment: .production),
-            .channel("b3RoZXI=", environment: .production, storagePolicy: .mostRecentMessage),
-        ]
-        for withUpdateTokens in [false, true] {
-            let bytes = DispatchIntent.encode(targets, withUpdateTokens: withUpdateTokens)
-            let decoded = try #require(DispatchIntent.decodeTargets(bytes))
-            #expect(decoded.targets == targets)
-            #expect(decoded.withUpdateTokens == withUpdateTokens)
-        }
-        // A list written before channels existed reads the same.
-        let tokensOnly = [PushTarget(token: "cd" + String(repeating: "1", count: 62), environment: .sandbox)]
-        #expect(DispatchIntent.decode(DispatchIntent.encode(tokensOnly)) == tokensOnly)
-        // A truncated channel entry or an unknown policy is a damaged row, not a guess.
-        let bytes = DispatchIntent.encode([targets[0]])
-        #expect(DispatchIntent.decodeTargets(Array(bytes.dropLast())) == nil)
-        var badPolicy = bytes
-        badPolicy[1] = 7
-        #expect(DispatchIntent.decodeTargets(badPolicy) == nil)
     }
 
     func intent(timestamp: Int64, targets: [PushTarget], channelOnly: Bool) -> DispatchIntent {

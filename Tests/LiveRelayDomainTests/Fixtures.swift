@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 
 let t0 = UnixTime(seconds: 1_700_000_000)
 let app = App(id: "com.example.app", bundleID: "com.example.app")

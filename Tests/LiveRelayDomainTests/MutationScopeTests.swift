@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayMessages
 import LiveRelayPushOutlet
+import LiveRelayStore
 import Testing
 
 @testable import LiveRelayDomain
@@ -46,8 +47,8 @@ import Testing
         #expect(StoreWrite.deleteUpdateTokens(of: ActivityKey(appID: "b", activityID: "x")).appID == "b")
     }
 
-    /// How many tokens a rule reads, counted up to a limit: what the memory and
-    /// journaled stores decide by whether to plan it off the caller's loop.
+    /// How many tokens a rule reads, counted up to a limit: what the memory
+    /// store decides by whether to plan it off the caller's loop.
     @Test func fanOutRulesCountTheTokensTheyRead() throws {
         var state = InMemoryState()
         for n in 1...5 {

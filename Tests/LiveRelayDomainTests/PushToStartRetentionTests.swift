@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import Testing
 
 /// A push-to-start token registered without `expires_at` lives for the

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import Testing
 
 @Suite struct SweepTests {

@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayPushOutlet
+import LiveRelayStore
 import Testing
 
 /// `updateTargets(of:at:)` is the fan-out's narrow read: it must say exactly

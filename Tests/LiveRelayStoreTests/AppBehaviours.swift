@@ -7,9 +7,9 @@ import Testing
 
 /// What every store does with several apps, part of ``StoreBehaviourSuite/all``:
 /// apps' data never mix, and the reads across apps (the sweep's, the intent
-/// claims') take the earliest first whichever app it is of. The memory and
-/// journaled stores keep each app's state apart (``AppShards``): these hold
-/// them to what a single state, and the SQL stores, answer.
+/// claims') take the earliest first whichever app it is of. The memory store
+/// keeps each app's state apart (``AppShards``): these hold it to what a
+/// single state, and the SQL stores, answer.
 extension StoreBehaviourSuite {
     static let appBehaviours: [StoreBehaviour] = [
         StoreBehaviour(description: "apps' tokens and activities never mix", run: appsAreApart),

@@ -17,7 +17,7 @@ struct HoldsItsApp: StoreMutation {
 
     var scope: MutationScope { .app(appID) }
 
-    func tokensRead(in state: InMemoryState, upTo limit: Int) -> Int { min(tokens, limit) }
+    func tokensRead(in state: some TokenCounts, upTo limit: Int) -> Int { min(tokens, limit) }
 
     func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
         entered.signal()
@@ -57,22 +57,10 @@ extension ActivityStore {
 }
 
 @Suite struct AppShardsTests {
-    enum Kind: String, CaseIterable { case memory, journal }
-
-    static func make(_ kind: Kind, in directory: String) throws -> any ActivityStore {
-        switch kind {
-        case .memory: InMemoryActivityStore()
-        case .journal: try JournaledActivityStore(configuration: .init(directory: directory + "/journal"))
-        }
-    }
-
     /// While a call of one app holds its app's lock, another app's
     /// registration is applied and answered; the held app's own waits for it.
-    @Test(arguments: Kind.allCases)
-    func anotherAppsCallIsNotHeldUp(_ kind: Kind) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { removeDirectory(directory) }
-        let store = try Self.make(kind, in: directory)
+    @Test func anotherAppsCallIsNotHeldUp() async throws {
+        let store = InMemoryActivityStore()
         let outcome = Self.callWhileAnAppIsHeld(store)
         #expect(outcome.otherAnswered, "the other app's call was answered while the first app's lock was held")
         #expect(outcome.heldAppsCallAnswered, "the held app's call was answered once the lock was let go")
@@ -98,11 +86,8 @@ extension ActivityStore {
     /// it without holding any other app's:
     /// five other apps' registrations are answered meanwhile. Holding every
     /// lock it reached before the held one, a poll would stop most of them.
-    @Test(arguments: Kind.allCases)
-    func aPollWaitsForAHeldAppAlone(_ kind: Kind) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { removeDirectory(directory) }
-        let store = try Self.make(kind, in: directory)
+    @Test func aPollWaitsForAHeldAppAlone() async throws {
+        let store = InMemoryActivityStore()
         for app in StoreBehaviourSuite.apps {
             try await StoreBehaviourSuite.apply(store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(1)), app)))
         }
@@ -130,11 +115,8 @@ extension ActivityStore {
     /// are answered with every app's part done (activities expired, intents
     /// taken). Holding every lock it reached before the held one, a poll
     /// that found work would stop most of the registrations.
-    @Test(arguments: Kind.allCases)
-    func aPollThatFindsWorkTakesOneAppAtATime(_ kind: Kind) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { removeDirectory(directory) }
-        let store = try Self.make(kind, in: directory)
+    @Test func aPollThatFindsWorkTakesOneAppAtATime() async throws {
+        let store = InMemoryActivityStore()
         let every = StoreBehaviourSuite.apps + [app]
         for (i, app) in every.enumerated() {
             try await StoreBehaviourSuite.apply(store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(1)), app)))
@@ -193,11 +175,8 @@ extension ActivityStore {
     }
 
     /// A closed store refuses every app's calls, an app it never saw included.
-    @Test(arguments: Kind.allCases)
-    func aClosedStoreRefusesEveryApp(_ kind: Kind) async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { removeDirectory(directory) }
-        let store = try Self.make(kind, in: directory)
+    @Test func aClosedStoreRefusesEveryApp() async throws {
+        let store = InMemoryActivityStore()
         try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1))))
         try await store.close()
         var request = pushToStart(hex(1))
@@ -209,35 +188,5 @@ extension ActivityStore {
         await #expect(throws: ActivityStoreError.self) {
             try await store.token(TokenKey(appID: appID, hex: hex(1)), on: StoreBehaviourSuite.group.any()).get()
         }
-    }
-
-    /// A journal of several apps (and a snapshot of them) reopens with each app's state as it was.
-    @Test func aJournalOfSeveralAppsReopensAsItWas() async throws {
-        let directory = try makeTemporaryDirectory()
-        defer { removeDirectory(directory) }
-        // Small enough that the writes below are snapshotted once at least.
-        let configuration = JournaledActivityStore.Configuration(directory: directory + "/journal", compactAfterBytes: 4_096)
-        let store = try JournaledActivityStore(configuration: configuration)
-        for (i, app) in StoreBehaviourSuite.apps.enumerated() {
-            for n in 0..<20 {
-                try await StoreBehaviourSuite.apply(
-                    store, RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(n), device: "d\(n)"), app)))
-            }
-            try await StoreBehaviourSuite.apply(
-                store, StartActivity(StoreBehaviourSuite.startIn(app), app: app, intents: StoreBehaviourSuite.nodeA),
-                now: t0 + .seconds(Int64(i)))
-        }
-        try await StoreBehaviourSuite.apply(store, RenewIntents(lease: StoreBehaviourSuite.nodeA), now: t0 + .seconds(10))
-        let before = JournaledStoreTests.contents(store.snapshot)
-        #expect(store.snapshot.tokenCount == 100 && store.snapshot.intentCount == 5)
-        try await store.close()
-        #expect(store.statistics.snapshots > 0)
-
-        let reopened = try JournaledActivityStore(configuration: configuration)
-        #expect(JournaledStoreTests.contents(reopened.snapshot) == before)
-        let usage = try await reopened.usage(of: StoreBehaviourSuite.apps.map(\.id), now: t0, on: StoreBehaviourSuite.group.any()).get()
-        #expect(usage.values.map(\.tokens) == Array(repeating: 20, count: 5))
-        #expect(usage.values.map(\.liveActivities) == Array(repeating: 1, count: 5))
-        try await reopened.close()
     }
 }

@@ -5,6 +5,7 @@ import Testing
 
 @testable import LiveRelayStore
 @testable import LiveRelayStorePostgres
+@testable import LiveRelayStoreSQLite
 
 #if canImport(Glibc)
 import Glibc

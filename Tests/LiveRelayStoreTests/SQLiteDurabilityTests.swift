@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import NIOCore
 import Testing
 

@@ -3,6 +3,7 @@ import LiveRelayDomain
 import Testing
 
 @testable import LiveRelayStore
+@testable import LiveRelayStoreSQLite
 
 /// Rows of `dispatch_intents` that cannot be sent are reported and deleted by
 /// the claim that finds them: never retried forever, never a failed claim that

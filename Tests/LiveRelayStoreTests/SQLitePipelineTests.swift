@@ -5,6 +5,7 @@ import NIOCore
 import Testing
 
 @testable import LiveRelayStore
+@testable import LiveRelayStoreSQLite
 
 #if canImport(Glibc)
 import Glibc

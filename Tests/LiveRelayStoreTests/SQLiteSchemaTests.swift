@@ -4,6 +4,7 @@ import LiveRelayMessages
 import Testing
 
 @testable import LiveRelayStore
+@testable import LiveRelayStoreSQLite
 
 /// Migration 4 (the fan-out's covering index) on a file written by the previous schema.
 @Suite struct SQLiteSchemaTests {

@@ -7,6 +7,7 @@ import NIOPosix
 import Testing
 
 @testable import LiveRelayStore
+@testable import LiveRelayStoreSQLite
 
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@ import LiveRelayDomain
 import Testing
 
 @testable import LiveRelayStore
+@testable import LiveRelayStoreSQLite
 
 #if canImport(Glibc)
 import Glibc

@@ -1,13 +1,11 @@
-// memory-store-benchmark --shape isolation [--tokens 100000] [--seconds 10] [--store memory|journal] [--dir /var/tmp]
-//                        [--during update|sweep]
+// memory-store-benchmark --shape isolation [--tokens 100000] [--seconds 10] [--during update|sweep]
 //
 // What one app's large calls cost another app's calls inside the store (docs/BENCHMARKS.md,
 // "Fan-out isolation"): big.app has one activity with --tokens update tokens, and a thread
 // sends it UpdateActivity calls back to back (each reads every token's target under the
 // store's lock); meanwhile another thread registers new tokens of small.app one after the
 // other. Prints big.app's call times and small.app's latency percentiles. No network and no
-// event loop in the figures: the store's `apply`, called from two threads, on 2 cores. The
-// journaled store's directory is deleted at the end.
+// event loop in the figures: the store's `apply`, called from two threads, on 2 cores.
 //
 // With `--during sweep` ("Sweeps and claims app by app") the first thread instead runs the
 // expiry sweep 33 hours later (past the activity's 8 hours and the 24 hours' retention),
@@ -46,12 +44,9 @@ final class Latencies: @unchecked Sendable {
 
 func measureIsolation(tokens: Int) async throws {
     let seconds = Double(option("--seconds", "10"))!
-    let kind = option("--store", "memory")
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let loop = group.next()
-    let journal = option("--dir", "/var/tmp") + "/isolation-\(getpid())-\(Int(monotonic() * 1e6))"
-    let store: any ActivityStore =
-        kind == "journal" ? try JournaledActivityStore(configuration: .init(directory: journal)) : InMemoryActivityStore()
+    let store: any ActivityStore = InMemoryActivityStore()
     let now = UnixTime(seconds: 1_700_000_000)
     let big = App(id: "big.app", bundleID: "big.app")
     let start = StartActivityRequest(
@@ -121,13 +116,12 @@ func measureIsolation(tokens: Int) async throws {
     }
     done.wait()
     if sweeping {
-        print("\(kind) store, \(tokens) update tokens of big.app's activity, swept 33 hours later")
+        print("memory store, \(tokens) update tokens of big.app's activity, swept 33 hours later")
         print("the sweep's passes of \(store.sweepLimit): \(bigCalls.summary)")
     } else {
-        print("\(kind) store, \(tokens) update tokens of big.app's activity, \(seconds) s")
+        print("memory store, \(tokens) update tokens of big.app's activity, \(seconds) s")
         print("big.app's UpdateActivity: \(bigCalls.summary)")
     }
     print("small.app's RegisterToken meanwhile: \(smallCalls.summary)")
     try await store.close()
-    if kind == "journal" { try? FileManager.default.removeItem(atPath: journal) }
 }

@@ -23,6 +23,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import StoreBenchmarkSupport
 
 #if canImport(Glibc)

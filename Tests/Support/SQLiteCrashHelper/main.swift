@@ -17,6 +17,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import NIOCore
 import NIOPosix
 

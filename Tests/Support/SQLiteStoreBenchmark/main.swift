@@ -20,6 +20,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayStore
+import LiveRelayStoreSQLite
 import NIOCore
 import NIOPosix
 import StoreBenchmarkSupport

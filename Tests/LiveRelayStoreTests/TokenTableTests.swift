@@ -1,11 +1,12 @@
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayStore
 import Testing
 
 /// The memory store's compact token table (``InMemoryState``'s tokens) against
-/// a plain model of what it must answer: the dictionaries it replaced.
+/// a plain model of what it must answer: tokens and slots in dictionaries.
 @Suite struct TokenTableTests {
-    /// The old representation, as simple as possible: every lookup a filter.
+    /// The plain representation, as simple as possible: every lookup a filter.
     struct Model {
         var tokens: [TokenKey: Token] = [:]
         var slots: [TokenSlot: String] = [:]

@@ -1,6 +1,7 @@
 import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayStore
 import NIOConcurrencyHelpers
 import NIOCore
 

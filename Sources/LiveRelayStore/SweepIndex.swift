@@ -1,13 +1,14 @@
 import LiveRelayAPNs
 import LiveRelayCollections
+import LiveRelayDomain
 
 /// The activities of ``InMemoryState`` by the minute of their sweep deadline,
 /// so that a sweep reads only the minutes that are due.
 ///
 /// Why: the sweeper runs every minute, inside a mutation (under the memory
-/// store's lock), and without an index it looked at every activity to find
-/// the due ones: 51 ms for a million activities, most of the time to find
-/// none (docs/BENCHMARKS.md, "Memory"). The SQL
+/// store's lock), and without an index it would look at every activity to
+/// find the due ones: 51 ms for a million activities, most of the time to
+/// find none (docs/BENCHMARKS.md, "Memory"). The SQL
 /// stores index the same value (`activities_sweep_deadline`).
 struct SweepIndex: Sendable {
     /// Keys by minute; a minute with no activity left is removed. A

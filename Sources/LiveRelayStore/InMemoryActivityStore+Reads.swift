@@ -1,17 +1,9 @@
 import LiveRelayDomain
 import NIOCore
 
-/// A store whose state is an ``InMemoryState`` per app, each behind its own
-/// lock (``AppShards``): the memory store and the journaled store. Their
-/// reads are the same lookups; what differs is when a read may be answered
-/// (at once for the memory store; once what it saw is synced for the
-/// journaled one), which each says in ``read(app:on:_:)``.
-public protocol InMemoryStateStore: ActivityStore {
-    /// Runs `body` on the app's state under its lock and answers with its value.
-    func read<T: Sendable>(app appID: String, on eventLoop: any EventLoop, _ body: (InMemoryState) -> T) -> EventLoopFuture<T>
-}
-
-extension InMemoryStateStore {
+/// The reads of ``InMemoryActivityStore``: each the lookup of one app's
+/// ``InMemoryState``, under its lock, answered at once (``InMemoryActivityStore/read(app:on:_:)``).
+extension InMemoryActivityStore {
     public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
         read(app: key.appID, on: eventLoop) { $0.token(key) }
     }

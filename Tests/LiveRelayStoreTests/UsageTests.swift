@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import Testing
 
 /// Live activities counted in slices (as the memory store counts them, letting

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import LiveRelayDomain
+@testable import LiveRelayStore
 
 /// ``ExpiryIndex`` against a dictionary of expiries, across word boundaries,
 /// removals and moved expiries, the way ``TokenTable`` drives it.

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayStore
 import Testing
 
 /// `activitiesDue` through the minute index answers what a scan of every

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayPushOutlet
+import LiveRelayStore
 
 /// The `dispatch_intents` table (schema version 3): ``DispatchIntent`` rows,
 /// their leases, and the claim query that resumes them.

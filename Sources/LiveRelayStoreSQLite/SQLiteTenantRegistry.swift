@@ -1,6 +1,7 @@
 import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayStore
 
 /// The registry of a single node: its own SQLite file, `<data dir>/registry.sqlite3`.
 ///

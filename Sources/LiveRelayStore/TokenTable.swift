@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayCollections
+import LiveRelayDomain
 import LiveRelayPushOutlet
 
 /// The tokens of ``InMemoryState``, compact: one fixed-size record per token
@@ -8,7 +9,7 @@ import LiveRelayPushOutlet
 /// about 260-280 bytes instead of the 1.2 KB of `Token` values in dictionaries
 /// keyed by strings (measured: docs/BENCHMARKS.md, "Memory").
 ///
-/// What it answers is exactly what those dictionaries answered: the `Token`s
+/// It answers exactly what dictionaries of `Token`s would: the `Token`s
 /// are rebuilt on the way out (the hex unpacked, the strings taken from the
 /// pool). A value type like the state that holds it: copying is a snapshot.
 struct TokenTable: Sendable {
@@ -332,7 +333,7 @@ struct TokenTable: Sendable {
         pool.release(r.user)
     }
 
-    /// The list a record belongs in: (activity or type list, user list), as the old dictionaries indexed it.
+    /// The lists a record belongs in: its activity's or type's list, and its user's list.
     private func lists(of r: Record) -> (main: Pair?, mainIsType: Bool, user: Triple?) {
         if !r.isPushToStart { return (r.activity == 0 ? nil : Pair(app: r.app, id: r.activity), false, nil) }
         guard r.type != 0 else { return (nil, true, nil) }

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import LiveRelayDomain
+@testable import LiveRelayStore
 
 /// ``PackedHex``: what it packs comes back unchanged, what it refuses is
 /// exactly what is not lowercase hex of an even length up to 64, and the

@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayPushOutlet
+import LiveRelayStore
 
 /// The rows of the four tables as domain values: every read and every
 /// ``StoreWrite`` as a cached prepared statement on one connection.

@@ -1,5 +1,6 @@
 import CSQLite
 import LiveRelayAPNs
+import LiveRelayStore
 
 /// The SQLite schema as an ordered list of migrations, and the code that
 /// brings a file up to date.

@@ -1,3 +1,4 @@
+import LiveRelayStore
 import NIOConcurrencyHelpers
 
 extension SQLiteActivityStore {

@@ -1,20 +1,21 @@
 import LiveRelayAPNs
 import LiveRelayCollections
+import LiveRelayDomain
 import LiveRelayPushOutlet
 
 /// The state with the three hot indexes: the reference semantics every store
-/// must match, the storage of the memory and journaled stores (one per app,
-/// `AppShards` in LiveRelayStore), and the state domain tests run rules
-/// against. Tokens, by far the most numerous rows, are kept
-/// compact (``TokenTable``); activities and idempotency records, one or a few
-/// per activity, are `RecordMap`s (a dictionary of them stalled the call
-/// that grew it past 786,432 activities for 0.6 s, past 1,572,864 for 2.8 s);
+/// must match, the storage of the memory store (one per app, ``AppShards``),
+/// and the state domain tests run rules against. Tokens, by far the most
+/// numerous rows, are kept compact (``TokenTable``); activities and
+/// idempotency records, one or a few per activity, are `RecordMap`s (a
+/// dictionary of them stalls the call that grows it past 786,432 activities
+/// for 0.6 s, past 1,572,864 for 2.8 s);
 /// intents are a dictionary with the intents of each activity beside it, so
 /// putting one looks only at its activity's older intents.
 ///
 /// A value type: copying it is a snapshot, and applying a plan is a pure
 /// function of the old value and the writes.
-public struct InMemoryState: StateReader, Sendable {
+public struct InMemoryState: StateReader, TokenCounts, Sendable {
     /// The tokens and their indexes, compact (``TokenTable``).
     private var tokens = TokenTable()
     private var activities = RecordMap<ActivityKey, Activity>()
@@ -44,13 +45,13 @@ public struct InMemoryState: StateReader, Sendable {
         return plan.outcome
     }
 
-    /// ``apply(_:now:)`` that also returns the writes it applied: what a
-    /// journaled store appends to its journal.
+    /// ``apply(_:now:)`` that also returns the writes it applied, which the
+    /// memory store checks name the app the call is about.
     ///
     /// Exported specialized for RegisterToken, the most frequent call, so that
-    /// the memory and journaled stores (their callers reach them through
-    /// `any ActivityStore`, unspecialized) plan it without generic metadata
-    /// lookups while they hold its app's lock.
+    /// the memory store (its callers reach it through `any ActivityStore`,
+    /// unspecialized) plans it without generic metadata lookups while it holds
+    /// the app's lock.
     @_specialize(exported:true,where M == RegisterToken)
     public mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome> {
         let plan = try mutation.plan(self, now: now)
@@ -103,9 +104,8 @@ public struct InMemoryState: StateReader, Sendable {
     }
 
     /// The whole state as writes that rebuild it from empty: every token,
-    /// activity, idempotency record and intent as its put. A journaled store
-    /// writes these as its snapshot, on a copy taken under its lock (a value
-    /// copy: the live state copies only what is written afterwards).
+    /// activity, idempotency record and intent as its put. How the memory
+    /// store merges its apps' states into one (``InMemoryActivityStore/snapshot``).
     public func forEachWrite(_ body: (StoreWrite) -> Void) {
         tokens.forEachToken { body(.putToken($0)) }
         for (_, activity) in activities { body(.putActivity(activity)) }

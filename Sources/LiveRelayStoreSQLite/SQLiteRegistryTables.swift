@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayStore
 
 /// The registry's schema in `registry.sqlite3`, versioned in its own
 /// `registry_schema_version` table the way ``SQLiteSchema`` versions the
