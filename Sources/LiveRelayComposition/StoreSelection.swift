@@ -47,46 +47,41 @@ package struct StoreSelection: Sendable {
     /// SQLite, the same database (and schema) with PostgreSQL,
     /// memory otherwise.
     package func openRegistry(logger: Logger) async throws -> any TenantRegistry {
-        switch kind {
-        case .memory:
-            return InMemoryTenantRegistry()
-        case .sqlite:
-            guard let directory = dataDirectory else { throw SetupError("the tenant registry needs a data directory") }
-            do {
-                return try SQLiteTenantRegistry(dataDirectory: directory)
-            } catch {
-                throw SetupError("cannot open the tenant registry in \(directory): \(error)")
-            }
-        case .postgres:
-            let configuration = try postgresConfiguration()
-            do {
-                return try await PostgresTenantRegistry(configuration: configuration, logger: logger)
-            } catch {
-                throw SetupError("cannot open the tenant registry in PostgreSQL \(configuration): \(error)")
-            }
-        }
+        try await open(
+            "the tenant registry", memory: { InMemoryTenantRegistry() }, sqlite: { try SQLiteTenantRegistry(dataDirectory: $0) },
+            postgres: { try await PostgresTenantRegistry(configuration: $0, logger: logger) })
     }
 
     /// The broadcast channels beside the registry: `<data dir>/channels.sqlite3`
     /// with SQLite, the `channels` table of the same database (and schema)
     /// with PostgreSQL, memory otherwise.
     package func openChannels(logger: Logger) async throws -> any ChannelStore {
+        try await open(
+            "the channel store", memory: { InMemoryChannelStore() }, sqlite: { try SQLiteChannelStore(dataDirectory: $0) },
+            postgres: { try await PostgresChannelStore(configuration: $0, logger: logger) })
+    }
+
+    /// One of the stores beside the activity store, by kind, failing with what could not be opened where.
+    private func open<Store>(
+        _ what: String, memory: () -> Store, sqlite: (String) throws -> Store,
+        postgres: (PostgresStoreConfiguration) async throws -> Store
+    ) async throws -> Store {
         switch kind {
         case .memory:
-            return InMemoryChannelStore()
+            return memory()
         case .sqlite:
-            guard let directory = dataDirectory else { throw SetupError("the channel store needs a data directory") }
+            guard let directory = dataDirectory else { throw SetupError("\(what) needs a data directory") }
             do {
-                return try SQLiteChannelStore(dataDirectory: directory)
+                return try sqlite(directory)
             } catch {
-                throw SetupError("cannot open the channel store in \(directory): \(error)")
+                throw SetupError("cannot open \(what) in \(directory): \(error)")
             }
         case .postgres:
             let configuration = try postgresConfiguration()
             do {
-                return try await PostgresChannelStore(configuration: configuration, logger: logger)
+                return try await postgres(configuration)
             } catch {
-                throw SetupError("cannot open the channel store in PostgreSQL \(configuration): \(error)")
+                throw SetupError("cannot open \(what) in PostgreSQL \(configuration): \(error)")
             }
         }
     }
