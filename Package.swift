@@ -454,6 +454,15 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "LiveRelayAdminTests",
+            dependencies: [
+                "LiveRelayAdmin", "LiveRelayAPNs", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayService", "LiveRelayStore",
+                "LiveRelayWire",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "LiveRelayCompositionTests",
             dependencies: [
                 "LiveRelayComposition", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayOps", "LiveRelayServer",
