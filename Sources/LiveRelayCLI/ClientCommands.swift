@@ -2,9 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayClient
 import LiveRelayMessages
-import LiveRelayTLS
 import Logging
-import NIOCore
 
 /// The RPC method table, for files of this module that import the client but not the messages (the soak run's key).
 typealias LiveRelayMethod = LiveRelayMessages.LiveRelayMethod

@@ -49,7 +49,7 @@ public final class LiveRelayClient: Sendable {
     /// - Parameters:
     ///   - eventLoopGroup: where connections live; nil (the default) uses
     ///     SwiftNIO's shared group, which needs no shutting down.
-    ///   - logger: connection events at debug level; nothing is logged above it.
+    ///   - logger: where connection events go, most of them at debug level.
     public static func withClient<Result, Failure: Error>(
         configuration: Configuration,
         eventLoopGroup: (any EventLoopGroup)? = nil,
