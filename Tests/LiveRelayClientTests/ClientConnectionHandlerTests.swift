@@ -166,6 +166,37 @@ import Testing
         #expect(connection.failure(of: call)?.status == .cancelled)
     }
 
+    @Test func aQuietConnectionIsPingedAndClosedWhenNoPongComesInTime() throws {
+        let connection = try EmbeddedClientConnection(keepaliveInterval: .seconds(30))
+        defer { connection.finish() }
+        try connection.welcome()
+        let call = connection.start()
+        _ = try connection.writtenFrames()
+
+        connection.loop.advanceTime(by: .seconds(30))
+        guard case .ping(let first)? = try connection.writtenFrames().first else {
+            Issue.record("expected a PING after 30 s without a frame from the server")
+            return
+        }
+        try connection.receive(.pong(first))
+        connection.loop.advanceTime(by: .seconds(10))
+        #expect(connection.result(of: call) == nil)
+        #expect(connection.channel.isActive)
+
+        // The PONG counts as traffic: the next PING is due 30 s after it, then 10 s to answer.
+        connection.loop.advanceTime(by: .seconds(20))
+        guard case .ping? = try connection.writtenFrames().first else {
+            Issue.record("expected a second PING")
+            return
+        }
+        connection.loop.advanceTime(by: .seconds(10))
+        let error = try #require(connection.failure(of: call))
+        #expect(error.status == .unavailable)
+        #expect(error.processing == .mayHaveBeenProcessed)
+        #expect(error.message.contains("keepalive timeout"))
+        #expect(!connection.channel.isActive)
+    }
+
     @Test func aClosedConnectionFailsSentCallsAsMaybeProcessedAndWaitingOnesAsNotProcessed() throws {
         let connection = try EmbeddedClientConnection()
         try connection.welcome(maxRequestsInFlight: 1)
@@ -201,12 +232,12 @@ final class EmbeddedClientConnection {
 
     var loop: EmbeddedEventLoop { self.channel.embeddedEventLoop }
 
-    init() throws {
+    init(keepaliveInterval: TimeAmount? = nil) throws {
         let loop = EmbeddedEventLoop()
         self.connection = PooledConnection(id: 0, eventLoop: loop)
         self.handler = ClientConnectionHandler(
             configuration: ClientConnectionStateMachine.Configuration(
-                apiKey: ByteBuffer(string: Self.apiKey), clientName: "embedded", keepaliveInterval: nil),
+                apiKey: ByteBuffer(string: Self.apiKey), clientName: "embedded", keepaliveInterval: keepaliveInterval),
             pool: self.delegate, connection: self.connection, usesTLS: false, logger: testLogger
         )
         self.connection.handler = self.handler
