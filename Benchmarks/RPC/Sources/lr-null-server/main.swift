@@ -34,7 +34,7 @@ let tls = try TLSContext(
     configuration: .makeServerConfiguration(certificateChain: .file(certificate), privateKey: .file(key))
 )
 let (apiKey, record) = APIKeyAuthenticator.generateKey(
-    appIDs: [],
+    apps: .all,
     allowedMethods: [.registerToken, .ping],
     label: "rpc benchmark"
 )
