@@ -13,29 +13,10 @@ import PackageDescription
 let package = Package(
     name: "LiveRelay",
     platforms: [.macOS(.v14)],
+    // What users link: the Swift client library (its modules come along as
+    // dependencies). Every other module is internal to this package.
     products: [
-        .library(name: "LiveRelayWire", targets: ["LiveRelayWire"]),
-        .library(name: "LiveRelayMessages", targets: ["LiveRelayMessages"]),
-        .library(name: "CLiveRelayProto", targets: ["CLiveRelayProto"]),
-        .library(name: "LiveRelayTLS", targets: ["LiveRelayTLS"]),
-        .library(name: "LiveRelayService", targets: ["LiveRelayService"]),
-        .library(name: "LiveRelayServer", targets: ["LiveRelayServer"]),
         .library(name: "LiveRelayClient", targets: ["LiveRelayClient"]),
-        .library(name: "LiveRelayBackoff", targets: ["LiveRelayBackoff"]),
-        .library(name: "LiveRelayCollections", targets: ["LiveRelayCollections"]),
-        .library(name: "LiveRelayDomain", targets: ["LiveRelayDomain"]),
-        .library(name: "LiveRelayStore", targets: ["LiveRelayStore"]),
-        .library(name: "LiveRelayStoreSQLite", targets: ["LiveRelayStoreSQLite"]),
-        .library(name: "LiveRelayActivities", targets: ["LiveRelayActivities"]),
-        .library(name: "LiveRelayPushOutlet", targets: ["LiveRelayPushOutlet"]),
-        .library(name: "LiveRelayStorePostgres", targets: ["LiveRelayStorePostgres"]),
-        .library(name: "LiveRelayAPNs", targets: ["LiveRelayAPNs"]),
-        .library(name: "LiveRelayAPNsClient", targets: ["LiveRelayAPNsClient"]),
-        .library(name: "LiveRelayDispatch", targets: ["LiveRelayDispatch"]),
-        .library(name: "LiveRelayMockAPNs", targets: ["LiveRelayMockAPNs"]),
-        .library(name: "LiveRelayBench", targets: ["LiveRelayBench"]),
-        .library(name: "LiveRelayOps", targets: ["LiveRelayOps"]),
-        .library(name: "LiveRelayAdmin", targets: ["LiveRelayAdmin"]),
         .executable(name: "liverelay", targets: ["liverelay"]),
     ],
     dependencies: [

@@ -12,19 +12,23 @@ import PackageDescription
 let package = Package(
     name: "LiveRelayCodecBenchmarks",
     dependencies: [
-        .package(name: "LiveRelay", path: ".."),
         .package(path: "SwiftProtobufMessages"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
+        // The modules under test, built here from the main package's sources (Sources/<name>
+        // link to ../../Sources/<name>): the main package ships only the client library.
+        .target(name: "CLiveRelayProto", linkerSettings: [.linkedLibrary("protobuf-c")]),
+        .target(name: "LiveRelayMessages", dependencies: ["CLiveRelayProto", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "LiveRelayWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
         .executableTarget(
             name: "CodecBenchmark",
             dependencies: [
                 .product(name: "SwiftProtobufMessages", package: "SwiftProtobufMessages"),
-                .product(name: "LiveRelayMessages", package: "LiveRelay"),
-                .product(name: "CLiveRelayProto", package: "LiveRelay"),
-                .product(name: "LiveRelayWire", package: "LiveRelay"),
+                "LiveRelayMessages",
+                "CLiveRelayProto",
+                "LiveRelayWire",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

@@ -1,23 +1,27 @@
 // swift-tools-version:6.0
-// LiveRelay's libFuzzer targets (issue 2, item 8). A package of its own so the
-// main build never sees sanitizer flags: run them with scripts/fuzz.sh, which
-// builds with `-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library`.
+// LiveRelay's libFuzzer targets. A package of its own so the main build never
+// sees sanitizer flags: run them with scripts/fuzz.sh, which builds with
+// `-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library`.
 import PackageDescription
 
 let package = Package(
     name: "LiveRelayFuzz",
     dependencies: [
-        .package(name: "LiveRelay", path: ".."),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
+        // The modules under test, built here from the main package's sources (Sources/<name>
+        // link to ../../Sources/<name>): the main package ships only the client library.
+        .target(name: "CLiveRelayProto", linkerSettings: [.linkedLibrary("protobuf-c")]),
+        .target(name: "LiveRelayMessages", dependencies: ["CLiveRelayProto", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "LiveRelayWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
         // The checks every target shares: message round trips, the frame
         // stream driver, seed writing. No fuzzer entry point of its own.
         .target(
             name: "FuzzSupport",
             dependencies: [
-                .product(name: "LiveRelayMessages", package: "LiveRelay"),
-                .product(name: "LiveRelayWire", package: "LiveRelay"),
+                "LiveRelayMessages",
+                "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),

@@ -4,7 +4,7 @@
 //
 // Its own package, depending on the root by path, so that the root manifest gains no benchmark
 // target. One executable:
-//   lr-store-load   closed-loop RegisterToken load through LiveRelayClient's low-level `call`,
+//   lr-store-load   closed-loop RegisterToken load through the LiveRelayClient library product,
 //                   every call a new token for a new device (each one an INSERT and a CREATED reply)
 // Benchmarks/StoreRPC/run.sh builds it and `liverelay` in release and runs every shape.
 import PackageDescription
@@ -22,8 +22,6 @@ let package = Package(
             name: "lr-store-load",
             dependencies: [
                 .product(name: "LiveRelayClient", package: "LiveRelay"),
-                .product(name: "LiveRelayMessages", package: "LiveRelay"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -56,7 +56,7 @@ public final class BenchRunner: @unchecked Sendable {
         var configuration = client
         configuration.connections = 1
         configuration.retryPolicy = LiveRelayClient.RetryPolicy(maxAttempts: 1, retryIdempotentCalls: false)
-        configuration.defaultTimeout = timeout
+        configuration.defaultTimeout = Duration(timeout)
         // The client counts a finished call as pending until its connection's read batch
         // ends (one lock per batch, not per reply), and a caller may already have sent its
         // next call by then: up to twice the callers' own bound, never a refusal of ours.

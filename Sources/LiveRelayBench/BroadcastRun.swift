@@ -29,7 +29,7 @@ public struct BroadcastRun: Sendable {
         self.progress = progress
     }
 
-    private var timeout: TimeAmount { .nanoseconds(Int64(scenario.timeoutSeconds * 1e9)) }
+    private var timeout: Duration { .nanoseconds(Int64(scenario.timeoutSeconds * 1e9)) }
 
     private func makeClient(depth: Int) -> LiveRelayClient {
         var configuration = client
@@ -204,7 +204,8 @@ public struct BroadcastRun: Sendable {
                                 deviceID: "b\(runTag)-d\(hex(scatter(UInt64(i)), digits: 16))"
                             ).serialize(into: &payload)
                             do {
-                                _ = try await client.call(.registerToken, payload: payload, timeout: timeout, idempotent: true).get()
+                                _ = try await client.call(.registerToken, payload: payload, timeout: TimeAmount(timeout), idempotent: true)
+                                    .get()
                             } catch {
                                 failure.withLockedValue { if $0 == nil { $0 = "\(error)" } }
                             }

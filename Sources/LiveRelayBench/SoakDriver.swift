@@ -67,7 +67,7 @@ public struct SoakCalls: Sendable, Codable, Equatable {
 public final class SoakDriver: Sendable {
     public let plan: SoakPlan
     private let client: LiveRelayClient
-    private let timeout: TimeAmount
+    private let timeout: Duration
     private let progress: (@Sendable (SoakCalls) -> Void)?
     private let state = NIOLockedValueBox(State())
 
@@ -168,7 +168,7 @@ public final class SoakDriver: Sendable {
     /// what it targeted replaces what it planned in the running total.
     private func activityCall(
         _ rpc: String, lifecycle n: Int, planned: Int,
-        _ call: @Sendable (LiveRelayClient, TimeAmount) async throws -> DeliverySummary?
+        _ call: @Sendable (LiveRelayClient, Duration) async throws -> DeliverySummary?
     ) async {
         do {
             let summary = try await admitted(rpc) { try await call($0, $1) } ?? DeliverySummary()
@@ -194,7 +194,7 @@ public final class SoakDriver: Sendable {
     /// Runs `call`, sending it again after the retry hint while the server refuses it
     /// with RESOURCE_EXHAUSTED (a refused call has no effect: nothing was stored).
     private func admitted<T: Sendable>(
-        _ rpc: String, _ call: @Sendable (LiveRelayClient, TimeAmount) async throws -> T
+        _ rpc: String, _ call: @Sendable (LiveRelayClient, Duration) async throws -> T
     ) async throws -> T {
         var refusals = 0
         while true {

@@ -19,12 +19,10 @@ struct AdminCommand: AsyncParsableCommand {
 
 extension ConnectionOptions {
     /// One admin call with the admin key (`--api-key` or `LIVERELAY_ADMIN_KEY`), its reply printed as JSON.
-    func admin<Request: LiveRelayMessage, Reply: LiveRelayMessage & JSONRepresentable>(
-        _ method: AdminMethod, _ request: Request, as reply: Reply.Type
+    func admin<Reply: JSONRepresentable & Sendable>(
+        _ call: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Reply
     ) async throws {
-        try await run(keyVariable: "LIVERELAY_ADMIN_KEY") { client, timeout throws(LiveRelayClientError) in
-            try await client.admin(method, request, as: reply, timeout: timeout)
-        }
+        try await run(keyVariable: "LIVERELAY_ADMIN_KEY", call)
     }
 }
 
@@ -66,7 +64,9 @@ struct AdminApps: AsyncParsableCommand {
             let request = Admin.CreateAppRequest(
                 appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
                 quotas: quotas.quotas)
-            try await connection.admin(.createApp, request, as: Admin.AppReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.createApp(request, timeout: timeout)
+            }
         }
     }
 
@@ -79,7 +79,9 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.ListAppsRequest(pageSize: pageSize, pageToken: pageToken, includeDisabled: includeDisabled)
-            try await connection.admin(.listApps, request, as: Admin.ListAppsReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.listApps(request, timeout: timeout)
+            }
         }
     }
 
@@ -90,7 +92,9 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.GetAppRequest(appID: app)
-            try await connection.admin(.getApp, request, as: Admin.AppReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.getApp(request, timeout: timeout)
+            }
         }
     }
 
@@ -110,7 +114,9 @@ struct AdminApps: AsyncParsableCommand {
             let request = Admin.UpdateAppRequest(
                 appID: app, bundleID: bundleID, queueCapacity: queueCapacity, weight: weight, maxPushLifetimeSeconds: maxPushLifetime,
                 quotas: quotas.quotas, enabled: enabled)
-            try await connection.admin(.updateApp, request, as: Admin.AppReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.updateApp(request, timeout: timeout)
+            }
         }
     }
 
@@ -122,7 +128,9 @@ struct AdminApps: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.DisableAppRequest(appID: app)
-            try await connection.admin(.disableApp, request, as: Admin.AppReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.disableApp(request, timeout: timeout)
+            }
         }
     }
 }
@@ -143,7 +151,9 @@ struct AdminKeys: AsyncParsableCommand {
         func run() async throws {
             let request = Admin.CreateAPIKeyRequest(
                 appIDs: apps, allApps: allApps ? true : nil, allowedMethods: methods, admin: admin ? true : nil, label: label)
-            try await connection.admin(.createAPIKey, request, as: Admin.CreateAPIKeyReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.createAPIKey(request, timeout: timeout)
+            }
         }
     }
 
@@ -158,7 +168,9 @@ struct AdminKeys: AsyncParsableCommand {
         func run() async throws {
             let request = Admin.ListAPIKeysRequest(
                 appID: app, includeRevoked: includeRevoked, pageSize: pageSize, pageToken: pageToken)
-            try await connection.admin(.listAPIKeys, request, as: Admin.ListAPIKeysReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.listAPIKeys(request, timeout: timeout)
+            }
         }
     }
 
@@ -170,7 +182,9 @@ struct AdminKeys: AsyncParsableCommand {
 
         func run() async throws {
             let request = Admin.RevokeAPIKeyRequest(keyID: key)
-            try await connection.admin(.revokeAPIKey, request, as: Admin.APIKeyReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.revokeAPIKey(request, timeout: timeout)
+            }
         }
     }
 }
@@ -212,7 +226,9 @@ struct AdminCredentials: AsyncParsableCommand {
             let request = Admin.PutAPNsCredentialsRequest(
                 appID: app, teamID: teamID, keyID: keyID, privateKeyPEM: pem, privateKeyFile: keyPath, privateKeyEnv: keyEnv,
                 endpoint: endpoint, trustCertificatePEM: trust)
-            try await connection.admin(.putAPNsCredentials, request, as: Admin.AppReply.self)
+            try await connection.admin { client, timeout throws(LiveRelayClientError) in
+                try await client.putAPNsCredentials(request, timeout: timeout)
+            }
         }
     }
 }
@@ -225,7 +241,9 @@ struct AdminStats: AsyncParsableCommand {
 
     func run() async throws {
         let request = Admin.GetAppStatsRequest(appID: app)
-        try await connection.admin(.getAppStats, request, as: Admin.AppStats.self)
+        try await connection.admin { client, timeout throws(LiveRelayClientError) in
+            try await client.getAppStats(request, timeout: timeout)
+        }
     }
 }
 

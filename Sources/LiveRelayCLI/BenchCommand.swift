@@ -33,15 +33,15 @@ struct BenchServerOptions: ParsableArguments {
         guard let key = apiKey ?? ProcessInfo.processInfo.environment["LIVERELAY_API_KEY"], !key.isEmpty else {
             throw ValidationError("no API key: pass --api-key or set LIVERELAY_API_KEY (liverelay serve prints one on its first start)")
         }
-        let tls: TLSConfiguration?
+        let tls: LiveRelayClient.TLS?
         if plaintext {
             tls = nil
         } else if let caFile {
-            tls = LiveRelayClient.Configuration.tls(trustingCAFile: caFile)
+            tls = .trusting(caFile: caFile)
         } else if FileManager.default.fileExists(atPath: DevSetup.defaultDataDirectory + "/cert.pem") {
-            tls = LiveRelayClient.Configuration.tls(trustingCAFile: DevSetup.defaultDataDirectory + "/cert.pem")
+            tls = .trusting(caFile: DevSetup.defaultDataDirectory + "/cert.pem")
         } else {
-            tls = LiveRelayClient.Configuration.tlsWithSystemTrust
+            tls = .systemTrust
         }
         return LiveRelayClient.Configuration(host: host, port: port ?? self.port, tls: tls, apiKey: key, clientName: "liverelay-bench")
     }

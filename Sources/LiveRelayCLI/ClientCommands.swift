@@ -2,9 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayClient
 import LiveRelayMessages
-import LiveRelayTLS
 import Logging
-import NIOCore
 
 /// How to reach the server; shared by every RPC subcommand.
 struct ConnectionOptions: ParsableArguments {
@@ -50,7 +48,7 @@ struct ConnectionOptions: ParsableArguments {
     ///   or `LIVERELAY_ADMIN_KEY` for the admin commands (so one shell can hold both).
     func run<Reply: JSONRepresentable & Sendable>(
         keyVariable: String = "LIVERELAY_API_KEY",
-        _ body: @Sendable (LiveRelayClient, TimeAmount) async throws(LiveRelayClientError) -> Reply
+        _ body: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Reply
     ) async throws {
         guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment[keyVariable], !apiKey.isEmpty else {
             let origin =
@@ -61,22 +59,20 @@ struct ConnectionOptions: ParsableArguments {
         }
         var logger = Logger(label: "liverelay.cli")
         logger.logLevel = .critical
-        let client = LiveRelayClient(
-            configuration: LiveRelayClient.Configuration(
-                host: self.host, port: self.port, tls: self.tlsConfiguration(), apiKey: apiKey, clientName: "liverelay-cli",
-                connections: 1,
-                // Start, update and end always carry an idempotency key here, so resending them after a lost connection is safe.
-                retryPolicy: LiveRelayClient.RetryPolicy(maxAttempts: 3, retryIdempotentCalls: true)
-            ),
-            logger: logger
+        let configuration = LiveRelayClient.Configuration(
+            host: self.host, port: self.port, tls: self.tlsConfiguration(), apiKey: apiKey, clientName: "liverelay-cli",
+            connections: 1,
+            // Start, update and end always carry an idempotency key here, so resending them after a lost connection is safe.
+            retryPolicy: LiveRelayClient.RetryPolicy(maxAttempts: 3, retryIdempotentCalls: true)
         )
-        let result: Result<Reply, LiveRelayClientError>
-        do {
-            result = .success(try await body(client, .nanoseconds(Int64(self.timeout * 1e9))))
-        } catch {
-            result = .failure(error)
+        let timeout = Duration.nanoseconds(Int64(self.timeout * 1e9))
+        let result = await LiveRelayClient.withClient(configuration: configuration, logger: logger) { client in
+            do throws(LiveRelayClientError) {
+                return Result<Reply, LiveRelayClientError>.success(try await body(client, timeout))
+            } catch {
+                return .failure(error)
+            }
         }
-        await client.shutdown()
         switch result {
         case .success(let reply):
             writeStandardOutput(reply.json.rendered())
@@ -86,22 +82,21 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    private func tlsConfiguration() -> TLSConfiguration? {
+    private func tlsConfiguration() -> LiveRelayClient.TLS? {
         if self.plaintext { return nil }
-        var configuration: TLSConfiguration
+        var tls: LiveRelayClient.TLS
         let devCertificate = DevSetup.defaultDataDirectory + "/cert.pem"
         if let caFile = self.caFile {
-            configuration = LiveRelayClient.Configuration.tls(trustingCAFile: caFile)
+            tls = .trusting(caFile: caFile)
         } else if FileManager.default.fileExists(atPath: devCertificate) {
-            configuration = LiveRelayClient.Configuration.tls(trustingCAFile: devCertificate)
+            tls = .trusting(caFile: devCertificate)
         } else {
-            configuration = LiveRelayClient.Configuration.tlsWithSystemTrust
+            tls = .systemTrust
         }
         if let clientCert, let clientKey {
-            configuration.certificateChain = .file(clientCert)
-            configuration.privateKey = .file(clientKey)
+            tls = tls.presenting(certificateChainFile: clientCert, privateKeyFile: clientKey)
         }
-        return configuration
+        return tls
     }
 }
 

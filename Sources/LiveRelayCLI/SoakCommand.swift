@@ -8,6 +8,7 @@ import LiveRelayClient
 import LiveRelayComposition
 import LiveRelayDispatch
 import LiveRelayDomain
+import LiveRelayMessages
 import LiveRelayMockAPNs
 import LiveRelayPushOutlet
 import LiveRelayServer

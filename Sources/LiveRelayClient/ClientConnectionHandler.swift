@@ -16,6 +16,9 @@ import NIOCore
 ///
 /// Calls the server has no room for (MAX_REQUESTS_IN_FLIGHT) are parked here
 /// in order and started when the state machine reports free slots.
+///
+/// Time is the event loop's `now`, so that on an `EmbeddedEventLoop` a test
+/// steps deadlines and keepalives with the loop's virtual clock.
 final class ClientConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -26,7 +29,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private var outbound = ByteBuffer()
     private var context: ChannelHandlerContext?
 
-    private let pool: ConnectionPool
+    private let pool: any ClientConnectionDelegate
     private let connection: PooledConnection
     private let usesTLS: Bool
     private let logger: Logger
@@ -54,7 +57,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
     init(
         configuration: ClientConnectionStateMachine.Configuration,
-        pool: ConnectionPool,
+        pool: any ClientConnectionDelegate,
         connection: PooledConnection,
         usesTLS: Bool,
         logger: Logger
@@ -66,6 +69,9 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         self.usesTLS = usesTLS
         self.logger = logger
     }
+
+    /// The loop's clock: the wall clock on a real loop, virtual time on an embedded one.
+    private var now: NIODeadline { self.context?.eventLoop.now ?? .now() }
 
     // MARK: Channel events
 
@@ -102,7 +108,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func begin() {
         guard !self.isUsable, let context else { return }
         self.isUsable = true
-        self.perform(self.stateMachine.connect(now: .now()))
+        self.perform(self.stateMachine.connect(now: self.now))
         self.afterEvent()
         self.logger.debug("connected", metadata: ["remote": "\(context.channel.remoteAddress.map { "\($0)" } ?? "?")"])
         self.pool.connectionUsable(self.connection)
@@ -111,7 +117,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.isReading = true
         self.decoder.append(self.unwrapInboundIn(data))
-        let now = NIODeadline.now()
+        let now = self.now
         while !self.stateMachine.isClosed {
             let frame: Frame?
             do {
@@ -184,7 +190,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
         } else if !self.parked.isEmpty {
             self.park(call)
         } else {
-            _ = self.send(call, now: .now())
+            _ = self.send(call, now: self.now)
         }
     }
 
@@ -224,7 +230,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
             self.parked.remove(at: index)
             self.release(call, LiveRelayClientError(status: .cancelled, message: "cancelled by the client", processing: .notProcessed))
         } else if let id = call.requestID, self.calls[id] === call {
-            self.perform(self.stateMachine.cancel(id, now: .now()))
+            self.perform(self.stateMachine.cancel(id, now: self.now))
         }
         self.afterEvent()
     }
@@ -232,7 +238,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     /// GOAWAY NO_ERROR, then close once every outstanding reply is in.
     func gracefulShutdown() {
         self.failParked(LiveRelayClientError(status: .unavailable, message: "client is shutting down", processing: .notProcessed))
-        self.perform(self.stateMachine.beginGracefulShutdown(now: .now()))
+        self.perform(self.stateMachine.beginGracefulShutdown(now: self.now))
         if !self.isUsable || self.stateMachine.isClosed {
             self.flushNow()
             self.context?.close(promise: nil)
@@ -280,7 +286,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     }
 
     private func startParked() {
-        let now = NIODeadline.now()
+        let now = self.now
         while let call = self.parked.first {
             if let deadline = call.deadline, deadline <= now {
                 self.parked.removeFirst()
@@ -367,7 +373,7 @@ final class ClientConnectionHandler: ChannelInboundHandler {
     private func timerFired() {
         self.timer = nil
         self.timerDeadline = nil
-        let now = NIODeadline.now()
+        let now = self.now
         self.perform(self.stateMachine.timerFired(now: now))
         if let deadline = self.parkedDeadline, deadline <= now {
             var kept = CircularBuffer<ClientCall>(initialCapacity: self.parked.count)
@@ -389,3 +395,20 @@ final class ClientConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension ClientConnectionHandler: Sendable {}
+
+/// What a connection's handler reports, and to whom: the pool, which decides
+/// where calls go next. Calls come back through `callFailed` (to be resent or
+/// failed to the caller) or complete in the handler on success.
+protocol ClientConnectionDelegate: AnyObject, Sendable {
+    /// TCP (and TLS) are up and HELLO is written: calls may go out.
+    func connectionUsable(_ connection: PooledConnection)
+    /// WELCOME: the server accepted the key, and said how many calls it takes at once.
+    func connectionEstablished(_ connection: PooledConnection, maxRequestsInFlight: Int)
+    /// GOAWAY: no new calls go there.
+    func connectionGoingAway(_ connection: PooledConnection, code: GoAwayCode)
+    func connectionClosed(_ connection: PooledConnection, error: (any Error)?, wasUsable: Bool)
+    /// Calls left the connection (`succeeded` of them answered): waiting calls may take their slots.
+    func connectionReleased(_ connection: PooledConnection, calls: Int, succeeded: Int)
+    /// A call left the connection with a failure.
+    func callFailed(_ call: ClientCall, _ error: LiveRelayClientError)
+}

@@ -13,7 +13,7 @@ import NIOPosix
 /// the timers), and carries out its actions after the lock is released, because
 /// carrying one out can re-enter the pool on the same thread: a connect can fail
 /// at once, and a completed call can run caller code that starts another call.
-final class ConnectionPool: @unchecked Sendable {
+final class ConnectionPool: ClientConnectionDelegate, @unchecked Sendable {
     private typealias Machine = ClientPoolStateMachine<ClientCall>
 
     /// An action of the machine with its connection looked up, ready to run outside the lock.
@@ -50,14 +50,14 @@ final class ConnectionPool: @unchecked Sendable {
             configuration: .init(
                 connections: max(1, configuration.connections),
                 maxPendingCalls: configuration.maxPendingCalls,
-                backoff: configuration.backoff,
+                backoff: configuration.backoff.rule,
                 serverName: "\(configuration.host):\(configuration.port)"
             ))
         var setupError: LiveRelayClientError? = nil
         var tlsContext: TLSContext? = nil
         if let tls = configuration.tls {
             do {
-                tlsContext = try TLSContext(configuration: tls)
+                tlsContext = try TLSContext(configuration: tls.configuration)
             } catch {
                 setupError = LiveRelayClientError(status: .unavailable, message: error.description, processing: .notProcessed)
             }
@@ -68,7 +68,7 @@ final class ConnectionPool: @unchecked Sendable {
             self.machineConfiguration = ClientConnectionStateMachine.Configuration(
                 apiKey: key,
                 clientName: configuration.clientName,
-                keepaliveInterval: configuration.keepaliveInterval
+                keepaliveInterval: configuration.keepaliveInterval.map { TimeAmount($0) }
             )
         } else {
             self.machineConfiguration = nil
@@ -337,7 +337,7 @@ final class ConnectionPool: @unchecked Sendable {
         self.run(effects)
         let loop = self.group.any()
         guard !connections.isEmpty else { return loop.makeSucceededVoidFuture() }
-        let grace = loop.scheduleTask(in: self.configuration.shutdownGracePeriod) {
+        let grace = loop.scheduleTask(in: TimeAmount(self.configuration.shutdownGracePeriod)) {
             for connection in connections {
                 connection.withHandler { $0?.forceClose() }
             }

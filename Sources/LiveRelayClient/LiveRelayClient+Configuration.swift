@@ -10,7 +10,7 @@ extension LiveRelayClient {
         public var port: Int
         /// nil speaks the protocol over plain TCP, which only tests and benchmarks
         /// should do: the API key travels in HELLO.
-        public var tls: TLSConfiguration?
+        public var tls: TLS?
         /// Sent once per connection in HELLO (1–512 bytes).
         public var apiKey: String
         /// Shows up in the server's logs, so operators can tell callers apart.
@@ -19,7 +19,7 @@ extension LiveRelayClient {
         /// calls per second; more spread the work over the server's event loops.
         public var connections: Int
         /// Applied to calls that pass no timeout; nil means such calls have no deadline.
-        public var defaultTimeout: TimeAmount?
+        public var defaultTimeout: Duration?
         /// How long to wait between attempts to (re)connect a connection, so a
         /// fleet of clients that lost the same server do not reconnect in lock step.
         public var backoff: Backoff
@@ -30,27 +30,27 @@ extension LiveRelayClient {
         /// unreachable server cannot grow the client's memory without bound.
         public var maxPendingCalls: Int
         /// From starting a TCP connect to the connection being usable (TCP and TLS).
-        public var connectTimeout: TimeAmount
+        public var connectTimeout: Duration
         /// A PING after this long with calls outstanding and nothing received;
         /// nil disables it. Keep it at 10 s or more (servers punish PING floods).
-        public var keepaliveInterval: TimeAmount?
-        /// How long `shutdown()` lets outstanding calls finish before closing anyway.
-        public var shutdownGracePeriod: TimeAmount
+        public var keepaliveInterval: Duration?
+        /// How long the end of `withClient` lets outstanding calls finish before closing anyway.
+        public var shutdownGracePeriod: Duration
 
         public init(
             host: String,
             port: Int,
-            tls: TLSConfiguration?,
+            tls: TLS?,
             apiKey: String,
             clientName: String = "liverelay-swift",
             connections: Int = 2,
-            defaultTimeout: TimeAmount? = .seconds(10),
+            defaultTimeout: Duration? = .seconds(10),
             backoff: Backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(10), jitter: 0.2),
             retryPolicy: RetryPolicy = RetryPolicy(),
             maxPendingCalls: Int = 10_000,
-            connectTimeout: TimeAmount = .seconds(10),
-            keepaliveInterval: TimeAmount? = .seconds(30),
-            shutdownGracePeriod: TimeAmount = .seconds(10)
+            connectTimeout: Duration = .seconds(10),
+            keepaliveInterval: Duration? = .seconds(30),
+            shutdownGracePeriod: Duration = .seconds(10)
         ) {
             self.host = host
             self.port = port
@@ -67,22 +67,69 @@ extension LiveRelayClient {
             self.shutdownGracePeriod = shutdownGracePeriod
         }
 
-        /// A TLS client configuration that trusts exactly the CA (or self-signed
-        /// certificate) in `caFile` and checks the server's name against `host`,
-        /// which is how a development server's `cert.pem` is trusted.
-        public static func tls(trustingCAFile caFile: String) -> TLSConfiguration {
-            TLSConfiguration(trustRoots: .pem(.file(caFile)), certificateVerification: .fullVerification)
-        }
-
-        /// A TLS client configuration that trusts the operating system's store.
-        public static var tlsWithSystemTrust: TLSConfiguration {
-            TLSConfiguration.makeClientConfiguration()
+        /// For code in this package that already holds a full TLS configuration (the soak run's pinned server name).
+        @_disfavoredOverload
+        package init(host: String, port: Int, tls: TLSConfiguration?, apiKey: String, clientName: String = "liverelay-swift") {
+            self.init(host: host, port: port, tls: tls.map(TLS.init), apiKey: apiKey, clientName: clientName)
         }
     }
 
-    /// The shared back-off rule, under the name client code has always used;
-    /// see ``LiveRelayBackoff/Backoff`` for how jitter shortens each wait.
-    public typealias Backoff = LiveRelayBackoff.Backoff
+    /// How the client checks the server's certificate, and the certificate it
+    /// presents to a server that requires one (mTLS).
+    public struct TLS: Sendable, Hashable {
+        package var configuration: TLSConfiguration
+
+        package init(_ configuration: TLSConfiguration) {
+            self.configuration = configuration
+        }
+
+        /// Trusts the operating system's store and checks the server's name against `host`.
+        public static var systemTrust: TLS {
+            TLS(TLSConfiguration.makeClientConfiguration())
+        }
+
+        /// Trusts exactly the CA (or self-signed certificate) in the PEM file
+        /// `caFile` and checks the server's name against `host`, which is how a
+        /// development server's `cert.pem` is trusted.
+        public static func trusting(caFile: String) -> TLS {
+            TLS(TLSConfiguration(trustRoots: .pem(.file(caFile)), certificateVerification: .fullVerification))
+        }
+
+        /// Trusts exactly the CA (or self-signed certificate) given as PEM text.
+        public static func trusting(caPEM: String) -> TLS {
+            TLS(TLSConfiguration(trustRoots: .pem(.string(caPEM)), certificateVerification: .fullVerification))
+        }
+
+        /// The same trust, presenting the PEM certificate chain and private key in these files.
+        public func presenting(certificateChainFile: String, privateKeyFile: String) -> TLS {
+            var configuration = self.configuration
+            configuration.certificateChain = .file(certificateChainFile)
+            configuration.privateKey = .file(privateKeyFile)
+            return TLS(configuration)
+        }
+    }
+
+    /// Capped exponential back-off: the n-th wait after failures is
+    /// `initial * multiplier^(n-1)`, at most `maximum`, shortened by up to
+    /// `jitter` (a share, 0 to 1) at random.
+    public struct Backoff: Hashable, Sendable {
+        public var initial: Duration
+        public var maximum: Duration
+        public var multiplier: Double
+        public var jitter: Double
+
+        public init(initial: Duration, maximum: Duration, multiplier: Double = 2, jitter: Double = 0.5) {
+            self.initial = initial
+            self.maximum = maximum
+            self.multiplier = multiplier
+            self.jitter = jitter
+        }
+
+        var rule: LiveRelayBackoff.Backoff {
+            LiveRelayBackoff.Backoff(
+                initial: TimeAmount(self.initial), maximum: TimeAmount(self.maximum), multiplier: self.multiplier, jitter: self.jitter)
+        }
+    }
 
     /// Which failures the client resends on its own.
     ///

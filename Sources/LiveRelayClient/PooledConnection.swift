@@ -50,7 +50,7 @@ extension ConnectionPool {
         let host = self.configuration.host
         let logger = self.logger
         let bootstrap = ClientBootstrap(group: connection.eventLoop)
-            .connectTimeout(self.configuration.connectTimeout)
+            .connectTimeout(TimeAmount(self.configuration.connectTimeout))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -29,7 +29,34 @@ public struct StartActivityRequest: LiveRelayMessage {
     /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
     public var strictPriorityBudget: Bool?
 
+    /// The parameters without a default are the fields the server requires of every such request.
     public init(
+        appID: String, activityID: String, attributesType: String, attributesJSON: String, contentStateJSON: String,
+        alert: Alert? = nil, staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
+        priority: Priority? = nil, targets: Targets, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
+        channelID: String? = nil, inputPushToken: Bool? = nil, strictPriorityBudget: Bool? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.attributesType = attributesType
+        self.attributesJSON = attributesJSON
+        self.contentStateJSON = contentStateJSON
+        self.alert = alert
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.priority = priority
+        self.targets = targets
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+        self.channelID = channelID
+        self.inputPushToken = inputPushToken
+        self.strictPriorityBudget = strictPriorityBudget
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+    @_disfavoredOverload
+    package init(
         appID: String? = nil, activityID: String? = nil, attributesType: String? = nil,
         attributesJSON: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
         staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
@@ -169,7 +196,33 @@ public struct UpdateActivityRequest: LiveRelayMessage {
     /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
     public var strictPriorityBudget: Bool?
 
+    /// The parameters without a default are the fields the server requires of every such request; `contentStateJSON`
+    /// may be nil only when `endActivity` is true (the end keeps the last state).
     public init(
+        appID: String, activityID: String, contentStateJSON: String?, alert: Alert? = nil, staleDate: Int64? = nil,
+        dismissalDate: Int64? = nil, relevanceScore: Double? = nil, priority: Priority? = nil,
+        endActivity: Bool? = nil, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
+        channelID: String? = nil, channelOnly: Bool? = nil, strictPriorityBudget: Bool? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.contentStateJSON = contentStateJSON
+        self.alert = alert
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.priority = priority
+        self.endActivity = endActivity
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+        self.channelID = channelID
+        self.channelOnly = channelOnly
+        self.strictPriorityBudget = strictPriorityBudget
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+    @_disfavoredOverload
+    package init(
         appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil, alert: Alert? = nil,
         staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
         priority: Priority? = nil, endActivity: Bool? = nil, idempotencyKey: String? = nil,
@@ -288,7 +341,31 @@ public struct EndActivityRequest: LiveRelayMessage {
     /// Refuse (RESOURCE_EXHAUSTED) rather than send at priority 5 once the priority-10 budget is spent.
     public var strictPriorityBudget: Bool?
 
+    /// The parameters without a default are the fields the server requires of every such request.
     public init(
+        appID: String, activityID: String, contentStateJSON: String? = nil, dismissalDate: Int64? = nil,
+        idempotencyKey: String? = nil, waitForDelivery: Bool? = nil, alert: Alert? = nil, priority: Priority? = nil,
+        staleDate: Int64? = nil, relevanceScore: Double? = nil, channelID: String? = nil, channelOnly: Bool? = nil,
+        strictPriorityBudget: Bool? = nil
+    ) {
+        self.appID = appID
+        self.activityID = activityID
+        self.contentStateJSON = contentStateJSON
+        self.dismissalDate = dismissalDate
+        self.idempotencyKey = idempotencyKey
+        self.waitForDelivery = waitForDelivery
+        self.alert = alert
+        self.priority = priority
+        self.staleDate = staleDate
+        self.relevanceScore = relevanceScore
+        self.channelID = channelID
+        self.channelOnly = channelOnly
+        self.strictPriorityBudget = strictPriorityBudget
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+    @_disfavoredOverload
+    package init(
         appID: String? = nil, activityID: String? = nil, contentStateJSON: String? = nil,
         dismissalDate: Int64? = nil, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
         alert: Alert? = nil, priority: Priority? = nil, staleDate: Int64? = nil, relevanceScore: Double? = nil,

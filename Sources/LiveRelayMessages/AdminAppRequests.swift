@@ -17,7 +17,22 @@ extension Admin {
         public var maxPushLifetimeSeconds: UInt32?
         public var quotas: Quotas?
 
+        /// The parameters without a default are the fields the server requires of every such request.
         public init(
+            appID: String, bundleID: String, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
+            maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil
+        ) {
+            self.appID = appID
+            self.bundleID = bundleID
+            self.queueCapacity = queueCapacity
+            self.weight = weight
+            self.maxPushLifetimeSeconds = maxPushLifetimeSeconds
+            self.quotas = quotas
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(
             appID: String? = nil, bundleID: String? = nil, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
             maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil
         ) {
@@ -58,7 +73,23 @@ extension Admin {
         public var quotas: Quotas?
         public var enabled: Bool?
 
+        /// The parameters without a default are the fields the server requires of every such request.
         public init(
+            appID: String, bundleID: String? = nil, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
+            maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil, enabled: Bool? = nil
+        ) {
+            self.appID = appID
+            self.bundleID = bundleID
+            self.queueCapacity = queueCapacity
+            self.weight = weight
+            self.maxPushLifetimeSeconds = maxPushLifetimeSeconds
+            self.quotas = quotas
+            self.enabled = enabled
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(
             appID: String? = nil, bundleID: String? = nil, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
             maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil, enabled: Bool? = nil
         ) {
@@ -93,7 +124,14 @@ extension Admin {
 
         public var appID: String?
 
-        public init(appID: String? = nil) { self.appID = appID }
+        /// The parameters without a default are the fields the server requires of every such request.
+        public init(appID: String) {
+            self.appID = appID
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(appID: String? = nil) { self.appID = appID }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
             try self.init(unpacking: bytes, limit: limit)
@@ -112,7 +150,14 @@ extension Admin {
 
         public var appID: String?
 
-        public init(appID: String? = nil) { self.appID = appID }
+        /// The parameters without a default are the fields the server requires of every such request.
+        public init(appID: String) {
+            self.appID = appID
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(appID: String? = nil) { self.appID = appID }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
             try self.init(unpacking: bytes, limit: limit)

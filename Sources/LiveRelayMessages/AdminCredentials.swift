@@ -27,7 +27,26 @@ extension Admin {
         /// PEM certificates a "host:port" endpoint's certificate chains to. `bytes` on the wire.
         public var trustCertificatePEM: [UInt8]?
 
+        /// The parameters without a default are the fields the server requires of every such request; one of
+        /// `privateKeyPEM`, `privateKeyFile` and `privateKeyEnv` is needed too.
         public init(
+            appID: String, teamID: String, keyID: String, privateKeyPEM: [UInt8]? = nil,
+            privateKeyFile: String? = nil, privateKeyEnv: String? = nil, endpoint: String? = nil,
+            trustCertificatePEM: [UInt8]? = nil
+        ) {
+            self.appID = appID
+            self.teamID = teamID
+            self.keyID = keyID
+            self.privateKeyPEM = privateKeyPEM
+            self.privateKeyFile = privateKeyFile
+            self.privateKeyEnv = privateKeyEnv
+            self.endpoint = endpoint
+            self.trustCertificatePEM = trustCertificatePEM
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(
             appID: String? = nil, teamID: String? = nil, keyID: String? = nil, privateKeyPEM: [UInt8]? = nil,
             privateKeyFile: String? = nil, privateKeyEnv: String? = nil, endpoint: String? = nil,
             trustCertificatePEM: [UInt8]? = nil

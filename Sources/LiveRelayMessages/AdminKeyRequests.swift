@@ -69,7 +69,14 @@ extension Admin {
         /// 12 lowercase base32 characters.
         public var keyID: String?
 
-        public init(keyID: String? = nil) { self.keyID = keyID }
+        /// The parameters without a default are the fields the server requires of every such request.
+        public init(keyID: String) {
+            self.keyID = keyID
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(keyID: String? = nil) { self.keyID = keyID }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
             try self.init(unpacking: bytes, limit: limit)

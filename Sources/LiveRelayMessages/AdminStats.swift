@@ -10,7 +10,14 @@ extension Admin {
 
         public var appID: String?
 
-        public init(appID: String? = nil) { self.appID = appID }
+        /// The parameters without a default are the fields the server requires of every such request.
+        public init(appID: String) {
+            self.appID = appID
+        }
+
+        /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
+        @_disfavoredOverload
+        package init(appID: String? = nil) { self.appID = appID }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
             try self.init(unpacking: bytes, limit: limit)

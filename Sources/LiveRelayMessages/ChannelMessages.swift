@@ -81,8 +81,18 @@ public struct CreateChannelRequest: LiveRelayMessage {
     public var environment: Environment
     public var storagePolicy: BroadcastStoragePolicy
 
-    public init(appID: String = "", environment: Environment = .unspecified, storagePolicy: BroadcastStoragePolicy = .unspecified) {
+    /// The parameters without a default are the fields the server requires of every such request.
+    public init(appID: String, environment: Environment, storagePolicy: BroadcastStoragePolicy) {
         self.appID = appID
+        self.environment = environment
+        self.storagePolicy = storagePolicy
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
+    /// (`appID` is optional here only to tell this initialiser apart from the public one).
+    @_disfavoredOverload
+    package init(appID: String? = nil, environment: Environment = .unspecified, storagePolicy: BroadcastStoragePolicy = .unspecified) {
+        self.appID = appID ?? ""
         self.environment = environment
         self.storagePolicy = storagePolicy
     }
@@ -186,8 +196,21 @@ public struct ListChannelsRequest: LiveRelayMessage {
     /// The previous reply's next_page_token; empty for the first page.
     public var pageToken: String
 
-    public init(appID: String = "", environment: Environment = .unspecified, pageSize: UInt32 = 0, pageToken: String = "") {
+    /// The parameters without a default are the fields the server requires of every such request.
+    public init(
+        appID: String, environment: Environment = .unspecified, pageSize: UInt32 = 0, pageToken: String = ""
+    ) {
         self.appID = appID
+        self.environment = environment
+        self.pageSize = pageSize
+        self.pageToken = pageToken
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
+    /// (`appID` is optional here only to tell this initialiser apart from the public one).
+    @_disfavoredOverload
+    package init(appID: String? = nil, environment: Environment = .unspecified, pageSize: UInt32 = 0, pageToken: String = "") {
+        self.appID = appID ?? ""
         self.environment = environment
         self.pageSize = pageSize
         self.pageToken = pageToken
@@ -295,8 +318,17 @@ public struct DeleteChannelRequest: LiveRelayMessage {
     public var appID: String
     public var channelID: String
 
-    public init(appID: String = "", channelID: String = "") {
+    /// The parameters without a default are the fields the server requires of every such request.
+    public init(appID: String, channelID: String) {
         self.appID = appID
+        self.channelID = channelID
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
+    /// (`appID` is optional here only to tell this initialiser apart from the public one).
+    @_disfavoredOverload
+    package init(appID: String? = nil, channelID: String = "") {
+        self.appID = appID ?? ""
         self.channelID = channelID
     }
 

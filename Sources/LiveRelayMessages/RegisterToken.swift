@@ -19,12 +19,34 @@ public struct RegisterTokenRequest: LiveRelayMessage {
     public var expiresAt: Int64
     public var remove: Bool
 
+    /// The parameters without a default are the fields the server requires of every such request; attributes_type is
+    /// needed too for a push-to-start token, activity_id for an update token.
     public init(
-        appID: String = "", kind: TokenKind = .unspecified, token: String = "",
+        appID: String, kind: TokenKind, token: String, environment: Environment, attributesType: String = "",
+        activityID: String = "", externalUserID: String = "", deviceID: String = "", expiresAt: Int64 = 0,
+        remove: Bool = false
+    ) {
+        self.appID = appID
+        self.kind = kind
+        self.token = token
+        self.environment = environment
+        self.attributesType = attributesType
+        self.activityID = activityID
+        self.externalUserID = externalUserID
+        self.deviceID = deviceID
+        self.expiresAt = expiresAt
+        self.remove = remove
+    }
+
+    /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
+    /// (`appID` is optional here only to tell this initialiser apart from the public one).
+    @_disfavoredOverload
+    package init(
+        appID: String? = nil, kind: TokenKind = .unspecified, token: String = "",
         environment: Environment = .unspecified, attributesType: String = "", activityID: String = "",
         externalUserID: String = "", deviceID: String = "", expiresAt: Int64 = 0, remove: Bool = false
     ) {
-        self.appID = appID
+        self.appID = appID ?? ""
         self.kind = kind
         self.token = token
         self.environment = environment

@@ -124,7 +124,7 @@ import Glibc
     @Test func untrustedCertificateGivesAClearError() async throws {
         let server = try await TestServer.start()
         let other = try SelfSignedCertificate.generate(commonName: "someone-else")
-        let tls = TLSConfiguration(trustRoots: .pem(.string(other.certificatePEM)), certificateVerification: .fullVerification)
+        let tls = LiveRelayClient.TLS.trusting(caPEM: other.certificatePEM)
         let client = makeClient(port: server.port, tls: tls)
         do {
             _ = try await client.ping()
@@ -140,7 +140,7 @@ import Glibc
     }
 
     @Test func missingCAFileGivesAClearError() async throws {
-        let client = makeClient(port: 1, tls: LiveRelayClient.Configuration.tls(trustingCAFile: "/nonexistent/cert.pem"))
+        let client = makeClient(port: 1, tls: .trusting(caFile: "/nonexistent/cert.pem"))
         do {
             _ = try await client.ping()
             Issue.record("expected a configuration failure")

@@ -219,6 +219,53 @@ let token64 = String(repeating: "ab", count: 32)
     }
 }
 
+/// The scoped form: the client lives for the body, whatever way the body ends.
+@Suite(.timeLimit(.minutes(1))) struct ClientLifecycleTests {
+    struct Stop: Error {}
+
+    func configuration(port: Int) -> LiveRelayClient.Configuration {
+        LiveRelayClient.Configuration(
+            host: "127.0.0.1", port: port, tls: TestTLS.client, apiKey: TestKeys.all.plaintext, connections: 1)
+    }
+
+    @Test func withClientShutsTheClientDownWhenTheBodyReturns() async throws {
+        let server = try await TestServer.start(service: TestService())
+        let escaped = try await LiveRelayClient.withClient(configuration: configuration(port: server.port), logger: testLogger) {
+            client in
+            let pong = try await client.ping(PingRequest(payload: [7]))
+            #expect(pong.payload == [7])
+            #expect(client.pool.connectionsCreated == 1)
+            return client
+        }
+        // A client kept past its scope refuses calls instead of opening connections again.
+        do {
+            _ = try await escaped.ping()
+            Issue.record("expected the client to be shut down")
+        } catch {
+            #expect(error.status == .unavailable)
+            #expect(error.message == "the client is shut down")
+            #expect(error.processing == .notProcessed)
+        }
+        #expect(escaped.pool.connectionsCreated == 1)
+        try await server.shutdown()
+    }
+
+    @Test func withClientShutsTheClientDownAndRethrowsWhenTheBodyThrows() async throws {
+        let server = try await TestServer.start(service: TestService())
+        var escaped: LiveRelayClient?
+        await #expect(throws: Stop.self) {
+            try await LiveRelayClient.withClient(configuration: configuration(port: server.port), logger: testLogger) {
+                client throws(Stop) in
+                escaped = client
+                throw Stop()
+            }
+        }
+        let client = try #require(escaped)
+        await #expect(throws: LiveRelayClientError.self) { try await client.ping() }
+        try await server.shutdown()
+    }
+}
+
 @Suite struct ClientErrorDispositionTests {
     func failure(_ status: StatusCode, reason: String) -> LiveRelayClientError {
         var details = ByteBuffer()

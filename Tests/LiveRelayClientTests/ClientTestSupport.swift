@@ -23,8 +23,8 @@ enum TestTLS {
     )
 
     /// What a client given the server's `cert.pem` as its CA file does.
-    static var client: TLSConfiguration {
-        TLSConfiguration(trustRoots: .pem(.string(pem.certificatePEM)), certificateVerification: .fullVerification)
+    static var client: LiveRelayClient.TLS {
+        .trusting(caPEM: pem.certificatePEM)
     }
 }
 
@@ -85,11 +85,11 @@ final class TestServer: Sendable {
 
 func makeClient(
     port: Int,
-    tls: TLSConfiguration? = TestTLS.client,
+    tls: LiveRelayClient.TLS? = TestTLS.client,
     apiKey: String = TestKeys.all.plaintext,
     connections: Int = 1,
     retryPolicy: LiveRelayClient.RetryPolicy = LiveRelayClient.RetryPolicy(),
-    defaultTimeout: TimeAmount? = .seconds(10)
+    defaultTimeout: Duration? = .seconds(10)
 ) -> LiveRelayClient {
     LiveRelayClient(
         configuration: LiveRelayClient.Configuration(

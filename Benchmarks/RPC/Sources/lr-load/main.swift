@@ -35,11 +35,11 @@ let clients: [LiveRelayClient] = (0..<options.connections).map { _ in
         configuration: .init(
             host: options.host,
             port: options.port,
-            tls: LiveRelayClient.Configuration.tls(trustingCAFile: options.caFile),
+            tls: .trusting(caFile: options.caFile),
             apiKey: options.apiKey,
             clientName: "lr-load",
             connections: 1,
-            defaultTimeout: timeout,
+            defaultTimeout: Duration(timeout),
             maxPendingCalls: Swift.max(10_000, options.depth * 2)
         ),
         eventLoopGroup: group,

@@ -1,5 +1,5 @@
 // Closed-loop RegisterToken load against a running `liverelay serve`, through LiveRelayClient's
-// low-level `call(_:payload:timeout:idempotent:)`: C connections (one client each) and D callers
+// `registerToken(_:timeout:)`: C connections (one client each) and D callers
 // per connection, each sending its next call as soon as the previous reply arrives (D requests
 // pipelined per connection). Every call registers a new update token for a new device id (1,000
 // activities), so each acknowledged call is a durable INSERT and must come back CREATED.
@@ -12,9 +12,7 @@
 import Dispatch
 import Foundation
 import LiveRelayClient
-import LiveRelayMessages
 import Logging
-import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
@@ -122,15 +120,17 @@ final class PhaseFlag: @unchecked Sendable {
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
 let group = MultiThreadedEventLoopGroup(numberOfThreads: options.threads)
-var logger = Logger(label: "lr-store-load")
-logger.logLevel = .warning
-let timeout = TimeAmount.seconds(30)
+let logger: Logger = {
+    var logger = Logger(label: "lr-store-load")
+    logger.logLevel = .warning
+    return logger
+}()
+let timeout = Duration.seconds(30)
 
 /// One closed-loop caller: its calls are strictly sequential, so its counters need no lock.
 final class Caller: @unchecked Sendable {
     let client: LiveRelayClient
     let phase: PhaseFlag
-    let done: EventLoopPromise<Void>
     let prefix: String
     var sequence = 0
     var measured = 0
@@ -139,105 +139,114 @@ final class Caller: @unchecked Sendable {
     var firstError: String?
     var latencies: [UInt32] = []  // microseconds, measured window only
 
-    init(client: LiveRelayClient, phase: PhaseFlag, done: EventLoopPromise<Void>, prefix: String) {
+    init(client: LiveRelayClient, phase: PhaseFlag, prefix: String) {
         self.client = client
         self.phase = phase
-        self.done = done
         self.prefix = prefix
         latencies.reserveCapacity(1 << 16)
     }
 
-    func nextPayload() -> ByteBuffer {
+    func nextRequest() -> RegisterTokenRequest {
         let n = sequence
         sequence += 1
         // 64 hex characters, unique per (run, connection, caller, n).
         var hex = prefix
         let suffix = String(n, radix: 16)
         hex += String(repeating: "0", count: 64 - prefix.count - suffix.count) + suffix
-        let request = RegisterTokenRequest(
+        return RegisterTokenRequest(
             appID: options.appID, kind: .update, token: hex, environment: .sandbox,
             activityID: "bench-\(options.run)-act-\(n % 1000)", deviceID: "bench-\(prefix)-\(n)"
         )
-        var buffer = ByteBuffer()
-        request.serialize(into: &buffer)
-        return buffer
     }
 
-    func issue() {
-        let start = monotonicNanos()
-        let future = client.call(.registerToken, payload: nextPayload(), timeout: timeout, idempotent: true)
-        future.whenComplete { result in
-            let phase = self.phase.current
-            switch result {
-            case .success(let bytes):
+    /// Calls until the phase is `.stopping`, each as soon as the previous one is answered.
+    func run() async {
+        while true {
+            let start = monotonicNanos()
+            do {
+                let reply = try await client.registerToken(nextRequest(), timeout: timeout)
+                let phase = self.phase.current
                 if phase == .measure {
                     self.measured += 1
                     self.latencies.append(UInt32(min((monotonicNanos() - start) / 1000, UInt64(UInt32.max))))
-                    if let reply = try? RegisterTokenReply(serializedBytes: bytes), reply.result == .created {
-                    } else {
-                        self.notCreated += 1
-                    }
+                    if reply.result != .created { self.notCreated += 1 }
                 }
-                if phase == .stopping { self.done.succeed() } else { self.issue() }
-            case .failure(let error):
+                if phase == .stopping { return }
+            } catch {
                 self.failed += 1
                 if self.firstError == nil { self.firstError = "\(error)" }
-                if phase == .stopping {
-                    self.done.succeed()
-                } else {
-                    future.eventLoop.scheduleTask(in: .milliseconds(1)) { self.issue() }
-                }
+                if self.phase.current == .stopping { return }
+                try? await Task.sleep(for: .milliseconds(1))
             }
         }
     }
 }
 
-let clients: [LiveRelayClient] = (0..<options.connections).map { _ in
-    LiveRelayClient(
-        configuration: .init(
-            host: options.host, port: options.port,
-            tls: LiveRelayClient.Configuration.tls(trustingCAFile: options.caFile),
-            apiKey: options.apiKey, clientName: "lr-store-load", connections: 1,
-            defaultTimeout: timeout, maxPendingCalls: max(10_000, options.depth * 2)
-        ),
-        eventLoopGroup: group, logger: logger
-    )
+let configuration = LiveRelayClient.Configuration(
+    host: options.host, port: options.port, tls: .trusting(caFile: options.caFile),
+    apiKey: options.apiKey, clientName: "lr-store-load", connections: 1,
+    defaultTimeout: timeout, maxPendingCalls: max(10_000, options.depth * 2)
+)
+
+/// `count` clients of one connection each, alive for `body` and shut down after it.
+func withClients<T>(
+    _ count: Int, _ opened: [LiveRelayClient] = [], isolation: isolated (any Actor)? = #isolation,
+    _ body: ([LiveRelayClient]) async throws -> T
+) async throws -> T {
+    if opened.count == count { return try await body(opened) }
+    return try await LiveRelayClient.withClient(configuration: configuration, eventLoopGroup: group, logger: logger) { client in
+        try await withClients(count, opened + [client], body)
+    }
 }
 
-// Open every connection (TLS handshake, HELLO/WELCOME) before the clock starts.
-for client in clients {
-    _ = try await client.call(.ping, payload: ByteBuffer(), timeout: .seconds(10), idempotent: true).get()
+/// The measured window: its clock, both processes' CPU and the server's storage writes at each end.
+struct Window {
+    var t0: UInt64 = 0, t1: UInt64 = 0
+    var serverCPU0: Double?, serverCPU1: Double?
+    var serverWritten0: Double?, serverWritten1: Double?
+    var ownCPU0 = 0.0, ownCPU1 = 0.0
+    var loadAfter = ""
 }
 
 let phase = PhaseFlag()
-var callers: [Caller] = []
-for (c, client) in clients.enumerated() {
-    for d in 0..<options.depth {
-        // run (8) + connection (4) + caller (4) hex characters, then the sequence number.
-        let run = String(repeating: "0", count: max(0, 8 - options.run.count)) + options.run.prefix(8)
-        let prefix = run + String(format: "%04x%04x", c, d)
-        callers.append(Caller(client: client, phase: phase, done: group.next().makePromise(), prefix: prefix.lowercased()))
+let (callers, window) = try await withClients(options.connections) { clients in
+    // Open every connection (TLS handshake, HELLO/WELCOME) before the clock starts.
+    for client in clients { _ = try await client.ping(timeout: .seconds(10)) }
+    var callers: [Caller] = []
+    for (c, client) in clients.enumerated() {
+        for d in 0..<options.depth {
+            // run (8) + connection (4) + caller (4) hex characters, then the sequence number.
+            let run = String(repeating: "0", count: max(0, 8 - options.run.count)) + options.run.prefix(8)
+            let prefix = run + String(format: "%04x%04x", c, d)
+            callers.append(Caller(client: client, phase: phase, prefix: prefix.lowercased()))
+        }
     }
+    say("lr-store-load: \(options.connections) connection(s) x \(options.depth) in flight, warm-up \(options.warmup) s, "
+        + "measure \(options.duration) s, client threads \(options.threads), load average \(loadAverage())")
+    var window = Window()
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        for caller in callers { tasks.addTask { await caller.run() } }
+        try await Task.sleep(nanoseconds: UInt64(options.warmup * 1e9))
+        window.serverCPU0 = options.serverPID.flatMap(processCPUSeconds)
+        window.serverWritten0 = options.serverPID.flatMap(processWriteBytes)
+        window.ownCPU0 = ownCPUSeconds()
+        window.t0 = monotonicNanos()
+        phase.set(.measure)
+        try await Task.sleep(nanoseconds: UInt64(options.duration * 1e9))
+        phase.set(.stopping)
+        window.t1 = monotonicNanos()
+        window.serverCPU1 = options.serverPID.flatMap(processCPUSeconds)
+        window.serverWritten1 = options.serverPID.flatMap(processWriteBytes)
+        window.ownCPU1 = ownCPUSeconds()
+        window.loadAfter = loadAverage()
+        try await tasks.waitForAll()
+    }
+    return (callers, window)
 }
-say("lr-store-load: \(options.connections) connection(s) x \(options.depth) in flight, warm-up \(options.warmup) s, "
-    + "measure \(options.duration) s, client threads \(options.threads), load average \(loadAverage())")
-for caller in callers { caller.issue() }
-
-try await Task.sleep(nanoseconds: UInt64(options.warmup * 1e9))
-let serverCPU0 = options.serverPID.flatMap(processCPUSeconds)
-let serverWritten0 = options.serverPID.flatMap(processWriteBytes)
-let ownCPU0 = ownCPUSeconds()
-let t0 = monotonicNanos()
-phase.set(.measure)
-try await Task.sleep(nanoseconds: UInt64(options.duration * 1e9))
-phase.set(.stopping)
-let t1 = monotonicNanos()
-let serverCPU1 = options.serverPID.flatMap(processCPUSeconds)
-let serverWritten1 = options.serverPID.flatMap(processWriteBytes)
-let ownCPU1 = ownCPUSeconds()
-let loadAfter = loadAverage()
-try await EventLoopFuture.andAllSucceed(callers.map(\.done.futureResult), on: group.next()).get()
-for client in clients { await client.shutdown() }
+let (t0, t1) = (window.t0, window.t1)
+let (serverCPU0, serverCPU1) = (window.serverCPU0, window.serverCPU1)
+let (serverWritten0, serverWritten1) = (window.serverWritten0, window.serverWritten1)
+let (ownCPU0, ownCPU1, loadAfter) = (window.ownCPU0, window.ownCPU1, window.loadAfter)
 
 let seconds = Double(t1 - t0) / 1e9
 let calls = callers.reduce(0) { $0 + $1.measured }
