@@ -172,11 +172,6 @@ public struct APIKeyFile: Codable, Hashable, Sendable {
             throw APIKeyError("\(path): cannot write: \(reason)")
         }
     }
-
-    /// An authenticator over these keys.
-    public func makeAuthenticator() throws(APIKeyError) -> APIKeyAuthenticator {
-        try APIKeyAuthenticator(records: keys)
-    }
 }
 
 // `LiveRelayMethod.methodName` and `LiveRelayMethod(methodName:)` ("StartActivity")

@@ -105,7 +105,7 @@ struct AuthenticatorTests {
 
         let loaded = try APIKeyFile.load(path: path)
         #expect(loaded == APIKeyFile(keys: [first.record, second.record]))
-        let authenticator = try loaded.makeAuthenticator()
+        let authenticator = try APIKeyAuthenticator(records: loaded.keys)
         #expect(try authenticator.authenticate(apiKey: Self.key(first.plaintext)).get().allowedMethods == Set(LiveRelayMethod.allCases))
         #expect(try authenticator.authenticate(apiKey: Self.key(second.plaintext)).get().allowedMethods == [.ping])
     }
