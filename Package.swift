@@ -425,7 +425,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayClientTests",
-            dependencies: ["LiveRelayTestSupport",
+            dependencies: ["LiveRelayComposition", "LiveRelayDomain", "LiveRelayTestSupport",
                 "LiveRelayClient", "LiveRelayBackoff", "LiveRelayServer", "LiveRelayService", "LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

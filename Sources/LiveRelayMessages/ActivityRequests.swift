@@ -36,22 +36,12 @@ public struct StartActivityRequest: LiveRelayMessage {
         priority: Priority? = nil, targets: Targets, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
         channelID: String? = nil, inputPushToken: Bool? = nil, strictPriorityBudget: Bool? = nil
     ) {
-        self.appID = appID
-        self.activityID = activityID
-        self.attributesType = attributesType
-        self.attributesJSON = attributesJSON
-        self.contentStateJSON = contentStateJSON
-        self.alert = alert
-        self.staleDate = staleDate
-        self.dismissalDate = dismissalDate
-        self.relevanceScore = relevanceScore
-        self.priority = priority
-        self.targets = targets
-        self.idempotencyKey = idempotencyKey
-        self.waitForDelivery = waitForDelivery
-        self.channelID = channelID
-        self.inputPushToken = inputPushToken
-        self.strictPriorityBudget = strictPriorityBudget
+        self.init(
+            appID: .some(appID), activityID: .some(activityID), attributesType: .some(attributesType),
+            attributesJSON: .some(attributesJSON), contentStateJSON: .some(contentStateJSON), alert: alert, staleDate: staleDate,
+            dismissalDate: dismissalDate, relevanceScore: relevanceScore, priority: priority, targets: .some(targets),
+            idempotencyKey: idempotencyKey, waitForDelivery: waitForDelivery, channelID: channelID, inputPushToken: inputPushToken,
+            strictPriorityBudget: strictPriorityBudget)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
@@ -204,20 +194,11 @@ public struct UpdateActivityRequest: LiveRelayMessage {
         endActivity: Bool? = nil, idempotencyKey: String? = nil, waitForDelivery: Bool? = nil,
         channelID: String? = nil, channelOnly: Bool? = nil, strictPriorityBudget: Bool? = nil
     ) {
-        self.appID = appID
-        self.activityID = activityID
-        self.contentStateJSON = contentStateJSON
-        self.alert = alert
-        self.staleDate = staleDate
-        self.dismissalDate = dismissalDate
-        self.relevanceScore = relevanceScore
-        self.priority = priority
-        self.endActivity = endActivity
-        self.idempotencyKey = idempotencyKey
-        self.waitForDelivery = waitForDelivery
-        self.channelID = channelID
-        self.channelOnly = channelOnly
-        self.strictPriorityBudget = strictPriorityBudget
+        self.init(
+            appID: .some(appID), activityID: .some(activityID), contentStateJSON: contentStateJSON, alert: alert, staleDate: staleDate,
+            dismissalDate: dismissalDate, relevanceScore: relevanceScore, priority: priority, endActivity: endActivity,
+            idempotencyKey: idempotencyKey, waitForDelivery: waitForDelivery, channelID: channelID, channelOnly: channelOnly,
+            strictPriorityBudget: strictPriorityBudget)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
@@ -348,19 +329,10 @@ public struct EndActivityRequest: LiveRelayMessage {
         staleDate: Int64? = nil, relevanceScore: Double? = nil, channelID: String? = nil, channelOnly: Bool? = nil,
         strictPriorityBudget: Bool? = nil
     ) {
-        self.appID = appID
-        self.activityID = activityID
-        self.contentStateJSON = contentStateJSON
-        self.dismissalDate = dismissalDate
-        self.idempotencyKey = idempotencyKey
-        self.waitForDelivery = waitForDelivery
-        self.alert = alert
-        self.priority = priority
-        self.staleDate = staleDate
-        self.relevanceScore = relevanceScore
-        self.channelID = channelID
-        self.channelOnly = channelOnly
-        self.strictPriorityBudget = strictPriorityBudget
+        self.init(
+            appID: .some(appID), activityID: .some(activityID), contentStateJSON: contentStateJSON, dismissalDate: dismissalDate,
+            idempotencyKey: idempotencyKey, waitForDelivery: waitForDelivery, alert: alert, priority: priority, staleDate: staleDate,
+            relevanceScore: relevanceScore, channelID: channelID, channelOnly: channelOnly, strictPriorityBudget: strictPriorityBudget)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.

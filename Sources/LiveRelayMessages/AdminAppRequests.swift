@@ -22,12 +22,9 @@ extension Admin {
             appID: String, bundleID: String, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
             maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil
         ) {
-            self.appID = appID
-            self.bundleID = bundleID
-            self.queueCapacity = queueCapacity
-            self.weight = weight
-            self.maxPushLifetimeSeconds = maxPushLifetimeSeconds
-            self.quotas = quotas
+            self.init(
+                appID: .some(appID), bundleID: .some(bundleID), queueCapacity: queueCapacity, weight: weight,
+                maxPushLifetimeSeconds: maxPushLifetimeSeconds, quotas: quotas)
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
@@ -78,13 +75,9 @@ extension Admin {
             appID: String, bundleID: String? = nil, queueCapacity: UInt32? = nil, weight: UInt32? = nil,
             maxPushLifetimeSeconds: UInt32? = nil, quotas: Quotas? = nil, enabled: Bool? = nil
         ) {
-            self.appID = appID
-            self.bundleID = bundleID
-            self.queueCapacity = queueCapacity
-            self.weight = weight
-            self.maxPushLifetimeSeconds = maxPushLifetimeSeconds
-            self.quotas = quotas
-            self.enabled = enabled
+            self.init(
+                appID: .some(appID), bundleID: bundleID, queueCapacity: queueCapacity, weight: weight,
+                maxPushLifetimeSeconds: maxPushLifetimeSeconds, quotas: quotas, enabled: enabled)
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
@@ -126,7 +119,7 @@ extension Admin {
 
         /// The parameters without a default are the fields the server requires of every such request.
         public init(appID: String) {
-            self.appID = appID
+            self.init(appID: .some(appID))
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.
@@ -152,7 +145,7 @@ extension Admin {
 
         /// The parameters without a default are the fields the server requires of every such request.
         public init(appID: String) {
-            self.appID = appID
+            self.init(appID: .some(appID))
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.

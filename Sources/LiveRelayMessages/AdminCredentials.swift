@@ -34,14 +34,9 @@ extension Admin {
             privateKeyFile: String? = nil, privateKeyEnv: String? = nil, endpoint: String? = nil,
             trustCertificatePEM: [UInt8]? = nil
         ) {
-            self.appID = appID
-            self.teamID = teamID
-            self.keyID = keyID
-            self.privateKeyPEM = privateKeyPEM
-            self.privateKeyFile = privateKeyFile
-            self.privateKeyEnv = privateKeyEnv
-            self.endpoint = endpoint
-            self.trustCertificatePEM = trustCertificatePEM
+            self.init(
+                appID: .some(appID), teamID: .some(teamID), keyID: .some(keyID), privateKeyPEM: privateKeyPEM,
+                privateKeyFile: privateKeyFile, privateKeyEnv: privateKeyEnv, endpoint: endpoint, trustCertificatePEM: trustCertificatePEM)
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.

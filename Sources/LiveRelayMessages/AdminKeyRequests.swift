@@ -71,7 +71,7 @@ extension Admin {
 
         /// The parameters without a default are the fields the server requires of every such request.
         public init(keyID: String) {
-            self.keyID = keyID
+            self.init(keyID: .some(keyID))
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.

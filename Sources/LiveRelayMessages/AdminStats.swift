@@ -12,7 +12,7 @@ extension Admin {
 
         /// The parameters without a default are the fields the server requires of every such request.
         public init(appID: String) {
-            self.appID = appID
+            self.init(appID: .some(appID))
         }
 
         /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose.

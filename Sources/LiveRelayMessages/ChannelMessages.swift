@@ -83,9 +83,7 @@ public struct CreateChannelRequest: LiveRelayMessage {
 
     /// The parameters without a default are the fields the server requires of every such request.
     public init(appID: String, environment: Environment, storagePolicy: BroadcastStoragePolicy) {
-        self.appID = appID
-        self.environment = environment
-        self.storagePolicy = storagePolicy
+        self.init(appID: .some(appID), environment: environment, storagePolicy: storagePolicy)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
@@ -200,10 +198,7 @@ public struct ListChannelsRequest: LiveRelayMessage {
     public init(
         appID: String, environment: Environment = .unspecified, pageSize: UInt32 = 0, pageToken: String = ""
     ) {
-        self.appID = appID
-        self.environment = environment
-        self.pageSize = pageSize
-        self.pageToken = pageToken
+        self.init(appID: .some(appID), environment: environment, pageSize: pageSize, pageToken: pageToken)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose
@@ -320,8 +315,7 @@ public struct DeleteChannelRequest: LiveRelayMessage {
 
     /// The parameters without a default are the fields the server requires of every such request.
     public init(appID: String, channelID: String) {
-        self.appID = appID
-        self.channelID = channelID
+        self.init(appID: .some(appID), channelID: channelID)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose

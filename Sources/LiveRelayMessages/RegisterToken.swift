@@ -26,16 +26,9 @@ public struct RegisterTokenRequest: LiveRelayMessage {
         activityID: String = "", externalUserID: String = "", deviceID: String = "", expiresAt: Int64 = 0,
         remove: Bool = false
     ) {
-        self.appID = appID
-        self.kind = kind
-        self.token = token
-        self.environment = environment
-        self.attributesType = attributesType
-        self.activityID = activityID
-        self.externalUserID = externalUserID
-        self.deviceID = deviceID
-        self.expiresAt = expiresAt
-        self.remove = remove
+        self.init(
+            appID: .some(appID), kind: kind, token: token, environment: environment, attributesType: attributesType, activityID: activityID,
+            externalUserID: externalUserID, deviceID: deviceID, expiresAt: expiresAt, remove: remove)
     }
 
     /// Any subset of the fields, for tests and tools in this package that build malformed requests on purpose

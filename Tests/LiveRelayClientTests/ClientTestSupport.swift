@@ -1,5 +1,7 @@
 import Foundation
 import LiveRelayClient
+import LiveRelayComposition
+import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
@@ -31,7 +33,6 @@ enum TestTLS {
 enum TestKeys {
     static let all = APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: Set(LiveRelayMethod.allCases))
     static let pingOnly = APIKeyAuthenticator.generateKey(apps: .only(["com.example.app"]), allowedMethods: [.ping])
-    static let authenticator = try! APIKeyAuthenticator(records: [all.record, pingOnly.record])
 }
 
 let testLogger: Logger = {
@@ -40,7 +41,7 @@ let testLogger: Logger = {
     return logger
 }()
 
-/// A real `RPCServer` inside a `ServiceGroup`, as `liverelay serve` runs it.
+/// A real server from `ServerBuilder`, with a service the test controls, as `liverelay serve` runs it.
 final class TestServer: Sendable {
     let group: ServiceGroup
     let runTask: Task<Void, any Error>
@@ -58,17 +59,18 @@ final class TestServer: Sendable {
         tls: Bool = true,
         settings: ServerSettings = ServerSettings(idleTimeoutMilliseconds: 300_000)
     ) async throws -> TestServer {
-        let server = RPCServer(
-            configuration: RPCServer.Configuration(
-                host: "127.0.0.1", port: port, tls: tls ? TestTLS.server : nil,
-                connection: ServerConnectionStateMachine.Configuration(settings: settings), maxDrainTime: .seconds(10)
-            ),
-            service: service, authenticator: TestKeys.authenticator, logger: testLogger
-        )
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [], logger: testLogger))
+        var description = ServerDescription()
+        description.port = port
+        description.tls = tls ? TestTLS.server : nil
+        description.connection = ServerConnectionStateMachine.Configuration(settings: settings)
+        description.drainTime = .seconds(10)
+        description.calls = .custom(service)
+        description.seedKeys = try [TestKeys.all.record, TestKeys.pingOnly.record].map { try RegisteredAPIKey(seed: $0) }
+        description.logger = testLogger
+        let built = try await ServerBuilder.build(description)
+        let group = built.serviceGroup(gracefulShutdownSignals: [], logger: testLogger)
         let runTask = Task { try await group.run() }
-        let address = try await withTimeout(.seconds(10)) { try await server.boundAddress }
+        let address = try await withTimeout(.seconds(10)) { try await built.server.boundAddress }
         return TestServer(group: group, runTask: runTask, port: address.port!)
     }
 
