@@ -8,6 +8,7 @@ import LiveRelayMockAPNs
 import LiveRelayPushOutlet
 import LiveRelayStore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
@@ -78,11 +79,19 @@ package struct PushingApp: Sendable {
 /// with one APNs loop on 2 cores it cost less (docs/BENCHMARKS.md, "Dispatcher and
 /// APNs client"). `--apns-threads` sets it.
 package enum APNsEventLoops {
-    /// Threads show as `APNs-ELT-…` (`top -H`). Made once per process, at start, and
-    /// kept as long as the process, as NIO's own shared group is.
-    package static func make(threads: Int) -> MultiThreadedEventLoopGroup {
-        MultiThreadedEventLoopGroup._makePerpetualGroup(threadNamePrefix: "APNs-ELT-", numberOfThreads: threads)
+    /// The group of `threads` loops. Threads show as `APNs-ELT-…` (`top -H`). Made once
+    /// per process and size, and kept as long as the process, as NIO's own shared group
+    /// is: a process that builds several servers (the tests) shares them.
+    package static func group(threads: Int) -> MultiThreadedEventLoopGroup {
+        groups.withLockedValue { groups in
+            if let group = groups[threads] { return group }
+            let group = MultiThreadedEventLoopGroup._makePerpetualGroup(threadNamePrefix: "APNs-ELT-", numberOfThreads: threads)
+            groups[threads] = group
+            return group
+        }
     }
+
+    private static let groups = NIOLockedValueBox<[Int: MultiThreadedEventLoopGroup]>([:])
 }
 
 /// The APNs side of a running server, as services: the APNs client (every

@@ -155,7 +155,7 @@ package enum ServerBuilder {
         guard (1...256).contains(description.apnsThreads) else { throw SetupError("--apns-threads must be 1...256") }
         let apns = APNsRuntime(
             mock: description.mockAPNs, store: store, clock: clock, ledger: intents,
-            group: APNsEventLoops.make(threads: description.apnsThreads), logger: logger)
+            group: APNsEventLoops.group(threads: description.apnsThreads), logger: logger)
         intents?.attach(apns.dispatcher)
         let priorityBudget = PriorityBudgetGate(budgets: description.priorityBudgets)
         let activities = ActivityService(
