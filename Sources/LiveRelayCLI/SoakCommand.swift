@@ -48,7 +48,8 @@ struct Soak: AsyncParsableCommand {
             + expired); the replies add up to the dispatcher's totals; nothing is left queued; no push reached the \
             mock more than --expiry-allowance-ms after its apns-expiration; the peak RSS stays under --max-rss-mb; \
             every fault happened. Prints the figures (--json: as JSON on stdout, the table on stderr) and exits 1 \
-            on any violation. scripts/soak.sh runs it on a release build and writes docs/BENCHMARKS.md.
+            on any violation. scripts/soak.sh runs it on a release build. --store sqlite runs the server on SQLite \
+            in a temporary directory, --store postgres on PostgreSQL in a throwaway schema (dropped at the end).
             """
     )
 
