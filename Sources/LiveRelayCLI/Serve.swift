@@ -317,7 +317,7 @@ struct Serve: AsyncParsableCommand {
     private func describe(logger: Logger) throws -> (ServerDescription, Setup) {
         var (description, setup) = try describeFileOrDevelopment()
         description.logger = logger
-        description.calls = self.nullService || description.calls.isNull ? .null : .activities
+        if self.nullService { description.calls = .null }
         if let store = self.store { description.store.kind = store }
         if let url = self.postgresURL { description.store.postgresURL = url }
         if let value = self.durableIntents { description.durableIntents = value }

@@ -168,7 +168,7 @@ struct Soak: AsyncParsableCommand {
             group: mockGroup, logger: logger)
 
         // A store of the soak's own, removed at the end: a temporary directory for SQLite,
-        // a throwaway schema for PostgreSQL (the URL's last "schema" parameter wins).
+        // a throwaway schema for PostgreSQL.
         var directory: String?
         var selection = StoreSelection(kind: store, postgresURL: postgresURL)
         switch store {
@@ -178,11 +178,7 @@ struct Soak: AsyncParsableCommand {
             directory = path
             selection.dataDirectory = path
         case .postgres:
-            let environment = ProcessInfo.processInfo.environment[StoreSelection.postgresURLVariable].flatMap { $0.isEmpty ? nil : $0 }
-            guard let given = postgresURL ?? environment else {
-                throw CLIError("--store postgres needs --postgres-url or \(StoreSelection.postgresURLVariable)")
-            }
-            selection.postgresURL = given + (given.contains("?") ? "&" : "?") + "schema=liverelay_soak_\(getpid())"
+            selection.postgresSchema = "liverelay_soak_\(getpid())"
         case .memory:
             break
         }

@@ -20,6 +20,8 @@ package struct StoreSelection: Sendable {
     package var kind: StoreKind
     package var postgresURL: String?
     package var dataDirectory: String?
+    /// Puts the tables in this schema whatever the URL says (the soak's throwaway schema).
+    package var postgresSchema: String?
 
     package init(kind: StoreKind, postgresURL: String? = nil, dataDirectory: String? = nil) {
         self.kind = kind
@@ -37,7 +39,9 @@ package struct StoreSelection: Sendable {
                 "--store postgres needs --postgres-url, \"store.postgres_url\" in the config file, or \(Self.postgresURLVariable)")
         }
         do {
-            return try PostgresStoreConfiguration(url: url)
+            var configuration = try PostgresStoreConfiguration(url: url)
+            if let postgresSchema { configuration.schema = postgresSchema }
+            return configuration
         } catch {
             throw SetupError("\(error)")
         }
