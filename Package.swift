@@ -261,6 +261,7 @@ let package = Package(
             name: "LiveRelayMockAPNs",
             dependencies: [
                 "LiveRelayAPNs",
+                "LiveRelayMessages",
                 "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -536,8 +537,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayMessagesTests",
-            // LiveRelayAPNs only to hold the message layer's channel id rule to isPlausibleChannelID.
-            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet", "LiveRelayAPNs"],
+            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(
@@ -547,7 +547,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayAPNsClientTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayMockAPNs", "LiveRelayTLS",
+                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayMessages", "LiveRelayMockAPNs", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -559,7 +559,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayMockAPNsTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayMockAPNs", "LiveRelayAPNs", "LiveRelayTLS",
+                "LiveRelayMockAPNs", "LiveRelayAPNs", "LiveRelayMessages", "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

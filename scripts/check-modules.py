@@ -35,7 +35,7 @@ IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayAdmin": {"L
 CALLERS = {
     "LiveRelayClient": {"LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayBackoff"},
     "LiveRelayBench": {"LiveRelayClient", "LiveRelayMessages", "LiveRelayWire"},
-    "LiveRelayMockAPNs": {"LiveRelayAPNs", "LiveRelayTLS"},
+    "LiveRelayMockAPNs": {"LiveRelayAPNs", "LiveRelayMessages", "LiveRelayTLS"},
     # The operations port reads metrics through swift-metrics and readiness through its own
     # protocol, which the composition root feeds: it imports nothing of the path.
     "LiveRelayOps": set(),

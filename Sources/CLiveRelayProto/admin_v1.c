@@ -24,10 +24,11 @@ static const ProtobufCFieldDescriptor admin_quotas_fields[] = {
   LR_FIELD_OPT_HAS(S, 3, pushes_per_hour, UINT64, NULL),
   LR_FIELD_OPT_HAS(S, 4, max_tokens, UINT64, NULL),
   LR_FIELD_OPT_HAS(S, 5, max_live_activities, UINT64, NULL),
+  LR_FIELD_OPT_HAS(S, 6, priority_budget_per_hour, UINT32, NULL),
 };
 static const unsigned admin_quotas_by_name[] = {
   1 /* burst */, 0 /* calls_per_second */, 4 /* max_live_activities */, 3 /* max_tokens */,
-  2 /* pushes_per_hour */,
+  5 /* priority_budget_per_hour */, 2 /* pushes_per_hour */,
 };
 LR_MESSAGE_IN(LR_ADMIN, admin_quotas, LrAdminQuotas, Quotas)
 #undef S

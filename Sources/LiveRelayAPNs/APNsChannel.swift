@@ -48,16 +48,3 @@ public struct APNsBroadcast: Hashable, Sendable {
         ]
     }
 }
-
-/// Whether `text` can be an APNs channel id: base64 (standard or URL-safe
-/// alphabet, `=` padding), 1 to 128 characters. Checked before any store
-/// lookup so that a malformed id is INVALID_ARGUMENT, never a send.
-public func isPlausibleChannelID(_ text: String) -> Bool {
-    let utf8 = text.utf8
-    guard (1...128).contains(utf8.count) else { return false }
-    return utf8.allSatisfy { c in
-        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c)
-            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) || c == UInt8(ascii: "+") || c == UInt8(ascii: "/")
-            || c == UInt8(ascii: "=") || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
-    }
-}

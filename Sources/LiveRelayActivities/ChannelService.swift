@@ -68,12 +68,15 @@ public struct ChannelService: Sendable {
             let channel = ChannelRecord(
                 appID: app.id, id: id, environment: environment, storagePolicy: policy, createdAt: clock.now())
             return context.eventLoop.makeFutureWithTask { [store] in
+                guard BroadcastChannel.isValidID(id) else {
+                    throw APNsChannelManagementError.malformedAnswer("a channel id that no call could name (\(id.utf8.count) bytes)")
+                }
                 try await store.create(channel, limit: limit)
                 return channel
             }
             .flatMapError { error in
-                // APNs made a channel LiveRelay could not record: remove it, so nobody is left
-                // holding an id that no call can name, and the app's APNs limit is not eaten up.
+                // APNs made a channel LiveRelay could not record (or whose id no call could name):
+                // remove it, so nobody is left holding it, and the app's APNs limit is not eaten up.
                 self.logger.warning(
                     "channel not recorded; deleting it from APNs",
                     metadata: ["app": "\(app.id)", "channel": "\(id)", "error": "\(error)"])
@@ -83,7 +86,10 @@ public struct ChannelService: Sendable {
                         self.logger.error(
                             "channel left at APNs", metadata: ["app": "\(app.id)", "channel": "\(id)", "error": "\(deleteError)"])
                     }
-                    .flatMapThrowing { throw Self.storeError(error, logger: self.logger, app: app, environment: environment) }
+                    .flatMapThrowing {
+                        if let answer = error as? APNsChannelManagementError { throw Self.apnsError(answer, call: "CreateChannel") }
+                        throw Self.storeError(error, logger: self.logger, app: app, environment: environment)
+                    }
             }
         }
         .map { channel in

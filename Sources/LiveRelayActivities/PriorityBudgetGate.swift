@@ -6,16 +6,16 @@ import NIOCore
 import ServiceLifecycle
 
 /// Every app's priority-10 budget: sends per hour per activity and per
-/// channel, from the config file's `"priority_budget_per_hour"` (top-level
-/// `"quotas"` for the default, an app's own `"quotas"` over it).
+/// channel, as the tenant runtime resolves them from the registry (an app's
+/// `quotas.priority_budget_per_hour` over the server's default).
 ///
 /// Unset means no guard: Apple publishes no number, and a guessed default
 /// would downgrade pushes an app has every right to send.
 public struct PriorityBudgets: Hashable, Sendable {
     /// The budget of apps without their own; nil: no guard.
     public var defaultPerHour: Int?
-    /// Apps' own budgets over the default: a number, or nil (`"unlimited"`)
-    /// to lift the default for that app. Apps not in it have the default.
+    /// Apps' own budgets over the default: a number, or nil to lift the
+    /// default for that app. Apps not in it have the default.
     public var perApp: [String: Int?]
 
     public init(defaultPerHour: Int? = nil, perApp: [String: Int?] = [:]) {
@@ -26,14 +26,6 @@ public struct PriorityBudgets: Hashable, Sendable {
     /// The budget `appID` has; nil: no guard.
     public func budget(of appID: String) -> Int? {
         perApp[appID] ?? defaultPerHour
-    }
-
-    /// A configured budget: a whole number from 1 to `Int32.max`, or nil.
-    /// Zero is refused, not read as "no priority 10 at all": an app that
-    /// wants only priority 5 asks for it, and "unlimited" says no guard.
-    public static func validated(_ number: Double) -> Int? {
-        guard number >= 1, number <= Double(Int32.max), number == number.rounded() else { return nil }
-        return Int(number)
     }
 }
 

@@ -21,16 +21,22 @@ public struct AppQuota: Hashable, Sendable {
     public var maxTokens: Int?
     /// Activities started and not yet ended or expired.
     public var maxLiveActivities: Int?
+    /// Priority-10 sends per hour per activity and per channel, enforced by
+    /// ``PriorityBudgetGate`` (not split over the nodes: an activity's calls
+    /// are rarely spread over them). Unset by default: Apple publishes no
+    /// number, and a guessed one would downgrade pushes an app may send.
+    public var priorityBudgetPerHour: Int?
 
     public init(
         callsPerSecond: Double? = nil, burst: Int? = nil, pushesPerHour: Int? = nil, maxTokens: Int? = nil,
-        maxLiveActivities: Int? = nil
+        maxLiveActivities: Int? = nil, priorityBudgetPerHour: Int? = nil
     ) {
         self.callsPerSecond = callsPerSecond
         self.burst = burst
         self.pushesPerHour = pushesPerHour
         self.maxTokens = maxTokens
         self.maxLiveActivities = maxLiveActivities
+        self.priorityBudgetPerHour = priorityBudgetPerHour
     }
 
     /// No limit at all.

@@ -13,7 +13,8 @@ extension RegisteredQuotas {
         self.init(
             callsPerSecond: quotas?.callsPerSecond, burst: quotas?.burst.map(Int.init),
             pushesPerHour: quotas?.pushesPerHour.map { Int(clamping: $0) }, maxTokens: quotas?.maxTokens.map { Int(clamping: $0) },
-            maxLiveActivities: quotas?.maxLiveActivities.map { Int(clamping: $0) })
+            maxLiveActivities: quotas?.maxLiveActivities.map { Int(clamping: $0) },
+            priorityBudgetPerHour: quotas?.priorityBudgetPerHour.map(Int.init))
     }
 }
 
@@ -22,7 +23,8 @@ extension Admin.Quotas {
         self.init(
             callsPerSecond: quotas.callsPerSecond, burst: quotas.burst.map { UInt32(clamping: $0) },
             pushesPerHour: quotas.pushesPerHour.map { UInt64($0) }, maxTokens: quotas.maxTokens.map { UInt64($0) },
-            maxLiveActivities: quotas.maxLiveActivities.map { UInt64($0) })
+            maxLiveActivities: quotas.maxLiveActivities.map { UInt64($0) },
+            priorityBudgetPerHour: quotas.priorityBudgetPerHour.map { UInt32(clamping: $0) })
     }
 }
 
@@ -71,7 +73,8 @@ extension Admin.AppStats {
             quotas: Admin.Quotas(
                 callsPerSecond: figures.callsPerSecond, burst: figures.burst.map { UInt32(clamping: $0) },
                 pushesPerHour: figures.pushesPerHour.map { UInt64($0) }, maxTokens: figures.maxTokens.map { UInt64($0) },
-                maxLiveActivities: figures.maxLiveActivities.map { UInt64($0) }),
+                maxLiveActivities: figures.maxLiveActivities.map { UInt64($0) },
+                priorityBudgetPerHour: figures.priorityBudgetPerHour.map { UInt32(clamping: $0) }),
             nodes: UInt32(clamping: figures.nodes))
     }
 }

@@ -178,6 +178,8 @@ public struct AppUsageFigures: Sendable {
     public var pushesPerHour: Int?
     public var maxTokens: Int?
     public var maxLiveActivities: Int?
+    /// Per activity and per channel, on every node alike.
+    public var priorityBudgetPerHour: Int?
     public var nodes: Int
 
     public init(

@@ -33,15 +33,14 @@ struct QuotaOptions: ParsableArguments {
     @Option(help: "Pushes per sliding hour over every node (0: no limit).") var pushesPerHour: UInt64?
     @Option(help: "Registered tokens (0: no limit).") var maxTokens: UInt64?
     @Option(help: "Live activities (0: no limit).") var maxLiveActivities: UInt64?
+    @Option(help: "Priority-10 sends per hour per activity and per channel (0: no budget).") var priorityBudgetPerHour: UInt32?
 
     /// nil when no quota option was given (an update then leaves the app's quotas alone).
     var quotas: Admin.Quotas? {
-        guard callsPerSecond != nil || burst != nil || pushesPerHour != nil || maxTokens != nil || maxLiveActivities != nil else {
-            return nil
-        }
-        return Admin.Quotas(
+        let quotas = Admin.Quotas(
             callsPerSecond: callsPerSecond, burst: burst, pushesPerHour: pushesPerHour, maxTokens: maxTokens,
-            maxLiveActivities: maxLiveActivities)
+            maxLiveActivities: maxLiveActivities, priorityBudgetPerHour: priorityBudgetPerHour)
+        return quotas == Admin.Quotas() ? nil : quotas
     }
 }
 

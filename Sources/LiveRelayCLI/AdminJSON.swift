@@ -15,6 +15,7 @@ extension Admin.Quotas: JSONRepresentable {
             ("pushes_per_hour", pushesPerHour.map { .integer(Int64(clamping: $0)) }),
             ("max_tokens", maxTokens.map { .integer(Int64(clamping: $0)) }),
             ("max_live_activities", maxLiveActivities.map { .integer(Int64(clamping: $0)) }),
+            ("priority_budget_per_hour", priorityBudgetPerHour.map { .integer(Int64($0)) }),
         ])
     }
 }

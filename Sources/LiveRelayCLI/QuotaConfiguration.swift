@@ -17,9 +17,9 @@ import LiveRelayDomain
 /// rates, so the deployment as a whole holds them.
 ///
 /// `priority_budget_per_hour` is not split over the nodes: it is per activity
-/// and per channel (``PriorityBudgets``), and an activity's calls are rarely
-/// spread over nodes. It stays out of the tenant registry, which has no column
-/// for it: an app added through the admin API has the section's default.
+/// and per channel, and an activity's calls are rarely spread over nodes. Like
+/// the other limits, an app's own goes into the tenant registry with the app,
+/// and an app added through the admin API has the section's.
 struct QuotaConfiguration: Decodable {
     /// A limit, or no limit said by name (to lift a default).
     enum Limit: Decodable {
@@ -51,32 +51,6 @@ struct QuotaConfiguration: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case callsPerSecond = "calls_per_second", burst, pushesPerHour = "pushes_per_hour", maxTokens = "max_tokens"
         case maxLiveActivities = "max_live_activities", priorityBudgetPerHour = "priority_budget_per_hour", nodes
-    }
-
-    /// This section's priority-10 budget: nil when left out, `.some(nil)` for
-    /// "unlimited" (no guard, lifting a default), else a whole number from 1.
-    /// One parser for the top level and an app's own section.
-    func priorityBudget(where place: String) throws -> Int?? {
-        switch priorityBudgetPerHour {
-        case nil: return nil
-        case .unlimited: return .some(nil)
-        case let .value(number):
-            guard let budget = PriorityBudgets.validated(number) else {
-                throw CLIError(
-                    "\(place).\(CodingKeys.priorityBudgetPerHour.rawValue) must be a whole number from 1 to \(Int32.max), or \"unlimited\"")
-            }
-            return .some(budget)
-        }
-    }
-
-    /// The file's default priority-10 budget (unset: no guard) and the apps' own.
-    static func priorityBudgets(section: QuotaConfiguration?, apps: [AppConfiguration]) throws -> PriorityBudgets {
-        var budgets = PriorityBudgets(defaultPerHour: try section?.priorityBudget(where: "quotas") ?? nil)
-        for (i, app) in apps.enumerated() {
-            guard let own = try app.quotas?.priorityBudget(where: "apps[\(i)].quotas") else { continue }
-            budgets.perApp.updateValue(own, forKey: app.id)
-        }
-        return budgets
     }
 
     /// `base` with this section's limits on top: a limit left out keeps `base`'s, "unlimited" lifts it.
@@ -112,7 +86,8 @@ struct QuotaConfiguration: Decodable {
         }
         return RegisteredQuotas(
             callsPerSecond: rate, burst: try value(burst, .burst), pushesPerHour: try value(pushesPerHour, .pushesPerHour),
-            maxTokens: try value(maxTokens, .maxTokens), maxLiveActivities: try value(maxLiveActivities, .maxLiveActivities))
+            maxTokens: try value(maxTokens, .maxTokens), maxLiveActivities: try value(maxLiveActivities, .maxLiveActivities),
+            priorityBudgetPerHour: try value(priorityBudgetPerHour, .priorityBudgetPerHour))
     }
 
     /// The file's "quotas" section over the production defaults, and how many nodes share the rates.

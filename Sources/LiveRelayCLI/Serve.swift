@@ -384,7 +384,6 @@ struct Serve: AsyncParsableCommand {
         description.pushToStartRetention = try file.pushToStartRetention
         description.admission = try file.admissionLimits
         (description.quotaDefaults, description.quotaNodes) = try QuotaConfiguration.defaults(section: file.quotas)
-        description.priorityBudgets = try QuotaConfiguration.priorityBudgets(section: file.quotas, apps: file.apps ?? [])
         description.seedApps = try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) }
         // A key file that cannot be read stops the start here rather than failing the app's every push.
         for app in description.seedApps { _ = try PushingApp(app) }

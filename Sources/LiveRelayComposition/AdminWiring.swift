@@ -40,6 +40,7 @@ package enum AdminWiring {
         figures.pushesPerHour = quota.pushesPerHour.map { max(1, $0 / settings.nodes) }
         figures.maxTokens = quota.maxTokens
         figures.maxLiveActivities = quota.maxLiveActivities
+        figures.priorityBudgetPerHour = quota.priorityBudgetPerHour
         return figures
     }
 }

@@ -78,9 +78,10 @@ package enum ServerBuilder {
         let keyUsage = KeyUsage(clock: description.clock)
         let authenticator = ReloadableAuthenticator(try APIKeyAuthenticator(keys: []), onUse: { keyUsage.note($0) })
         let quotas = QuotaGate(settings: QuotaSettings(defaults: description.quotaDefaults, nodes: description.quotaNodes))
+        let priorityBudget = PriorityBudgetGate()
         var parts = TenantRuntime.Parts(
-            authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, defaultQuota: description.quotaDefaults,
-            nodes: description.quotaNodes)
+            authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, priorityBudget: priorityBudget,
+            defaultQuota: description.quotaDefaults, nodes: description.quotaNodes)
         // Between the store and the RPC server: see the start order above.
         var middle: [any Service] = [ChannelStoreService(channelStore)]
         let service: any LiveRelayService
@@ -91,7 +92,7 @@ package enum ServerBuilder {
             service = custom
         case .activities:
             let (activities, apns, services) = try makeActivities(
-                description, store: store, channelStore: channelStore, quotas: quotas)
+                description, store: store, channelStore: channelStore, quotas: quotas, priorityBudget: priorityBudget)
             middle += services
             queueGauges.attach(apns.dispatcher)
             parts.activities = activities
@@ -139,7 +140,8 @@ package enum ServerBuilder {
 
     /// The activity service and what serves it: the dispatch intents, the APNs side, the sweepers, in start order.
     private static func makeActivities(
-        _ description: ServerDescription, store: any ActivityStore, channelStore: any ChannelStore, quotas: QuotaGate
+        _ description: ServerDescription, store: any ActivityStore, channelStore: any ChannelStore, quotas: QuotaGate,
+        priorityBudget: PriorityBudgetGate
     ) throws -> (ActivityService, APNsRuntime, [any Service]) {
         let logger = description.logger
         let clock = description.clock
@@ -157,7 +159,6 @@ package enum ServerBuilder {
             mock: description.mockAPNs, store: store, clock: clock, ledger: intents,
             group: APNsEventLoops.group(threads: description.apnsThreads), logger: logger)
         intents?.attach(apns.dispatcher)
-        let priorityBudget = PriorityBudgetGate(budgets: description.priorityBudgets)
         let activities = ActivityService(
             store: store, clock: clock, logger: logger, sink: description.pushSink?(apns.dispatcher) ?? apns.dispatcher,
             intents: intents == nil ? IntentLease?.none : lease, pushToStartRetention: description.pushToStartRetention,

@@ -67,10 +67,10 @@ package struct ServerDescription: Sendable {
     package var pushSink: (@Sendable (Dispatcher) -> any PushSink)?
 
     package var admission = AdmissionLimits()
-    /// Every app's quotas unless the registry says otherwise, and how many nodes share the rates.
+    /// Every app's quotas and priority-10 budget unless the registry says otherwise,
+    /// and how many nodes share the rates.
     package var quotaDefaults = AppQuota()
     package var quotaNodes = 1
-    package var priorityBudgets = PriorityBudgets()
 
     /// The config file's or the development setup's apps and keys: applied to the tenant
     /// registry at start as a seed, which never undoes what an admin changed.

@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// becomes the node's keys (the authenticator, and GOAWAY UNAUTHENTICATED to
 /// the open connections of a key just revoked), its apps (the service's
 /// directory, the dispatcher's queues and routes, the APNs client's keys)
-/// and their quotas. As a `Service` it follows the registry's changes
+/// and their quotas and priority-10 budgets. As a `Service` it follows the registry's changes
 /// (LISTEN/NOTIFY on PostgreSQL, this process's own changes and a 1 s poll
 /// everywhere) until graceful shutdown, then closes the registry.
 ///
@@ -29,6 +29,7 @@ package final class TenantRuntime: Service, Sendable {
         var activities: ActivityService?
         var apns: APNsRuntime?
         var quotas: QuotaGate
+        var priorityBudget: PriorityBudgetGate
         var defaultQuota: AppQuota
         var nodes: Int
     }
@@ -161,6 +162,8 @@ package final class TenantRuntime: Service, Sendable {
         quotas.perApp = snapshot.apps.mapValues { AppQuota($0.quotas, over: parts.defaultQuota) }
         parts.quotas.settings = quotas
         parts.quotas.track(apps: Array(snapshot.apps.keys))
+        parts.priorityBudget.budgets = PriorityBudgets(
+            defaultPerHour: parts.defaultQuota.priorityBudgetPerHour, perApp: quotas.perApp.mapValues(\.priorityBudgetPerHour))
 
         // Routes and queues before the directory: an app's first call finds its queue ready.
         var nowConfigured = configured
@@ -202,7 +205,8 @@ extension AppQuota {
             burst: merge(registered.burst, defaults.burst),
             pushesPerHour: merge(registered.pushesPerHour, defaults.pushesPerHour),
             maxTokens: merge(registered.maxTokens, defaults.maxTokens),
-            maxLiveActivities: merge(registered.maxLiveActivities, defaults.maxLiveActivities))
+            maxLiveActivities: merge(registered.maxLiveActivities, defaults.maxLiveActivities),
+            priorityBudgetPerHour: merge(registered.priorityBudgetPerHour, defaults.priorityBudgetPerHour))
     }
 }
 

@@ -31,16 +31,19 @@ public struct RegisteredQuotas: Hashable, Sendable {
     public var pushesPerHour: Int?
     public var maxTokens: Int?
     public var maxLiveActivities: Int?
+    /// Priority-10 sends per hour per activity and per channel.
+    public var priorityBudgetPerHour: Int?
 
     public init(
         callsPerSecond: Double? = nil, burst: Int? = nil, pushesPerHour: Int? = nil, maxTokens: Int? = nil,
-        maxLiveActivities: Int? = nil
+        maxLiveActivities: Int? = nil, priorityBudgetPerHour: Int? = nil
     ) {
         self.callsPerSecond = callsPerSecond
         self.burst = burst
         self.pushesPerHour = pushesPerHour
         self.maxTokens = maxTokens
         self.maxLiveActivities = maxLiveActivities
+        self.priorityBudgetPerHour = priorityBudgetPerHour
     }
 
     /// Every limit at the server's default.

@@ -36,6 +36,9 @@ enum RegistryValidation {
         ] {
             if let value, value < 0 { throw .invalid(field: field, detail: "must be at least 0, not \(value)") }
         }
+        if let budget = quotas.priorityBudgetPerHour, !(0...Int(Int32.max)).contains(budget) {
+            throw .invalid(field: "quotas.priority_budget_per_hour", detail: "must be 0 to \(Int32.max), not \(budget)")
+        }
     }
 
     static func check(_ credentials: RegisteredCredentials) throws(RegistryError) {
@@ -153,6 +156,7 @@ enum AuditDetails {
             if let pushes = quotas.pushesPerHour { field("pushes_per_hour", pushes) }
             if let tokens = quotas.maxTokens { field("max_tokens", tokens) }
             if let live = quotas.maxLiveActivities { field("max_live_activities", live) }
+            if let budget = quotas.priorityBudgetPerHour { field("priority_budget_per_hour", budget) }
         }
 
         /// Team id, key id, endpoint, the kind of key source and its path or

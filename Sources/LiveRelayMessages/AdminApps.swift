@@ -23,16 +23,20 @@ extension Admin {
         public var maxTokens: UInt64?
         /// Activities started and not yet ended or expired.
         public var maxLiveActivities: UInt64?
+        /// Priority-10 sends per hour per activity and per channel; past it a push
+        /// goes at priority 5 (or is refused when the call asks for strictness).
+        public var priorityBudgetPerHour: UInt32?
 
         public init(
             callsPerSecond: Double? = nil, burst: UInt32? = nil, pushesPerHour: UInt64? = nil,
-            maxTokens: UInt64? = nil, maxLiveActivities: UInt64? = nil
+            maxTokens: UInt64? = nil, maxLiveActivities: UInt64? = nil, priorityBudgetPerHour: UInt32? = nil
         ) {
             self.callsPerSecond = callsPerSecond
             self.burst = burst
             self.pushesPerHour = pushesPerHour
             self.maxTokens = maxTokens
             self.maxLiveActivities = maxLiveActivities
+            self.priorityBudgetPerHour = priorityBudgetPerHour
         }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -44,11 +48,16 @@ extension Admin {
 
         public func validate() throws(MessageError) { try validate(prefix: "") }
 
-        /// calls_per_second finite and not negative; the counts may be anything (0: no limit).
+        /// calls_per_second finite and not negative, priority_budget_per_hour within
+        /// an int32 (the config file's bound); the counts may be anything (0: no limit).
         func validate(prefix: String) throws(MessageError) {
             if let callsPerSecond, !(callsPerSecond.isFinite && callsPerSecond >= 0) {
                 throw MessageError(
                     .outOfRange, field: Rules.path(prefix, "calls_per_second"), detail: "must be finite and not negative")
+            }
+            if let priorityBudgetPerHour, priorityBudgetPerHour > UInt32(Int32.max) {
+                throw MessageError(
+                    .outOfRange, field: Rules.path(prefix, "priority_budget_per_hour"), detail: "must be at most \(Int32.max)")
             }
         }
     }
@@ -209,6 +218,7 @@ extension Admin.Quotas: CMessageConvertible {
         pushesPerHour = cOptional(m.has_pushes_per_hour, m.pushes_per_hour)
         maxTokens = cOptional(m.has_max_tokens, m.max_tokens)
         maxLiveActivities = cOptional(m.has_max_live_activities, m.max_live_activities)
+        priorityBudgetPerHour = cOptional(m.has_priority_budget_per_hour, m.priority_budget_per_hour)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAdminQuotas> {
@@ -219,6 +229,10 @@ extension Admin.Quotas: CMessageConvertible {
         if let pushesPerHour { c.pointee.has_pushes_per_hour = 1; c.pointee.pushes_per_hour = pushesPerHour }
         if let maxTokens { c.pointee.has_max_tokens = 1; c.pointee.max_tokens = maxTokens }
         if let maxLiveActivities { c.pointee.has_max_live_activities = 1; c.pointee.max_live_activities = maxLiveActivities }
+        if let priorityBudgetPerHour {
+            c.pointee.has_priority_budget_per_hour = 1
+            c.pointee.priority_budget_per_hour = priorityBudgetPerHour
+        }
         return c
     }
 }

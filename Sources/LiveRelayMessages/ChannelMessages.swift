@@ -387,3 +387,15 @@ extension DeleteChannelReply: CMessageConvertible {
         return c
     }
 }
+
+extension BroadcastChannel {
+    /// Whether `text` can be an APNs broadcast channel id: 1-128 characters of
+    /// the base64 alphabets (standard and URL-safe, `=` padding). The one
+    /// statement of the rule: requests are checked with it at decode, the
+    /// channel service checks the ids APNs hands out with it (an id no call
+    /// could name back is never recorded), and the mock APNs answers
+    /// BadChannelId by it.
+    public static func isValidID(_ text: String) -> Bool {
+        (1...Rules.maxChannelID).contains(text.utf8.count) && Rules.withBytes(text) { Rules.allInSet($0, Rules.channelIDSet) }
+    }
+}

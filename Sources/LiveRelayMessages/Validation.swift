@@ -130,10 +130,7 @@ import Darwin
     /// APNs's channel ids are base64 of a few dozen bytes; 128 leaves room and bounds the store's key.
     public static let maxChannelID = 128
 
-    /// A broadcast channel id: 1-128 characters of the base64 alphabets (standard
-    /// and URL-safe, `=` padding). The same rule as LiveRelayAPNs's
-    /// `isPlausibleChannelID`, which this module cannot import (it would bring
-    /// OpenSSL into the codec and the client library): a malformed id is
+    /// A broadcast channel id (``BroadcastChannel/isValidID(_:)``): a malformed id is
     /// INVALID_ARGUMENT at decode, never a store lookup or a send. A proto2
     /// field that is present but empty is refused too: leaving it out is how to
     /// name no channel.
@@ -148,8 +145,7 @@ import Darwin
         }
         let n = value.utf8.count
         if n > maxChannelID { throw MessageError(.tooLong(length: n, max: maxChannelID), field: name) }
-        let ok = withBytes(value) { bytes in allInSet(bytes, channelIDSet) }
-        if !ok {
+        if !BroadcastChannel.isValidID(value) {
             throw MessageError(
                 .invalidValue, field: name, detail: "only base64 characters (A-Z, a-z, 0-9, '+', '/', '=', '-', '_') are allowed")
         }

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayMessages
 
 /// The channel endpoints (iOS 18 broadcasts): `/1/apps/<bundle id>/channels`
 /// and `/1/apps/<bundle id>/all-channels` (management), and
@@ -109,7 +110,7 @@ extension MockAPNsValidator {
             guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else {
                 return reject("MissingChannelId", accepted: true)
             }
-            guard isPlausibleChannelID(channelID) else { return reject("BadChannelId", accepted: true) }
+            guard BroadcastChannel.isValidID(channelID) else { return reject("BadChannelId", accepted: true) }
             return pass(
                 method == "GET" ? .read(bundleID: bundleID, channelID: channelID) : .delete(bundleID: bundleID, channelID: channelID))
         case (.allChannels, _):
@@ -137,7 +138,7 @@ extension MockAPNsValidator {
         guard let pushType = request.header("apns-push-type") else { return "MissingPushType" }
         guard pushType == "liveactivity" else { return "InvalidPushType" }
         guard let channelID = request.header("apns-channel-id"), !channelID.isEmpty else { return "MissingChannelId" }
-        guard isPlausibleChannelID(channelID) else { return "BadChannelId" }
+        guard BroadcastChannel.isValidID(channelID) else { return "BadChannelId" }
         if let priority = request.header("apns-priority"), priority != "5", priority != "10" { return "BadPriority" }
         if let expiration = request.header("apns-expiration"),
             expiration.isEmpty || expiration.utf8.count > 19 || !expiration.utf8.allSatisfy(isDigit)

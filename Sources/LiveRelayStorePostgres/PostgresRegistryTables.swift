@@ -67,7 +67,9 @@ enum PostgresRegistrySchema {
             // One row: every apply locks it (FOR UPDATE) first, which is what serializes nodes' changes.
             "CREATE TABLE registry_version (id smallint PRIMARY KEY CHECK (id = 1), version bigint NOT NULL)",
             "INSERT INTO registry_version (id, version) VALUES (1, 0)",
-        ]
+        ],
+        // 2: an app's priority-10 budget, a quota like the others (NULL: the default, 0: none).
+        ["ALTER TABLE apps ADD COLUMN quota_priority_budget_per_hour bigint"],
     ]
 }
 
@@ -76,7 +78,8 @@ enum PostgresRegistryTables {
     static let appColumns = """
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
-        apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source
+        apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
+        quota_priority_budget_per_hour
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -122,7 +125,7 @@ enum PostgresRegistryTables {
         func int(_ i: Int) throws -> Int? { try r[i].decode(Int64?.self).map(Int.init) }
         let quotas = RegisteredQuotas(
             callsPerSecond: try r[6].decode(Double?.self), burst: try int(7), pushesPerHour: try int(8), maxTokens: try int(9),
-            maxLiveActivities: try int(10))
+            maxLiveActivities: try int(10), priorityBudgetPerHour: try int(21))
         return RegisteredApp(
             id: id, bundleID: try r[1].decode(String.self), enabled: try r[2].decode(Bool.self), queueCapacity: try int(3),
             weight: try int(4), maxPushLifetimeSeconds: try int(5), quotas: quotas, credentials: credentials,
@@ -177,7 +180,7 @@ enum PostgresRegistryTables {
     }
 
     private static func put(_ app: RegisteredApp) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 21)
+        var b = PostgresBindings(capacity: 22)
         b.append(app.id)
         b.append(app.bundleID)
         b.append(app.enabled)
@@ -197,6 +200,7 @@ enum PostgresRegistryTables {
         b.append(app.createdAt.milliseconds)
         b.append(app.updatedAt.milliseconds)
         b.append(app.source.rawValue)
+        b.append(app.quotas.priorityBudgetPerHour.map(Int64.init))
         let columns = appColumns.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")

@@ -63,7 +63,9 @@ enum SQLiteRegistrySchema {
             version INTEGER NOT NULL
         );
         INSERT INTO registry_version (id, version) VALUES (1, 0);
-        """
+        """,
+        // 2: an app's priority-10 budget, a quota like the others (NULL: the default, 0: none).
+        "ALTER TABLE apps ADD COLUMN quota_priority_budget_per_hour INTEGER;",
     ]
 }
 
@@ -74,7 +76,8 @@ struct SQLiteRegistryTables {
     static let appColumns = """
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
-        apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source
+        apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
+        quota_priority_budget_per_hour
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -115,7 +118,8 @@ struct SQLiteRegistryTables {
         }
         let quotas = RegisteredQuotas(
             callsPerSecond: s.optionalDouble(6), burst: s.optionalInt64(7).map(Int.init), pushesPerHour: s.optionalInt64(8).map(Int.init),
-            maxTokens: s.optionalInt64(9).map(Int.init), maxLiveActivities: s.optionalInt64(10).map(Int.init))
+            maxTokens: s.optionalInt64(9).map(Int.init), maxLiveActivities: s.optionalInt64(10).map(Int.init),
+            priorityBudgetPerHour: s.optionalInt64(21).map(Int.init))
         let app = RegisteredApp(
             id: id, bundleID: s.string(1), enabled: s.int64(2) != 0, queueCapacity: s.optionalInt64(3).map(Int.init),
             weight: s.optionalInt64(4).map(Int.init), maxPushLifetimeSeconds: s.optionalInt64(5).map(Int.init), quotas: quotas,
@@ -159,7 +163,7 @@ struct SQLiteRegistryTables {
     }
 
     private func put(_ app: RegisteredApp) throws(SQLiteError) {
-        let placeholders = (1...21).map { "?\($0)" }.joined(separator: ", ")
+        let placeholders = (1...22).map { "?\($0)" }.joined(separator: ", ")
         try db.run("INSERT OR REPLACE INTO apps (\(Self.appColumns)) VALUES (\(placeholders))") { s in
             s.bind(1, app.id)
             s.bind(2, app.bundleID)
@@ -183,6 +187,7 @@ struct SQLiteRegistryTables {
             s.bind(19, app.createdAt.milliseconds)
             s.bind(20, app.updatedAt.milliseconds)
             s.bind(21, app.source.rawValue)
+            s.bind(22, app.quotas.priorityBudgetPerHour.map(Int64.init))
         }
     }
 

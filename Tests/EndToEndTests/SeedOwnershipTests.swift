@@ -4,8 +4,9 @@ import Testing
 
 /// An admin change to an app that the development setup also seeds survives a
 /// restart, on SQLite and on PostgreSQL: dev.app's calls_per_second set to 1
-/// through the admin API is still 1 after `serve` starts again with the same
-/// seed, and the app says the admin owns it.
+/// and its priority-10 budget to 3 through the admin API are still so after
+/// `serve` starts again with the same seed (and in force: GetAppStats), and the
+/// app says the admin owns it.
 @Suite(.serialized)
 struct SeedOwnershipTests {
     enum Store: String, CaseIterable, Sendable { case sqlite, postgres }
@@ -47,13 +48,19 @@ struct SeedOwnershipTests {
         func callsPerSecond(_ app: [String: Any]?) -> Double? {
             ((app?["quotas"] as? [String: Any])?["calls_per_second"] as? NSNumber)?.doubleValue
         }
+        func priorityBudget(_ object: [String: Any]?) -> Int? {
+            (object?["quotas"] as? [String: Any])?["priority_budget_per_hour"] as? Int
+        }
 
         let ready = try RegistryReloadTests.within(RegistryReloadTests.bound) { try devApp() != nil }
         #expect(ready != nil, "the admin key was not accepted:\n\(server.transcript())")
         #expect(try devApp()?["owner"] as? String == "seed")
-        let updated = try run(["admin", "apps", "update", "--app", "dev.app", "--calls-per-second", "1"])
+        #expect(priorityBudget(try devApp()) == nil, "the development setup names no budget")
+        let updated = try run(
+            ["admin", "apps", "update", "--app", "dev.app", "--calls-per-second", "1", "--priority-budget-per-hour", "3"])
         #expect(updated.status == 0, "\(updated.output)")
         #expect(callsPerSecond(try devApp()) == 1)
+        #expect(priorityBudget(try devApp()) == 3)
 
         // The same development setup starts again: it seeds dev.app as before.
         server.stop()
@@ -61,6 +68,9 @@ struct SeedOwnershipTests {
         port = try #require(server.waitUntilListening(timeout: 60)?.port, "\(server.transcript())")
         let again = try #require(try devApp(), "\(server.transcript())")
         #expect(callsPerSecond(again) == 1, "the seed undid the admin's quota: \(again)")
+        #expect(priorityBudget(again) == 3, "the seed undid the admin's priority budget: \(again)")
         #expect(again["owner"] as? String == "admin")
+        let stats = ProductionConfigTests.json(try run(["admin", "stats", "--app", "dev.app"]).output)
+        #expect(priorityBudget(stats) == 3, "the budget in force: \(stats)")
     }
 }

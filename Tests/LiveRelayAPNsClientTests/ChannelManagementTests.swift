@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayMessages
 import LiveRelayMockAPNs
 import LiveRelayTestSupport
 import Logging
@@ -72,7 +73,7 @@ struct ChannelManagementTests {
             let kept = try await manager.createChannel(
                 bundleID: Self.bundleID, environment: .sandbox, storagePolicy: .mostRecentMessage
             ).get()
-            #expect(isPlausibleChannelID(none) && isPlausibleChannelID(kept) && none != kept)
+            #expect(BroadcastChannel.isValidID(none) && BroadcastChannel.isValidID(kept) && none != kept)
             #expect(try await manager.listChannels(bundleID: Self.bundleID, environment: .sandbox).get() == [none, kept])
             #expect(mock.channels(bundleID: Self.bundleID).map(\.storagePolicy) == [.noStorage, .mostRecentMessage])
 

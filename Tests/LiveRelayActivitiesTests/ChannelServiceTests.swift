@@ -223,6 +223,20 @@ final class FailingChannelStore: ChannelStore {
         #expect(try await store.count(appID: appID, environment: nil) == 0)
     }
 
+    @Test func aChannelIDNoCallCouldNameIsNotRecordedAndIsDeletedAtAPNs() async throws {
+        let unnameable = "not a channel id!"
+        apns.answerCreate { .success(unnameable) }
+        let error = await rpcError(create(service(), .sandbox))
+        #expect(error?.status == .unavailable)
+        #expect(error?.details.reason == ErrorDetails.outcomeUnknownReason)
+        #expect(
+            apns.calls == [
+                .create(bundleID: "com.example.bundle", environment: .sandbox, storagePolicy: .mostRecentMessage),
+                .delete(unnameable, bundleID: "com.example.bundle", environment: .sandbox),
+            ])
+        #expect(try await store.count(appID: appID, environment: nil) == 0)
+    }
+
     @Test func deletingAnUnknownChannelIsNotFoundWithoutAskingAPNs() async throws {
         let error = await rpcError(
             service().delete(DeleteChannelRequest(appID: appID, channelID: "bm9uZQ=="), app: Self.app, context: context()))

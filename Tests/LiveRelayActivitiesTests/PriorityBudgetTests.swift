@@ -167,16 +167,6 @@ import Testing
         #expect(ledger.window(of: key)?.total ?? 0 <= 61 * 3)
     }
 
-    @Test func configuredBudgetsAreWholeNumbersFromOne() {
-        #expect(PriorityBudgets.validated(1) == 1)
-        #expect(PriorityBudgets.validated(120) == 120)
-        #expect(PriorityBudgets.validated(Double(Int32.max)) == Int(Int32.max))
-        #expect(PriorityBudgets.validated(0) == nil)
-        #expect(PriorityBudgets.validated(-5) == nil)
-        #expect(PriorityBudgets.validated(2.5) == nil)
-        #expect(PriorityBudgets.validated(Double(Int32.max) + 1) == nil)
-    }
-
     @Test func anAppsOwnBudgetOrUnlimitedOverridesTheDefault() {
         let budgets = PriorityBudgets(defaultPerHour: 100, perApp: ["scores": 20, "news": nil])
         #expect(budgets.budget(of: "scores") == 20)

@@ -15,13 +15,15 @@ struct TenantRuntimeTests {
     let keyB = APIKeyAuthenticator.generateKey(apps: .only(["orders"]), allowedMethods: [.ping], label: "b")
     let authenticator = ReloadableAuthenticator(try! APIKeyAuthenticator(keys: []))
     let quotas = QuotaGate(settings: QuotaSettings())
-    let defaults = AppQuota(callsPerSecond: 100, pushesPerHour: 1_000)
+    let priorityBudget = PriorityBudgetGate()
+    let defaults = AppQuota(callsPerSecond: 100, pushesPerHour: 1_000, priorityBudgetPerHour: 60)
 
     func runtime() -> TenantRuntime {
         TenantRuntime(
             registry: InMemoryTenantRegistry(),
             parts: TenantRuntime.Parts(
-                authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, defaultQuota: defaults, nodes: 2),
+                authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, priorityBudget: priorityBudget,
+                defaultQuota: defaults, nodes: 2),
             keyUsage: KeyUsage(), logger: Logger(label: "tenant-runtime-tests"))
     }
 
@@ -48,6 +50,34 @@ struct TenantRuntimeTests {
         #expect(settings.quota(of: "orders").callsPerSecond == 5)
         #expect(settings.quota(of: "orders").pushesPerHour == nil, "0 lifts the default")
         #expect(settings.quota(of: "rides") == defaults)
+    }
+
+    @Test func anAppsPriorityBudgetIsItsOwnOverTheDefaultAndFollowsTheRegistry() throws {
+        let tenants = runtime()
+        let scores = RegisteredApp(
+            id: "scores", bundleID: "com.example.scores", quotas: RegisteredQuotas(priorityBudgetPerHour: 2))
+        let news = RegisteredApp(id: "news", bundleID: "com.example.news", quotas: RegisteredQuotas(priorityBudgetPerHour: 0))
+        let rides = RegisteredApp(id: "rides", bundleID: "com.example.rides")
+        tenants.apply(snapshot(version: 1, apps: [scores, news, rides], keys: []))
+        #expect(priorityBudget.budgets.budget(of: "scores") == 2)
+        #expect(priorityBudget.budgets.budget(of: "news") == nil, "0 lifts the default")
+        #expect(priorityBudget.budgets.budget(of: "rides") == 60)
+        #expect(quotas.settings.quota(of: "scores").priorityBudgetPerHour == 2, "GetAppStats reads it from the quota settings")
+
+        // The third priority-10 send of one activity in the hour goes at priority 5.
+        for _ in 0..<2 {
+            let decision = priorityBudget.decide(appID: "scores", activityID: "game", channelID: nil, priority: 10, strict: false)
+            #expect(decision == .send(priority: 10))
+            priorityBudget.record(appID: "scores", activityID: "game", channelID: nil, priority: 10)
+        }
+        #expect(priorityBudget.decide(appID: "scores", activityID: "game", channelID: nil, priority: 10, strict: false) == .downgrade)
+
+        // An admin lifts the budget: the next call goes at priority 10 again.
+        var lifted = scores
+        lifted.quotas.priorityBudgetPerHour = 0
+        tenants.apply(snapshot(version: 2, apps: [lifted, news, rides], keys: []))
+        #expect(
+            priorityBudget.decide(appID: "scores", activityID: "game", channelID: nil, priority: 10, strict: false) == .send(priority: 10))
     }
 
     @Test func keysFollowTheSnapshotAndARevokedKeyStopsAuthenticating() throws {

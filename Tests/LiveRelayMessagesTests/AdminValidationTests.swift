@@ -283,9 +283,13 @@ import Testing
             create.quotas?.callsPerSecond = good
             #expect(validationError(create) == nil, "\(good)")
         }
-        // The other limits may be anything: 0 means no limit.
-        create.quotas = Admin.Quotas(callsPerSecond: 0, burst: 0, pushesPerHour: .max, maxTokens: 0, maxLiveActivities: .max)
+        // The other limits may be anything: 0 means no limit. The priority budget stays within an int32.
+        create.quotas = Admin.Quotas(
+            callsPerSecond: 0, burst: 0, pushesPerHour: .max, maxTokens: 0, maxLiveActivities: .max,
+            priorityBudgetPerHour: UInt32(Int32.max))
         #expect(validationError(create) == nil)
+        create.quotas?.priorityBudgetPerHour = UInt32(Int32.max) + 1
+        #expect(validationError(create)?.field == "quotas.priority_budget_per_hour")
         create.quotas = Admin.Quotas()
         #expect(validationError(create) == nil)
         #expect(validationError(Admin.Quotas(callsPerSecond: -1))?.field == "calls_per_second")

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayMessages
 import Testing
 
 @testable import LiveRelayMockAPNs
@@ -243,6 +244,6 @@ struct MockAPNsChannelRuleTests {
         #expect(MockAPNsChannelStore.base64([0xFB, 0xFF]) == "+/8=")
         let made = (0..<100).map { _ in MockAPNsChannelStore.randomChannelID() }
         #expect(Set(made).count == 100)
-        #expect(made.allSatisfy { $0.utf8.count == 24 && $0.hasSuffix("==") && isPlausibleChannelID($0) })
+        #expect(made.allSatisfy { $0.utf8.count == 24 && $0.hasSuffix("==") && BroadcastChannel.isValidID($0) })
     }
 }

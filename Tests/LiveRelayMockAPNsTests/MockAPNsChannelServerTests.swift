@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayAPNs
+import LiveRelayMessages
 import NIOPosix
 import Testing
 
@@ -59,7 +60,7 @@ struct MockAPNsChannelServerTests {
             #expect(created.status == 201 && created.body.isEmpty)
             #expect(created.header("apns-request-id") == requestID)
             let id = try #require(created.header("apns-channel-id"))
-            #expect(id.utf8.count == 24 && isPlausibleChannelID(id))
+            #expect(id.utf8.count == 24 && BroadcastChannel.isValidID(id))
             let second = try #require(try await create(c).header("apns-channel-id"))
 
             let read = try await c.send(

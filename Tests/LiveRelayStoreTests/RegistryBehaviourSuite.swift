@@ -204,7 +204,8 @@ enum RegistryBehaviourSuite {
         app.queueCapacity = 1234
         app.weight = 7
         app.maxPushLifetimeSeconds = 0
-        app.quotas = RegisteredQuotas(callsPerSecond: 12.5, burst: 30, pushesPerHour: 250_000, maxTokens: 0, maxLiveActivities: 9)
+        app.quotas = RegisteredQuotas(
+            callsPerSecond: 12.5, burst: 30, pushesPerHour: 250_000, maxTokens: 0, maxLiveActivities: 9, priorityBudgetPerHour: 0)
         app.credentials = storedCredentials(endpoint: "mock.local:2197")
         try await apply(registry, .createApp(app))
         try await apply(registry, .createApp(registeredApp("rides")))

@@ -71,6 +71,34 @@ import Darwin
         #expect(try db.pragma("PRAGMA journal_mode") == "wal")
     }
 
+    /// A file the first schema wrote (before apps had a priority budget) opens, keeps its
+    /// apps with the default budget, and then stores one.
+    @Test func aFileOfTheFirstSchemaIsMigratedAndKeepsItsApps() async throws {
+        let directory = try makeTemporaryDirectory("liverelay-registry-")
+        defer { removeDirectory(directory) }
+        let path = directory + "/registry.sqlite3"
+        do {
+            let db = try SQLiteConnection(path: path, create: true)
+            _ = try SQLiteSchema.migrate(
+                db, versionTable: SQLiteRegistrySchema.versionTable, migrations: Array(SQLiteRegistrySchema.migrations.prefix(1)),
+                now: 0)
+            try db.execute(
+                """
+                INSERT INTO apps (id, bundle_id, enabled, quota_burst, created_at, updated_at, source)
+                VALUES ('orders', 'com.example.orders', 1, 30, 0, 0, 'admin')
+                """)
+            db.close()
+        }
+        let registry = try SQLiteTenantRegistry(path: path)
+        #expect(registry.openedSchemaVersion == 1)
+        let app = try #require(try await registry.snapshot().apps["orders"])
+        #expect(app.quotas == RegisteredQuotas(burst: 30))
+        let patch = RegisteredAppPatch(quotas: RegisteredQuotas(burst: 30, priorityBudgetPerHour: 12))
+        try await registry.apply(.updateApp(id: "orders", patch), actor: "admin-key", now: t0)
+        #expect(try await registry.snapshot().apps["orders"]?.quotas.priorityBudgetPerHour == 12)
+        try await registry.close()
+    }
+
     @Test func aFileWithANewerRegistrySchemaIsRefused() async throws {
         let directory = try makeTemporaryDirectory("liverelay-registry-")
         defer { removeDirectory(directory) }

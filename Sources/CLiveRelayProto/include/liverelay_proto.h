@@ -346,6 +346,8 @@ typedef struct LrAdminQuotas {
   uint64_t max_tokens;
   protobuf_c_boolean has_max_live_activities;
   uint64_t max_live_activities;
+  protobuf_c_boolean has_priority_budget_per_hour;
+  uint32_t priority_budget_per_hour;
 } LrAdminQuotas;
 
 typedef struct LrAdminAPNsCredentialsInfo {

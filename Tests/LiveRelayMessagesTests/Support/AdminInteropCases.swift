@@ -17,7 +17,9 @@ extension InteropCases {
     static let fullApp = Admin.App(
         appID: app, bundleID: "com.example.Scores", enabled: true, queueCapacity: 100_000, weight: 3,
         maxPushLifetimeSeconds: 3600,
-        quotas: Admin.Quotas(callsPerSecond: 12.5, burst: 50, pushesPerHour: 250_000, maxTokens: 1_000_000, maxLiveActivities: 0),
+        quotas: Admin.Quotas(
+            callsPerSecond: 12.5, burst: 50, pushesPerHour: 250_000, maxTokens: 1_000_000, maxLiveActivities: 0,
+            priorityBudgetPerHour: 60),
         credentials: Admin.APNsCredentialsInfo(
             teamID: "ABCDE12345", keyID: "KEY4567890", endpoint: "apple", keySource: "registry",
             publicKeySHA256: publicKeySHA256, updatedAtMS: 1_767_225_600_000),
@@ -28,11 +30,13 @@ extension InteropCases {
         admin: false, label: "staging push worker — ✓", createdAtMS: 1_767_225_500_000, lastUsedAtMS: 1_767_225_540_000,
         revokedAtMS: -1)
 
-    static let zeroQuotas = Admin.Quotas(callsPerSecond: 0, burst: 0, pushesPerHour: 0, maxTokens: 0, maxLiveActivities: 0)
+    static let zeroQuotas = Admin.Quotas(
+        callsPerSecond: 0, burst: 0, pushesPerHour: 0, maxTokens: 0, maxLiveActivities: 0, priorityBudgetPerHour: 0)
 
     static let adminApps: [String: any LiveRelayMessage] = [
         "admin_quotas_every_field": Admin.Quotas(
-            callsPerSecond: 12.5, burst: .max, pushesPerHour: .max, maxTokens: 1_000_000, maxLiveActivities: 7),
+            callsPerSecond: 12.5, burst: .max, pushesPerHour: .max, maxTokens: 1_000_000, maxLiveActivities: 7,
+            priorityBudgetPerHour: UInt32(Int32.max)),
         "admin_quotas_present_zero": zeroQuotas,
         "admin_quotas_empty": Admin.Quotas(),
         "admin_credentials_info_every_field": Admin.APNsCredentialsInfo(
