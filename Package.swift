@@ -504,7 +504,7 @@ let package = Package(
             dependencies: ["LiveRelayTestSupport",
                 "LiveRelayActivities", "LiveRelayService", "LiveRelayDomain", "LiveRelayStore", "LiveRelayMessages",
                 "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayDispatch",
-                "LiveRelayWire",
+                "LiveRelayWire", "LiveRelayStorePostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -39,6 +39,12 @@ extension ActivityService {
                 details: ErrorDetails(reason: "DeliveryIncomplete"))
         case ActivityStoreError.closed:
             return RPCError(.unavailable, "the store is closed (server shutting down)")
+        case let ActivityStoreError.unavailable(what):
+            // Nothing was committed: the same call may be sent again (with its idempotency key, as always).
+            logger.warning("store unavailable", metadata: ["call": "\(call)", "error": "\(what)"])
+            return RPCError(
+                .unavailable, "\(call) was not applied: the store did not answer in time; send it again",
+                details: ErrorDetails(retryAfterMS: 1_000, reason: ActivityStoreError.unavailableReason))
         case let ActivityStoreError.outcomeUnknown(what):
             // UNAVAILABLE alone promises that nothing happened (PROTOCOL.md, section 7):
             // the reason withdraws that promise, and clients resend only with the same idempotency key.

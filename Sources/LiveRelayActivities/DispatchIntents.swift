@@ -9,21 +9,28 @@ import ServiceLifecycle
 
 /// Keeps the promise of durable dispatch intents (docs/PROTOCOL.md,
 /// "Delivery guarantees") for one node:
+/// - as the sink the service hands its pushes to, in front of the dispatcher,
+///   knows which intents the dispatcher holds: every durable batch from the
+///   moment it is handed over until it settles;
 /// - as the dispatcher's ``DispatchLedger``, deletes an intent once every
 ///   push of its batch is accounted for, keeping the batch's final account for
 ///   replays of the call (settlements that arrive while one store write is
 ///   under way go together in the next);
-/// - renews the leases of the intents this node holds, every third of a lease;
-/// - claims intents no live node holds (at start every one left by an earlier
+/// - renews, every third of a lease, the leases of the intents the
+///   dispatcher holds, and only those: a row this node leased without handing
+///   it over (the call's COMMIT answered with an unknown outcome, so the call
+///   failed, yet landed; or a claim's did) runs out of lease and is claimed
+///   again, so its pushes are sent while this node lives;
+/// - claims intents nobody works on (at start every one left by an earlier
 ///   process when `takeOverAtStart`, the single-node SQLite case; then those
-///   whose lease ran out, another node having died) and hands their pushes to
-///   the sink again.
+///   whose lease ran out: another node died, or this node never held them)
+///   and hands their pushes to the sink again.
 ///
 /// In the server's `ServiceGroup` it starts before the dispatcher, so it stops
 /// after it: the settlements of the dispatcher's drain are written, then
 /// (with `releaseAtShutdown`) this node's leases are given up, so another
 /// node takes the unsent work over at once instead of after the lease.
-public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable {
+public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecked Sendable {
     public struct Configuration: Sendable {
         public var lease: IntentLease
         /// Claim every intent another process left, leased or not: only for a
@@ -61,6 +68,8 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
         var idle: [CheckedContinuation<Void, Never>] = []
     }
     private let settling = NIOLockedValueBox(Settling())
+    /// The intents whose batches the sink holds: handed over and not settled.
+    private let held = NIOLockedValueBox(Set<IntentKey>())
 
     public init(
         configuration: Configuration, store: any ActivityStore, clock: any WallClock = SystemClock(), logger: Logger,
@@ -73,13 +82,37 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
         self.eventLoop = eventLoop
     }
 
-    /// The sink that claimed intents go to: set once the dispatcher exists
-    /// (it needs this ledger when it is built, so it cannot be passed here).
+    /// The sink that every batch goes on to, the service's and the claimed
+    /// intents': set once the dispatcher exists (it needs this ledger when it
+    /// is built, so it cannot be passed here).
     public func attach(_ sink: any PushSink) { self.sink.withLockedValue { $0 = sink } }
+
+    /// The intents the sink holds now (tests, diagnostics).
+    public var heldIntents: Set<IntentKey> { held.withLockedValue { $0 } }
+
+    // MARK: PushSink
+
+    public func admit(appID: String) -> PushAdmission {
+        sink.withLockedValue { $0 }?.admit(appID: appID) ?? .shuttingDown
+    }
+
+    public func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+        enqueue(batch, options: EnqueueOptions(), on: eventLoop)
+    }
+
+    /// Notes a durable batch as held before it reaches the sink: its settlement may come before this returns.
+    public func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
+        guard let sink = sink.withLockedValue({ $0 }) else {
+            return eventLoop.makeFailedFuture(DispatchIntentsError.noSink)
+        }
+        if batch.durable { held.withLockedValue { _ = $0.insert(IntentKey(batch)) } }
+        return sink.enqueue(batch, options: options, on: eventLoop)
+    }
 
     // MARK: DispatchLedger
 
     public func settled(_ batch: SettledBatch) {
+        held.withLockedValue { _ = $0.remove(IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp)) }
         let start: [SettledIntent]? = settling.withLockedValue { state in
             state.pending.append(SettledIntent(batch))
             guard !state.writing else { return nil }
@@ -169,8 +202,11 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
             report(claimed)
             var refused = false
             for batch in claimed.batches {
+                // Held already: its lease lapsed while the dispatcher worked on it (renewals failing for a
+                // whole lease); the claim has renewed it, and a second copy would send its pushes twice.
+                if held.withLockedValue({ $0.contains(IntentKey(batch)) }) { continue }
                 if case .queueFull = sink.admit(appID: batch.appID) { refused = true }
-                _ = sink.enqueue(batch, on: eventLoop)
+                _ = enqueue(batch, on: eventLoop)
                 resent += 1
             }
             if claimed.isEmpty || refused { return resent }
@@ -196,23 +232,35 @@ public final class DispatchIntents: DispatchLedger, Service, @unchecked Sendable
         }
     }
 
-    /// Extends this node's leases; a failure is logged (the leases may run out and another node resend).
+    /// Extends the leases of the intents the sink holds; a failure is logged (the leases may run out and
+    /// another node resend).
     public func renew() async {
+        let keys = held.withLockedValue { Array($0) }
+        guard !keys.isEmpty else { return }
         do {
-            try await store.apply(RenewIntents(lease: configuration.lease), now: clock.now(), on: eventLoop).get()
+            try await store.apply(RenewIntents(lease: configuration.lease, keys: keys), now: clock.now(), on: eventLoop).get()
         } catch {
             logger.error("renewing dispatch intent leases failed", metadata: ["error": "\(error)"])
         }
     }
 
-    /// Ends this node's leases now, so another node claims its unsent intents at once.
+    /// Ends the leases of the intents the sink still holds (what the dispatcher gave up at shutdown), so
+    /// another node claims them at once; the rows this node does not hold have run out of lease already.
     public func release() async {
+        let keys = held.withLockedValue { Array($0) }
+        guard !keys.isEmpty else { return }
         var ended = configuration.lease
         ended.duration = .zero
         do {
-            try await store.apply(RenewIntents(lease: ended), now: UnixTime(milliseconds: 0), on: eventLoop).get()
+            try await store.apply(RenewIntents(lease: ended, keys: keys), now: UnixTime(milliseconds: 0), on: eventLoop).get()
         } catch {
             logger.error("releasing dispatch intent leases failed", metadata: ["error": "\(error)"])
         }
     }
+}
+
+/// Why ``DispatchIntents`` could not take a batch.
+public enum DispatchIntentsError: Error, Hashable, Sendable {
+    /// Asked before ``DispatchIntents/attach(_:)``: a wiring error.
+    case noSink
 }

@@ -158,9 +158,11 @@ package enum ServerBuilder {
         let apns = APNsRuntime(
             mock: description.mockAPNs, store: store, clock: clock, ledger: intents,
             group: APNsEventLoops.group(threads: description.apnsThreads), logger: logger)
-        intents?.attach(apns.dispatcher)
+        // With durable intents every batch passes through them, so they know what the dispatcher holds.
+        let outlet = description.pushSink?(apns.dispatcher) ?? apns.dispatcher
+        intents?.attach(outlet)
         let activities = ActivityService(
-            store: store, clock: clock, logger: logger, sink: description.pushSink?(apns.dispatcher) ?? apns.dispatcher,
+            store: store, clock: clock, logger: logger, sink: intents ?? outlet,
             intents: intents == nil ? IntentLease?.none : lease, pushToStartRetention: description.pushToStartRetention,
             admission: AdmissionGate(limits: description.admission), quotas: quotas,
             channels: ChannelService(

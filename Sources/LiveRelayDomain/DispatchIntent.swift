@@ -134,6 +134,17 @@ public struct DispatchIntent: Hashable, Sendable {
         return targets.allSatisfy(\.isChannel)
     }
 
+    /// Whether `owner` may claim the intent at `now`: its lease is over, whoever
+    /// held it, this node included (a row this node leased and does not hold,
+    /// its call's or its claim's COMMIT having had an unknown outcome, is not
+    /// renewed and comes back here). With `evenIfLeased` (a node that knows it
+    /// is the only one, at start) any lease counts as over except the ones
+    /// `owner` holds now: the rows its earlier pages of the same claim took.
+    public func isClaimable(by owner: String, evenIfLeased: Bool, at now: UnixTime) -> Bool {
+        if evenIfLeased { return self.owner != owner || leaseUntil <= now }
+        return leaseUntil <= now
+    }
+
     /// Whether a newer intent of the same activity makes this one pointless
     /// and is to delete it: only updates are superseded (a start's targets are
     /// other tokens, and an end is the last), and only while no other live node

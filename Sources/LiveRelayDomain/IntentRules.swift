@@ -98,15 +98,32 @@ public struct ClaimIntents: PollsAcrossApps {
     }
 }
 
-/// Extends the leases of every intent `lease.owner` holds: one statement,
-/// however many intents the node works on.
-public struct RenewIntents: AppliesToEachApp {
+/// Extends the leases of the intents whose pushes this node's dispatcher
+/// holds, and of no others: a row this node leased but does not hold (its
+/// call's COMMIT had an unknown outcome, or a claim's did) runs out of lease
+/// and is claimed like another node's, so its pushes are sent.
+public struct RenewIntents: SplitsByApp {
     public var lease: IntentLease
+    public var keys: [IntentKey]
 
-    public init(lease: IntentLease) { self.lease = lease }
+    public init(lease: IntentLease, keys: [IntentKey]) {
+        self.lease = lease
+        self.keys = keys
+    }
+
+    /// One app's when every key is of that app; every app's otherwise.
+    public var scope: MutationScope {
+        guard let first = keys.first?.appID, keys.allSatisfy({ $0.appID == first }) else { return .allApps }
+        return .app(first)
+    }
+
+    public var partsByApp: [RenewIntents] {
+        Dictionary(grouping: keys, by: \.appID).values.map { RenewIntents(lease: lease, keys: $0) }
+    }
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
-        MutationPlan(writes: [.renewIntents(owner: lease.owner, until: lease.until(now))], outcome: ())
+        let until = lease.until(now)
+        return MutationPlan(writes: keys.map { .renewIntent($0, owner: lease.owner, until: until) }, outcome: ())
     }
 }
 

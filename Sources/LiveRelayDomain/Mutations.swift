@@ -42,9 +42,8 @@ public protocol StateReader {
     func activitiesDue(at now: UnixTime, limit: Int) -> [Activity]
     /// Tokens whose own `expiresAt` is at or before `now`, at most `limit`.
     func tokensExpired(at now: UnixTime, limit: Int) -> [Token]
-    /// Dispatch intents another node may have left: not held by `owner`, and
-    /// with their lease over at `now` (any lease with `evenIfLeased`: a node
-    /// that knows it is the only one), the longest-expired first, at most `limit`.
+    /// Dispatch intents nobody works on (``DispatchIntent/isClaimable(by:evenIfLeased:at:)``),
+    /// the longest-expired first, at most `limit`.
     func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent]
 }
 
@@ -85,13 +84,12 @@ public enum StoreWrite: Hashable, Sendable {
     case putIntent(DispatchIntent)
     case deleteIntent(IntentKey)
     case leaseIntent(IntentKey, owner: String, until: UnixTime)
-    /// Extend every lease `owner` holds.
-    case renewIntents(owner: String, until: UnixTime)
+    /// Extend the intent's lease if `owner` still holds it (another node may
+    /// have claimed it since: its lease is not taken back).
+    case renewIntent(IntentKey, owner: String, until: UnixTime)
 
-    /// The app whose state the write changes; nil for a write that reaches
-    /// every app's (``renewIntents(owner:until:)``): how a store kept per app
-    /// routes it.
-    public var appID: String? {
+    /// The app whose state the write changes: how a store kept per app routes it.
+    public var appID: String {
         switch self {
         case let .putToken(token): token.appID
         case let .deleteToken(key): key.appID
@@ -103,7 +101,7 @@ public enum StoreWrite: Hashable, Sendable {
         case let .putIntent(intent): intent.key.appID
         case let .deleteIntent(key): key.appID
         case let .leaseIntent(key, _, _): key.appID
-        case .renewIntents: nil
+        case let .renewIntent(key, _, _): key.appID
         }
     }
 }
@@ -157,13 +155,6 @@ public protocol SplitsByApp: StoreMutation where Outcome == Void {
     /// The rule's part for each of its apps, each with that app's ``StoreMutation/scope``.
     var partsByApp: [Self] { get }
 }
-
-/// A rule across apps whose plan is the same in each app's state and reads
-/// nothing across them: the intent renewal (every 10 seconds), whose write
-/// reaches the intents of the state it is applied to. A store kept per app
-/// applies it to each app's state in turn, one app's lock at a time, for the
-/// reason ``SplitsByApp`` is split.
-public protocol AppliesToEachApp: StoreMutation where Outcome == Void {}
 
 /// A rule across apps that a node runs on a timer and that usually finds
 /// nothing to do: the intent claims (every second) and the sweep (every

@@ -89,10 +89,17 @@ extension ActivityStore {
 
 /// Failures of the store itself, as opposed to a rule's refusal.
 public enum ActivityStoreError: Error, Hashable, Sendable {
+    /// The reason of the UNAVAILABLE a caller gets for ``unavailable(_:)``.
+    public static let unavailableReason = "StoreUnavailable"
+
     case closed
     /// The commit was sent but its answer never came (the connection broke, or
     /// the statement timed out): the writes may or may not be durable, and
     /// only the caller, resending with its idempotency key, can find out. It
     /// must not be reported as a plain failure, which says nothing happened.
     case outcomeUnknown(String)
+    /// The store could not be reached, did not answer in time, or kept losing
+    /// races, before anything was committed: nothing was written, and the same
+    /// call may succeed when sent again. Never an internal error.
+    case unavailable(String)
 }

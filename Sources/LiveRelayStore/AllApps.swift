@@ -26,13 +26,7 @@ struct AllApps: MutableState {
 
     mutating func applyPlan<M: StoreMutation>(_ mutation: M, now: UnixTime) throws(DomainError) -> MutationPlan<M.Outcome> {
         let plan = try mutation.plan(self, now: now)
-        for write in plan.writes {
-            if let appID = write.appID {
-                shard(appID).state.apply(write)
-            } else {
-                for shard in held { shard.state.apply(write) }
-            }
-        }
+        for write in plan.writes { shard(write.appID).state.apply(write) }
         return plan
     }
 

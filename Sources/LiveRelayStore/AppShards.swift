@@ -41,8 +41,8 @@ final class AppShard: @unchecked Sendable {
 /// ## Calls about every app
 /// The sweep and the intent claims (``PollsAcrossApps``) are applied app by
 /// app, one lock at a time, in each app they find work in, sharing the pass's
-/// limit (``pollAppByApp(_:scope:now:commit:)``); a settle of several apps'
-/// intents (``SplitsByApp``) and a renewal (``AppliesToEachApp``) too. Any
+/// limit (``pollAppByApp(_:scope:now:commit:)``); a settle or a renewal of
+/// several apps' intents (``SplitsByApp``) too. Any
 /// other rule about every app (``MutationScope/allApps``) holds every app's
 /// lock at once and reads through ``AllApps``, which merges the apps' answers
 /// as one state would give them. Such calls take `everyAppLock` first, so two
@@ -179,7 +179,7 @@ final class AppShards: @unchecked Sendable {
         do throws(DomainError) {
             let plan = try state.applyPlan(mutation, now: now)
             assert(
-                appID == nil || plan.writes.allSatisfy { $0.appID == nil || $0.appID == appID },
+                appID == nil || plan.writes.allSatisfy { $0.appID == appID },
                 "\(M.self) said it is about \(appID ?? "") only, and planned a write about another app")
             return commit(plan.writes, .success(plan.outcome))
         } catch {
@@ -188,9 +188,8 @@ final class AppShards: @unchecked Sendable {
     }
 
     /// The parts of a mutation about several apps that is applied app by app,
-    /// each with the app it is about: a ``SplitsByApp``'s parts, or an
-    /// ``AppliesToEachApp`` for each app the store holds. nil for a mutation
-    /// applied whole (or once the store is closed).
+    /// each with the app it is about: a ``SplitsByApp``'s parts. nil for a
+    /// mutation applied whole.
     func parts<M: StoreMutation>(of mutation: M, scope: MutationScope) -> [(appID: String, part: M)]? {
         guard case .allApps = scope else { return nil }
         if let split = mutation as? any SplitsByApp {
@@ -199,8 +198,7 @@ final class AppShards: @unchecked Sendable {
                 return (appID, part as! M)
             }
         }
-        guard mutation is any AppliesToEachApp else { return nil }
-        return lock.withLock { isClosed ? nil : shards.keys.map { ($0, mutation) } }
+        return nil
     }
 
     /// A poll across apps (``PollsAcrossApps``) applied app by app, one app's
@@ -249,7 +247,7 @@ final class AppShards: @unchecked Sendable {
         return .success(outcome as! Outcome)
     }
 
-    /// The outcome of a mutation applied in parts: ``SplitsByApp`` and ``AppliesToEachApp`` answer nothing.
+    /// The outcome of a mutation applied in parts: a ``SplitsByApp`` answers nothing.
     static func partsOutcome<M: StoreMutation>(of _: M.Type) -> M.Outcome { () as! M.Outcome }
 
     /// Closes every shard: a call that holds an app's lock finishes first, every later one finds it closed.

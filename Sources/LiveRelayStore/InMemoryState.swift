@@ -98,8 +98,8 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
         case let .leaseIntent(key, owner, until):
             intents[key]?.owner = owner
             intents[key]?.leaseUntil = until
-        case let .renewIntents(owner, until):
-            for (key, intent) in intents where intent.owner == owner { intents[key]?.leaseUntil = until }
+        case let .renewIntent(key, owner, until):
+            if intents[key]?.owner == owner { intents[key]?.leaseUntil = until }
         }
     }
 
@@ -221,7 +221,7 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
 
     /// A scan: intents are few (only unfinished calls).
     public func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {
-        let due = intents.values.filter { $0.owner != owner && (evenIfLeased || $0.leaseUntil <= now) }
+        let due = intents.values.filter { $0.isClaimable(by: owner, evenIfLeased: evenIfLeased, at: now) }
         return Array(due.sorted { ($0.leaseUntil, $0.createdAt) < ($1.leaseUntil, $1.createdAt) }.prefix(limit))
     }
 }

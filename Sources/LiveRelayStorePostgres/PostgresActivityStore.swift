@@ -191,7 +191,7 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
                 do {
                     return try await body(PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger))
                 } catch let error as DeadlineExceeded {
-                    throw PostgresStoreError.unavailable(error.description)
+                    throw ActivityStoreError.unavailable(error.description)
                 }
             }
         }

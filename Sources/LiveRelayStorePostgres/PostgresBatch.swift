@@ -126,11 +126,14 @@ struct PostgresBatchRunner: Sendable {
     }
 
     /// The error the batch's futures fail with: the caller sees an unknown
-    /// outcome as such, and a timeout as the store being unavailable.
+    /// outcome as such, and a timeout (ours, or the server's statement or lock
+    /// timeout, SQLSTATE class 57) or a lost connection as the store being
+    /// unavailable, never as an internal error: a resend may succeed.
     static func callerError(_ error: any Error, _ failure: Failure) -> any Error {
         switch failure {
         case .outcomeUnknown: ActivityStoreError.outcomeUnknown(String(describing: error))
-        case _ where error is DeadlineExceeded: PostgresStoreError.unavailable(String(describing: error))
+        case .connectionLost: ActivityStoreError.unavailable(String(describing: error))
+        case _ where error is DeadlineExceeded: ActivityStoreError.unavailable(String(describing: error))
         default: error
         }
     }
@@ -183,7 +186,7 @@ struct PostgresBatchRunner: Sendable {
                         continue
                     }
                     if batch.count > 1 { return await runAlone(batch) }
-                    return fail(batch, PostgresStoreError.contention("\(attempts) attempts"))
+                    return fail(batch, ActivityStoreError.unavailable(PostgresStoreError.contention("\(attempts) attempts").description))
                 case .connectionLost where reconnects < 3:
                     reconnects += 1
                     attempt -= 1

@@ -15,7 +15,8 @@ struct PostgresIntentOverlay {
     private var leases: [IntentKey: (owner: String, until: UnixTime)] = [:]
     /// The newest update or end put per activity: the rows it supersedes are deleted (``DispatchIntent/isSuperseded(by:)``).
     private var superseding: [ActivityKey: DispatchIntent] = [:]
-    private var renewals: [String: UnixTime] = [:]
+    /// Renewals of rows the batch did not put nor lease: applied only where the owner still holds the row.
+    private var renewals: [IntentKey: (owner: String, until: UnixTime)] = [:]
 
     var isEmpty: Bool { rows.isEmpty && leases.isEmpty && superseding.isEmpty && renewals.isEmpty }
     var count: Int { rows.count + leases.count }
@@ -41,10 +42,17 @@ struct PostgresIntentOverlay {
             } else if rows[key] == nil {
                 leases[key] = (owner, until)
             }
-        case let .renewIntents(owner, until):
-            renewals[owner] = until
-            for case let (key, .some(row)) in rows where row.owner == owner { rows[key]??.leaseUntil = until }
-            for (key, lease) in leases where lease.owner == owner { leases[key]?.until = until }
+        case let .renewIntent(key, owner, until):
+            if case .some(.some(var row)) = rows[key] {
+                if row.owner == owner {
+                    row.leaseUntil = until
+                    rows[key] = .some(row)
+                }
+            } else if let lease = leases[key] {
+                if lease.owner == owner { leases[key]?.until = until }
+            } else if rows[key] == nil {
+                renewals[key] = (owner, until)
+            }
         default:
             preconditionFailure("not an intent write: \(write)")
         }
@@ -59,7 +67,7 @@ struct PostgresIntentOverlay {
                 intent.owner = lease.owner
                 intent.leaseUntil = lease.until
             }
-            if let until = intent.owner.flatMap({ renewals[$0] }) { intent.leaseUntil = until }
+            if let renewal = renewals[intent.key], renewal.owner == intent.owner { intent.leaseUntil = renewal.until }
             if matches(intent) { merged.append(intent) }
         }
         for case let .some(intent) in rows.values where matches(intent) { merged.append(intent) }
@@ -101,7 +109,11 @@ struct PostgresIntentOverlay {
         FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[]) AS k(a, x, ts, o, lu)
         WHERE d.app_id = k.a AND d.activity_id = k.x AND d.timestamp = k.ts
         """
-    static let renewSQL = "UPDATE dispatch_intents SET lease_until = $2 WHERE owner = $1"
+    static let renewSQL = """
+        UPDATE dispatch_intents d SET lease_until = k.lu
+        FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[]) AS k(a, x, ts, o, lu)
+        WHERE d.app_id = k.a AND d.activity_id = k.x AND d.timestamp = k.ts AND d.owner = k.o
+        """
 
     /// Supersessions and deletions first, then upserts, leases and renewals, each in key order.
     func write(on session: PostgresSession) async throws {
@@ -154,9 +166,10 @@ struct PostgresIntentOverlay {
             b.append(leased.map(\.value.owner)); b.append(leased.map(\.value.until.milliseconds))
             try await run(Self.leaseSQL, b)
         }
-        for (owner, until) in renewals.sorted(by: { $0.key < $1.key }) {
-            var b = PostgresBindings(capacity: 2)
-            b.append(owner); b.append(until.milliseconds)
+        if !renewals.isEmpty {
+            let renewed = renewals.sorted { order($0.key, $1.key) }
+            var b = keyBindings(renewed.map(\.key))
+            b.append(renewed.map(\.value.owner)); b.append(renewed.map(\.value.until.milliseconds))
             try await run(Self.renewSQL, b)
         }
     }
@@ -166,9 +179,10 @@ extension PostgresTables {
     /// `FOR UPDATE SKIP LOCKED`: a row another node's transaction is claiming
     /// right now is passed over instead of waited for (that claim wins; the
     /// serializable transaction still refuses any claim that would overlap).
+    /// ``DispatchIntent/isClaimable(by:evenIfLeased:at:)``: `$2` is now, or the largest value with `evenIfLeased`; `$4` is now.
     static let claimableIntentsSQL = """
         SELECT \(StoreColumns.intent) FROM dispatch_intents
-        WHERE lease_until <= $2 AND (owner IS NULL OR owner <> $1) ORDER BY lease_until, created_at LIMIT $3
+        WHERE lease_until <= $2 AND (owner IS NULL OR owner <> $1 OR lease_until <= $4) ORDER BY lease_until, created_at LIMIT $3
         FOR UPDATE SKIP LOCKED
         """
 
@@ -176,9 +190,11 @@ extension PostgresTables {
         String, String, Int64, Int32, String, ByteBuffer, String, Int16, Int64, Int64?, ByteBuffer?, Int64, String?, Int64
     )
 
-    static func claimableIntents(owner: String, upTo: Int64, limit: Int, on session: PostgresSession) async throws -> [DispatchIntent] {
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(owner); binds.append(upTo); binds.append(Int64(limit))
+    static func claimableIntents(
+        owner: String, upTo: Int64, now: Int64, limit: Int, on session: PostgresSession
+    ) async throws -> [DispatchIntent] {
+        var binds = PostgresBindings(capacity: 4)
+        binds.append(owner); binds.append(upTo); binds.append(Int64(limit)); binds.append(now)
         var found: [DispatchIntent] = []
         for row in try await session.query(PostgresQuery(unsafeSQL: claimableIntentsSQL, binds: binds)) {
             found.append(intent(try row.decode(IntentRow.self)))

@@ -70,7 +70,7 @@ struct PostgresOverlay {
             for (key, record) in records where key.activity == activity && record.reply.timestamp == timestamp {
                 records[key]?.reply.account = account
             }
-        case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
+        case .putIntent, .deleteIntent, .leaseIntent, .renewIntent:
             intents.apply(write)
         }
     }

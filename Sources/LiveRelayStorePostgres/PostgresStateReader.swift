@@ -133,9 +133,9 @@ final class PostgresStateReader: StateReader {
     /// batch changed are answered as the batch left them.
     func claimableIntents(by owner: String, evenIfLeased: Bool, at now: UnixTime, limit: Int) -> [DispatchIntent] {
         let upTo = evenIfLeased ? Int64.max : now.milliseconds
-        let key = ReadKey.claimableIntents(owner: owner, upTo: upTo, limit: limit + overlay.intentCount)
+        let key = ReadKey.claimableIntents(owner: owner, upTo: upTo, now: now.milliseconds, limit: limit + overlay.intentCount)
         guard case let .intents(found)? = lookup(key) else { return [] }
-        let merged = overlay.merge(found) { $0.owner != owner && $0.leaseUntil.milliseconds <= upTo }
+        let merged = overlay.merge(found) { $0.isClaimable(by: owner, evenIfLeased: evenIfLeased, at: now) }
         return Array(merged.sorted { ($0.leaseUntil, $0.createdAt) < ($1.leaseUntil, $1.createdAt) }.prefix(limit))
     }
 }

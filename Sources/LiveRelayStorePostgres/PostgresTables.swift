@@ -22,7 +22,7 @@ enum ReadKey: Hashable, Sendable {
     case pushToStartOfUser(appID: String, externalUserID: String, attributesType: String)
     case activitiesDue(now: Int64, limit: Int)
     case tokensExpired(now: Int64, limit: Int)
-    case claimableIntents(owner: String, upTo: Int64, limit: Int)
+    case claimableIntents(owner: String, upTo: Int64, now: Int64, limit: Int)
 }
 
 /// What the database answered for a ``ReadKey``.
@@ -185,8 +185,8 @@ enum PostgresTables {
                     found.append(try token(try row.decode(TokenRow.self)))
                 }
                 answers[key] = .tokens(found)
-            case let .claimableIntents(owner, upTo, limit):
-                answers[key] = .intents(try await claimableIntents(owner: owner, upTo: upTo, limit: limit, on: session))
+            case let .claimableIntents(owner, upTo, now, limit):
+                answers[key] = .intents(try await claimableIntents(owner: owner, upTo: upTo, now: now, limit: limit, on: session))
             }
         }
         if tokenQueries.contains(where: { !$0.isEmpty }) {

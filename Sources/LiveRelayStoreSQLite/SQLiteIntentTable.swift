@@ -30,12 +30,15 @@ extension SQLiteTables {
         static let lease = SQLiteQuery(
             25, "UPDATE dispatch_intents SET owner = ?4, lease_until = ?5 WHERE app_id = ?1 AND activity_id = ?2 AND timestamp = ?3")
         static let renew = SQLiteQuery(
-            26, "UPDATE dispatch_intents INDEXED BY dispatch_intents_owner SET lease_until = ?2 WHERE owner = ?1")
+            26,
+            "UPDATE dispatch_intents SET lease_until = ?5 WHERE app_id = ?1 AND activity_id = ?2 AND timestamp = ?3 AND owner = ?4")
+        /// ``DispatchIntent/isClaimable(by:evenIfLeased:at:)``: `?2` is now, or the largest value with `evenIfLeased`.
         static let claimable = SQLiteQuery(
             27,
             """
             SELECT \(columns) FROM dispatch_intents INDEXED BY dispatch_intents_lease
-            WHERE lease_until <= ?2 AND (owner IS NULL OR owner != ?1) ORDER BY lease_until, created_at LIMIT ?3
+            WHERE lease_until <= ?2 AND (owner IS NULL OR owner != ?1 OR lease_until <= ?4)
+            ORDER BY lease_until, created_at LIMIT ?3
             """)
     }
 
@@ -68,9 +71,10 @@ extension SQLiteTables {
                 $0.bind(1, key.appID); $0.bind(2, key.activityID); $0.bind(3, key.timestamp)
                 $0.bind(4, owner); $0.bind(5, until.milliseconds)
             }
-        case let .renewIntents(owner, until):
+        case let .renewIntent(key, owner, until):
             try db.run(IntentSQL.renew) {
-                $0.bind(1, owner); $0.bind(2, until.milliseconds)
+                $0.bind(1, key.appID); $0.bind(2, key.activityID); $0.bind(3, key.timestamp)
+                $0.bind(4, owner); $0.bind(5, until.milliseconds)
             }
         default:
             preconditionFailure("not an intent write: \(write)")
@@ -101,6 +105,7 @@ extension SQLiteTables {
             IntentSQL.claimable,
             {
                 $0.bind(1, owner); $0.bind(2, evenIfLeased ? Int64.max : now.milliseconds); $0.bind(3, Int64(limit))
+                $0.bind(4, now.milliseconds)
             }, row: Self.intent(from:))
     }
 

@@ -326,7 +326,7 @@ struct SQLiteTables {
                 $0.bind(1, activity.appID); $0.bind(2, activity.activityID); $0.bind(3, timestamp)
                 $0.bind(4, StoredReply.accountJSON(account))
             }
-        case .putIntent, .deleteIntent, .leaseIntent, .renewIntents:
+        case .putIntent, .deleteIntent, .leaseIntent, .renewIntent:
             try writeIntent(write)
         }
     }

@@ -304,7 +304,7 @@ import Testing
     /// UNAVAILABLE otherwise promises that nothing happened: the reason is what tells a
     /// client it may not resend the call blindly, and the message says so to a person.
     @Test func aCommitOfUnknownOutcomeIsUnavailableWithItsReason() async throws {
-        let store = UnknownOutcomeStore()
+        let store = UnknownOutcomeStore(.outcomeUnknown("COMMIT timed out after 10 seconds"))
         let service = ActivityService(store: store, clock: ManualClock(t0), logger: Logger(label: "test"), sink: RecordingPushSink())
         let context = Harness().context()
         let errors = [
@@ -319,14 +319,29 @@ import Testing
             #expect(error?.message.contains("COMMIT timed out") == false, "the store's own words stay in the log")
         }
     }
+
+    /// A store that did not answer in time before committing (a statement waiting on a lock, a
+    /// lost connection): UNAVAILABLE with a retry time, so that a client sends it again; never INTERNAL.
+    @Test func aStoreThatDidNotAnswerInTimeIsUnavailableNeverInternal() async throws {
+        let store = UnknownOutcomeStore(.unavailable("timed out after 2.0 seconds running INSERT INTO activities"))
+        let service = ActivityService(store: store, clock: ManualClock(t0), logger: Logger(label: "test"), sink: RecordingPushSink())
+        let error = await rpcError(service.startActivity(startRequest(), context: Harness().context()))
+        #expect(error?.status == .unavailable)
+        #expect(error?.details.reason == "StoreUnavailable")
+        #expect((error?.details.retryAfterMS ?? 0) > 0)
+        #expect(error?.message.contains("INSERT") == false, "the store's own words stay in the log")
+    }
 }
 
-/// A store whose every commit ends without an answer.
+/// A store whose every commit fails with `error` (by default: ends without an answer).
 final class UnknownOutcomeStore: ActivityStore {
     let reads = InMemoryActivityStore()
+    let error: ActivityStoreError
+
+    init(_ error: ActivityStoreError = .outcomeUnknown("COMMIT timed out after 10 seconds")) { self.error = error }
 
     func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
-        eventLoop.makeFailedFuture(ActivityStoreError.outcomeUnknown("COMMIT timed out after 10 seconds"))
+        eventLoop.makeFailedFuture(error)
     }
 
     func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { reads.token(key, on: eventLoop) }

@@ -168,4 +168,65 @@ import Testing
         harness.wall.advance(by: .seconds(31))
         #expect(try await other.claimUntilClear() == 5)
     }
+
+    /// Starts game-N with one update token and sends it an update through `service`.
+    func startAndUpdate(_ service: ActivityService, game: Int) async throws -> UpdateActivityReply {
+        try await service.startActivity(
+            StartActivityRequest(
+                appID: "app", activityID: "game-\(game)", attributesType: "Score", attributesJSON: "{}",
+                contentStateJSON: #"{"s":0}"#, targets: Targets(allDevices: true)),
+            context: context()
+        ).get()
+        try await service.registerToken(
+            RegisterTokenRequest(
+                appID: "app", kind: .update, token: hex(game), environment: .production, activityID: "game-\(game)", deviceID: "d"),
+            context: context()
+        ).get()
+        return try await service.updateActivity(
+            UpdateActivityRequest(appID: "app", activityID: "game-\(game)", contentStateJSON: #"{"s":1}"#), context: context()
+        ).get()
+    }
+
+    /// What passes through the intents to the sink is held until it settles: renewed, and not
+    /// claimed again by the same node. A row the node leased without handing it over (its call's
+    /// COMMIT got no answer, yet landed) is not renewed: once its lease runs out the node claims
+    /// it itself and sends it.
+    @Test func onlyWhatTheSinkHoldsIsRenewedAndTheNodeClaimsItsOwnLapsedRows() async throws {
+        let recorder = RecordingPushSink()
+        let node = intents("node-1", takeOver: false)
+        node.attach(recorder)
+        let through = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: node, intents: IntentLease(owner: "node-1"))
+        let held = try await startAndUpdate(through, game: 1)
+        // The same node's call whose outcome it never learned: the row is there, nothing was handed over.
+        let unknown = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: RecordingPushSink(), intents: IntentLease(owner: "node-1"))
+        let landed = try await startAndUpdate(unknown, game: 2)
+        #expect(node.heldIntents.map(\.activityID).sorted() == ["game-1"], "only the batches it was handed")
+        #expect(recorder.batches.map(\.timestamp) == [held.timestamp])
+
+        harness.wall.advance(by: .seconds(20))
+        await node.renew()
+        harness.wall.advance(by: .seconds(11))
+        #expect(try await node.claimUntilClear() == 1, "the lapsed row, and not the renewed one")
+        #expect(recorder.batches.map(\.timestamp) == [held.timestamp, landed.timestamp])
+        #expect(recorder.batches.last?.activityID == "game-2")
+        #expect(node.heldIntents.map(\.activityID).sorted() == ["game-1", "game-2"])
+        #expect(try await node.claimUntilClear() == 0)
+    }
+
+    /// A batch the sink holds whose lease lapsed anyway (renewals failing for a whole lease) is
+    /// claimed again to renew it, but not handed to the sink a second time.
+    @Test func aHeldBatchWhoseLeaseLapsedIsNotHandedOverTwice() async throws {
+        let recorder = RecordingPushSink()
+        let node = intents("node-1", takeOver: false)
+        node.attach(recorder)
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: node, intents: IntentLease(owner: "node-1"))
+        _ = try await startAndUpdate(service, game: 1)
+        harness.wall.advance(by: .seconds(31))
+        #expect(try await node.claimUntilClear() == 0)
+        #expect(recorder.batches.count == 1)
+        #expect(try await claimable().batches.isEmpty == false, "still recorded, leased again")
+    }
 }

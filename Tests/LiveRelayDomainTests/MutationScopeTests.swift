@@ -20,7 +20,12 @@ import Testing
         #expect(PruneToken(TokenKey(appID: app.id, hex: hex(1))).scope == .app(app.id))
         #expect(Sweep().scope == .allApps)
         #expect(ClaimIntents(lease: Self.lease).scope == .allApps)
-        #expect(RenewIntents(lease: Self.lease).scope == .allApps)
+        #expect(RenewIntents(lease: Self.lease, keys: []).scope == .allApps)
+        let key = { (appID: String) in IntentKey(appID: appID, activityID: "order-1", timestamp: 1) }
+        #expect(RenewIntents(lease: Self.lease, keys: [key("a"), key("a")]).scope == .app("a"))
+        let mixed = RenewIntents(lease: Self.lease, keys: [key("a"), key("b")])
+        #expect(mixed.scope == .allApps)
+        #expect(Set(mixed.partsByApp.map(\.scope)) == [.app("a"), .app("b")])
     }
 
     @Test func aSettleOfSeveralAppsSplitsIntoOnePerAppInOrder() {
@@ -37,13 +42,14 @@ import Testing
         #expect(SettleIntents([]).scope == .allApps && SettleIntents([]).partsByApp.isEmpty)
     }
 
-    /// Every write names its app, but a renewal, which reaches every app's intents.
+    /// Every write names its app, a renewal's included.
     @Test func writesNameTheirApp() throws {
         var state = InMemoryState()
         _ = try state.apply(RegisterToken(pushToStart(hex(1))), now: t0)
         let plan = try state.applyPlan(StartActivity(start(), app: app, intents: Self.lease), now: t0)
         #expect(plan.writes.count >= 2 && plan.writes.allSatisfy { $0.appID == app.id })
-        #expect(StoreWrite.renewIntents(owner: "node-a", until: t0).appID == nil)
+        let key = IntentKey(appID: "c", activityID: "x", timestamp: 1)
+        #expect(StoreWrite.renewIntent(key, owner: "node-a", until: t0).appID == "c")
         #expect(StoreWrite.deleteUpdateTokens(of: ActivityKey(appID: "b", activityID: "x")).appID == "b")
     }
 

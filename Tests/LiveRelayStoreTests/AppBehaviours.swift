@@ -80,13 +80,15 @@ extension StoreBehaviourSuite {
     /// intent first).
     static func claimsAcrossApps(_ make: StoreFactory) async throws {
         let store = try await make()
+        var held: [IntentKey] = []
         for (i, app) in apps.enumerated() {
             try await apply(store, RegisterToken(inApp(pushToStart(hex(i)), app)))
             let started = try await apply(store, StartActivity(startIn(app), app: app, intents: nodeA), now: t0 + .seconds(Int64(i)))
             #expect(started.accepted?.batch.durable == true)
+            if let batch = started.accepted?.batch { held.append(IntentKey(batch)) }
         }
         // Node A renews every app's leases (to t0 + 70 s): node B finds nothing until they run out.
-        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(40))
+        try await apply(store, RenewIntents(lease: nodeA, keys: held), now: t0 + .seconds(40))
         #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(60)).isEmpty)
         var claimed: [String] = []
         for _ in apps {

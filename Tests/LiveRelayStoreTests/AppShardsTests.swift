@@ -82,7 +82,7 @@ extension ActivityStore {
     }
 
     /// While one app's lock is held, an intent claim and a sweep (polls across
-    /// apps, ``PollsAcrossApps``) and a renewal (``AppliesToEachApp``) wait for
+    /// apps, ``PollsAcrossApps``) and a renewal of every app's intents (``SplitsByApp``) wait for
     /// it without holding any other app's:
     /// five other apps' registrations are answered meanwhile. Holding every
     /// lock it reached before the held one, a poll would stop most of them.
@@ -102,7 +102,8 @@ extension ActivityStore {
         let polls = DispatchSemaphore(value: 0)
         store.apply(ClaimIntents(lease: StoreBehaviourSuite.nodeB), now: t0, on: loop, after: polls)
         store.apply(Sweep(), now: t0, on: loop, after: polls)
-        store.apply(RenewIntents(lease: StoreBehaviourSuite.nodeA), now: t0, on: loop, after: polls)
+        let renewed = ([app] + StoreBehaviourSuite.apps).map { IntentKey(appID: $0.id, activityID: "x", timestamp: 1) }
+        store.apply(RenewIntents(lease: StoreBehaviourSuite.nodeA, keys: renewed), now: t0, on: loop, after: polls)
         let others = StoreBehaviourSuite.apps.map { RegisterToken(StoreBehaviourSuite.inApp(pushToStart(hex(2)), $0)) }
         let othersAnswered = answered(store, others)
         let pollsAnswered = held.letGo() && (0..<3).allSatisfy { _ in polls.wait(timeout: .now() + 60) == .success }

@@ -17,7 +17,50 @@ extension StoreBehaviourSuite {
         StoreBehaviour(description: "an end's intent keeps the tokens the end deleted", run: anEndKeepsItsTargets),
         StoreBehaviour(description: "a newer update leaves another live node's older intent alone", run: anotherNodesIntentIsLeftAlone),
         StoreBehaviour(description: "a replay reports the account its settled intent left", run: replaysReportTheSettledAccount),
+        StoreBehaviour(description: "a renewal extends the leases it names, and no other", run: aRenewalExtendsOnlyTheLeasesItNames),
+        StoreBehaviour(description: "a node claims its own row once its lease runs out", run: aNodeClaimsItsOwnLapsedRow),
     ]
+
+    /// Two intents of node A; its renewal names only the first (the one its dispatcher holds):
+    /// once the leases run out node B claims the second alone.
+    static func aRenewalExtendsOnlyTheLeasesItNames(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, StartActivity(start("order-2"), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        try await apply(store, RegisterToken(updateToken(hex(2), activity: "order-2", device: "device-2")))
+        let first = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        let second = try #require(
+            try await apply(store, ChangeActivity(update("order-2"), app: app, intents: nodeA), now: t0 + .seconds(1))
+                .accepted)
+        try await apply(store, RenewIntents(lease: nodeA, keys: [IntentKey(first.batch)]), now: t0 + .seconds(20))
+        let claimed = try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(31))
+        #expect(claimed.batches.map { IntentKey($0) } == [IntentKey(second.batch)])
+        #expect(
+            try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(50)).batches.map { IntentKey($0) } == [
+                IntentKey(first.batch)
+            ])
+        try await store.close()
+    }
+
+    /// A row node A leased and does not hold (the call's COMMIT had an unknown outcome, so the
+    /// call failed and nothing was handed to the dispatcher, yet the row landed) is not renewed,
+    /// and node A itself claims it once the lease runs out: its pushes are sent while A lives.
+    static func aNodeClaimsItsOwnLapsedRow(_ make: StoreFactory) async throws {
+        let store = try await make()
+        try await apply(store, StartActivity(start(), app: app))
+        try await apply(store, RegisterToken(updateToken(hex(1))))
+        let landed = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        try await apply(store, RenewIntents(lease: nodeA, keys: []), now: t0 + .seconds(20))
+        #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(30)).isEmpty, "leased until t0 + 31 s")
+        let claimed = try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(31))
+        #expect(claimed.batches.map { IntentKey($0) } == [IntentKey(landed.batch)])
+        // Claimed again by A: its new lease holds, against A's own claims too.
+        #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(40)).isEmpty)
+        try await store.close()
+    }
 
     /// A start, two updates of 3 tokens (the second supersedes the first) and
     /// a call without intents: a takeover finds exactly the start and the
@@ -58,15 +101,17 @@ extension StoreBehaviourSuite {
         let store = try await make()
         try await apply(store, StartActivity(start(), app: app))
         try await apply(store, RegisterToken(updateToken(hex(1))))
-        try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1))
+        let updated = try #require(
+            try await apply(store, ChangeActivity(update(), app: app, intents: nodeA), now: t0 + .seconds(1)).accepted)
+        let held = [IntentKey(updated.batch)]
         // Leased until t0 + 31 s; renewed at t0 + 20 s until t0 + 50 s.
         #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(30)).isEmpty)
-        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(20))
+        try await apply(store, RenewIntents(lease: nodeA, keys: held), now: t0 + .seconds(20))
         #expect(try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(45)).isEmpty)
         let claimed = try await apply(store, ClaimIntents(lease: nodeB), now: t0 + .seconds(50))
         #expect(claimed.batches.map(\.targets.count) == [1])
         // B's lease now: A's renewal no longer touches it, and A cannot claim it back before it runs out.
-        try await apply(store, RenewIntents(lease: nodeA), now: t0 + .seconds(60))
+        try await apply(store, RenewIntents(lease: nodeA, keys: held), now: t0 + .seconds(60))
         #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(79)).isEmpty)
         #expect(try await apply(store, ClaimIntents(lease: nodeA), now: t0 + .seconds(80)).batches.count == 1)
         try await store.close()
