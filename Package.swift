@@ -307,6 +307,7 @@ let package = Package(
             name: "LiveRelayComposition",
             dependencies: [
                 "LiveRelayAdmin",
+                "LiveRelayBackoff",
                 "LiveRelayServer",
                 "LiveRelayActivities",
                 "LiveRelayDomain",
@@ -448,8 +449,9 @@ let package = Package(
             name: "LiveRelayCompositionTests",
             dependencies: [
                 "LiveRelayComposition", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayOps", "LiveRelayServer",
-                "LiveRelayStore", "LiveRelayDispatch",
+                "LiveRelayStore", "LiveRelayDispatch", "LiveRelayBackoff",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayAPNsClient
 import LiveRelayActivities
+import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayMessages
@@ -46,15 +47,20 @@ package final class TenantRuntime: Service, Sendable {
     private let parts: Parts
     private let logger: Logger
     private let pollEvery: Duration
+    private let reloadBackoff: Backoff
     private let applied = NIOLockedValueBox(Applied())
     private let server = NIOLockedValueBox<RPCServer?>(nil)
 
-    init(registry: any TenantRegistry, parts: Parts, keyUsage: KeyUsage, logger: Logger, pollEvery: Duration = .seconds(1)) {
+    init(
+        registry: any TenantRegistry, parts: Parts, keyUsage: KeyUsage, logger: Logger, pollEvery: Duration = .seconds(1),
+        reloadBackoff: Backoff = Backoff(initial: .milliseconds(200), maximum: .seconds(10))
+    ) {
         self.registry = registry
         self.keyUsage = keyUsage
         self.parts = parts
         self.logger = logger
         self.pollEvery = pollEvery
+        self.reloadBackoff = reloadBackoff
     }
 
     /// The server whose open connections a revocation reaches (made after this).
@@ -85,12 +91,31 @@ package final class TenantRuntime: Service, Sendable {
 
     private func followChanges() async throws {
         for await version in registry.changes(pollEvery: pollEvery) {
-            guard version > applied.withLockedValue({ $0.snapshot.version }) else { continue }
+            guard version > appliedVersion else { continue }
+            try await reload(upTo: version)
+        }
+    }
+
+    /// The version of the snapshot applied last.
+    package var appliedVersion: Int64 { applied.withLockedValue { $0.snapshot.version } }
+
+    /// Reloads until the applied version reaches `version`, retrying a failed reload (a database
+    /// blip) with back-off: a change this node heard of, a revocation say, is never left unapplied
+    /// until the next change comes. Returns when applied, or throws when cancelled.
+    private func reload(upTo version: Int64) async throws {
+        var failures = 0
+        while appliedVersion < version {
             do {
                 try await reload()
+                if appliedVersion >= version { return }
             } catch {
-                logger.error("cannot reload the tenant registry", metadata: ["error": "\(error)"])
+                logger.error(
+                    "cannot reload the tenant registry; retrying",
+                    metadata: ["error": "\(error)", "applied_version": "\(appliedVersion)", "wanted_version": "\(version)"])
             }
+            failures += 1
+            let delay = reloadBackoff.delay(after: failures, random: Double.random(in: 0...1))
+            try await Task.sleep(for: .nanoseconds(delay.nanoseconds))
         }
     }
 
@@ -132,13 +157,26 @@ package final class TenantRuntime: Service, Sendable {
             logger.error("the registry's keys were not applied; the previous ones stay", metadata: ["error": "\(error)"])
             return
         }
-        // Keys valid before and revoked (or gone) now: their open connections go too.
-        let gone = Set(previous.keys.values.filter { !$0.isRevoked }.map(\.keyID))
-            .subtracting(snapshot.keys.values.filter { !$0.isRevoked }.map(\.keyID))
-        if !gone.isEmpty {
-            logger.notice("API keys revoked: closing their connections", metadata: ["key_ids": "\(gone.sorted())"])
-            server.withLockedValue { $0 }?.revoke(keyIDs: gone)
+        let ended = Self.keysEnded(from: previous, to: snapshot)
+        if !ended.isEmpty {
+            logger.notice("API keys revoked or changed: closing their connections", metadata: ["key_ids": "\(ended.sorted())"])
+            server.withLockedValue { $0 }?.revoke(keyIDs: ended)
         }
+    }
+
+    /// The keys whose open connections end (GOAWAY UNAUTHENTICATED): valid before, and now revoked,
+    /// gone, or changed in what they are (secret, role, apps, methods). A connection keeps the rights
+    /// it authenticated with, so it must not outlive them; a new label or last use changes nothing.
+    static func keysEnded(from previous: RegistrySnapshot, to snapshot: RegistrySnapshot) -> Set<String> {
+        var ended: Set<String> = []
+        for key in previous.keys.values where !key.isRevoked {
+            guard let now = snapshot.keys[key.keyID], !now.isRevoked, now.secretSHA256 == key.secretSHA256, now.role == key.role
+            else {
+                ended.insert(key.keyID)
+                continue
+            }
+        }
+        return ended
     }
 
     package static func principal(_ key: RegisteredAPIKey) -> Principal {

@@ -1,9 +1,11 @@
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayBackoff
 import LiveRelayDomain
 import LiveRelayServer
 import LiveRelayStore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
@@ -95,6 +97,58 @@ struct TenantRuntimeTests {
         #expect(!accepts(keyB.plaintext))
     }
 
+    /// Any change to what a key may do ends its open connections, as a revocation does: a
+    /// connection keeps the rights it authenticated with, and PINGs would keep it open for good.
+    @Test func aKeyRevokedGoneOrChangedEndsItsConnectionsAndOnlyThose() throws {
+        let a = try RegisteredAPIKey(seed: keyA.record)
+        let b = try RegisteredAPIKey(seed: keyB.record)
+        let c = try RegisteredAPIKey(seed: APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping], label: "c").record)
+        let d = try RegisteredAPIKey(seed: APIKeyAuthenticator.generateKey(apps: .all, allowedMethods: [.ping], label: "d").record)
+        let before = snapshot(version: 1, apps: [], keys: [a, b, c, d])
+
+        var narrowed = a
+        narrowed.role = .tenant(apps: .only(["orders"]), methods: ["Ping"])
+        var rotated = b
+        rotated.secretSHA256 = String(repeating: "0", count: 64)
+        var relabelled = c
+        relabelled.label = "c, renamed"
+        relabelled.lastUsedAt = UnixTime(milliseconds: 5_000)
+        let after = snapshot(version: 2, apps: [], keys: [narrowed, rotated, relabelled])
+        #expect(TenantRuntime.keysEnded(from: before, to: after) == [a.keyID, b.keyID, d.keyID])
+
+        var revoked = c
+        revoked.revokedAt = UnixTime(milliseconds: 1_000)
+        #expect(TenantRuntime.keysEnded(from: before, to: snapshot(version: 3, apps: [], keys: [a, b, revoked, d])) == [c.keyID])
+        #expect(TenantRuntime.keysEnded(from: before, to: before).isEmpty)
+    }
+
+    /// A reload that fails (a database blip) is retried until the change it was for is applied,
+    /// not left until the next change comes: a revocation heard of is applied on this node.
+    @Test func aFailedReloadIsRetriedUntilTheChangeIsApplied() async throws {
+        let registry = FlakyRegistry()
+        let tenants = TenantRuntime(
+            registry: registry,
+            parts: TenantRuntime.Parts(
+                authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, priorityBudget: priorityBudget,
+                defaultQuota: defaults, nodes: 1),
+            keyUsage: KeyUsage(), logger: Logger(label: "tenant-runtime-tests"), pollEvery: .milliseconds(20),
+            reloadBackoff: Backoff(initial: .milliseconds(10), maximum: .milliseconds(50)))
+        try await tenants.reload()
+        let running = Task { try await tenants.run() }
+        defer { running.cancel() }
+
+        registry.failSnapshots(3)
+        let applied = try await registry.apply(
+            .createApp(RegisteredApp(id: "orders", bundleID: "com.example.orders")), actor: "admin", now: UnixTime(milliseconds: 1))
+        let deadline = ContinuousClock.now + .seconds(30)
+        while tenants.appliedVersion < applied.version, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(registry.failedSnapshots == 3, "the reloads failed as arranged")
+        #expect(tenants.appliedVersion == applied.version, "the change was not applied after the failed reloads")
+        #expect(quotas.settings.quota(of: "orders") == defaults)
+    }
+
     @Test func anOlderSnapshotThanTheOneAppliedIsIgnored() throws {
         let tenants = runtime()
         let a = try RegisteredAPIKey(seed: keyA.record)
@@ -114,4 +168,35 @@ struct TenantRuntimeTests {
         #expect(principal.allowedMethods == [.ping])
         #expect(!principal.isAdmin)
     }
+}
+
+/// The memory registry whose next snapshots fail, as a database blip makes them.
+final class FlakyRegistry: TenantRegistry, @unchecked Sendable {
+    private let inner = InMemoryTenantRegistry()
+    private let state = NIOLockedValueBox((toFail: 0, failed: 0))
+
+    struct Blip: Error {}
+
+    func failSnapshots(_ count: Int) { state.withLockedValue { $0.toFail = count } }
+    var failedSnapshots: Int { state.withLockedValue { $0.failed } }
+
+    func snapshot() async throws -> RegistrySnapshot {
+        let fail = state.withLockedValue { state in
+            guard state.toFail > 0 else { return false }
+            state.toFail -= 1
+            state.failed += 1
+            return true
+        }
+        if fail { throw Blip() }
+        return try await inner.snapshot()
+    }
+
+    func version() async throws -> Int64 { try await inner.version() }
+    func apply(_ change: RegistryChange, actor: String, now: UnixTime) async throws -> RegistryApplied {
+        try await inner.apply(change, actor: actor, now: now)
+    }
+    func touch(_ lastUsed: [String: UnixTime]) async throws { try await inner.touch(lastUsed) }
+    func audit(after sequence: Int64, limit: Int) async throws -> [AuditEntry] { try await inner.audit(after: sequence, limit: limit) }
+    func changes(pollEvery: Duration) -> AsyncStream<Int64> { inner.changes(pollEvery: pollEvery) }
+    func close() async throws { try await inner.close() }
 }
