@@ -70,6 +70,8 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
     private let settling = NIOLockedValueBox(Settling())
     /// The intents whose batches the sink holds: handed over and not settled.
     private let held = NIOLockedValueBox(Set<IntentKey>())
+    /// Whether this node can send an app's pushes; nil: every app.
+    private let servable = NIOLockedValueBox<(@Sendable (String) -> Bool)?>(nil)
 
     public init(
         configuration: Configuration, store: any ActivityStore, clock: any WallClock = SystemClock(), logger: Logger,
@@ -90,6 +92,18 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
     /// The intents the sink holds now (tests, diagnostics).
     public var heldIntents: Set<IntentKey> { held.withLockedValue { $0 } }
 
+    /// Hands on only the pushes of apps `isServable` says this node can send. An app whose
+    /// APNs key only some nodes can read (a `file:` or `env:` key source) is not this node's
+    /// to fail: its intents are left unheld, so they run out of lease and a node that has
+    /// the key claims them.
+    public func serveOnly(where isServable: @escaping @Sendable (String) -> Bool) {
+        servable.withLockedValue { $0 = isServable }
+    }
+
+    private func canServe(_ appID: String) -> Bool {
+        servable.withLockedValue { $0 }?(appID) ?? true
+    }
+
     // MARK: PushSink
 
     public func admit(appID: String) -> PushAdmission {
@@ -105,7 +119,14 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
         guard let sink = sink.withLockedValue({ $0 }) else {
             return eventLoop.makeFailedFuture(DispatchIntentsError.noSink)
         }
-        if batch.durable { held.withLockedValue { _ = $0.insert(IntentKey(batch)) } }
+        if batch.durable {
+            guard canServe(batch.appID) else {
+                // Recorded, and left for a node that can send it: the call is answered with its pushes queued.
+                logger.debug("leaving a dispatch intent for a node that can send the app's pushes", metadata: ["app": "\(batch.appID)"])
+                return eventLoop.makeSucceededFuture(EnqueueResult(queued: batch.targets.count))
+            }
+            held.withLockedValue { _ = $0.insert(IntentKey(batch)) }
+        }
         return sink.enqueue(batch, options: options, on: eventLoop)
     }
 
@@ -205,6 +226,12 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
                 // Held already: its lease lapsed while the dispatcher worked on it (renewals failing for a
                 // whole lease); the claim has renewed it, and a second copy would send its pushes twice.
                 if held.withLockedValue({ $0.contains(IntentKey(batch)) }) { continue }
+                guard canServe(batch.appID) else {
+                    logger.warning(
+                        "left a dispatch intent for a node that can send the app's pushes (this node cannot read its APNs key)",
+                        metadata: ["intent": "\(IntentKey(batch))"])
+                    continue
+                }
                 if case .queueFull = sink.admit(appID: batch.appID) { refused = true }
                 _ = enqueue(batch, on: eventLoop)
                 resent += 1
@@ -219,6 +246,11 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
             logger.error(
                 "dropped a dispatch intent that cannot be sent",
                 metadata: ["intent": "\(dropped.key)", "reason": "\(dropped.reason)"])
+        }
+        for left in claimed.left {
+            logger.warning(
+                "left a dispatch intent of a format version this build does not read, for a node that does",
+                metadata: ["intent": "\(left)"])
         }
         if !claimed.expired.isEmpty {
             logger.warning("dispatch intents expired before they could be resumed", metadata: ["count": "\(claimed.expired.count)"])

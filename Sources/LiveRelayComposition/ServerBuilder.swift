@@ -85,14 +85,16 @@ package enum ServerBuilder {
         // Between the store and the RPC server: see the start order above.
         var middle: [any Service] = [ChannelStoreService(channelStore)]
         let service: any LiveRelayService
+        var intents: DispatchIntents?
         switch description.calls {
         case .null:
             service = NullLiveRelayService()
         case let .custom(custom):
             service = custom
         case .activities:
-            let (activities, apns, services) = try makeActivities(
+            let (activities, apns, madeIntents, services) = try makeActivities(
                 description, store: store, channelStore: channelStore, quotas: quotas, priorityBudget: priorityBudget)
+            intents = madeIntents
             middle += services
             queueGauges.attach(apns.dispatcher)
             parts.activities = activities
@@ -103,6 +105,7 @@ package enum ServerBuilder {
         // The seed (the config file's or the development setup's apps and keys), then the
         // registry's whole content applied before the first connection.
         let tenants = TenantRuntime(registry: registry, parts: parts, keyUsage: keyUsage, logger: logger)
+        intents?.serveOnly { [tenants] in tenants.canServe(appID: $0) }
         do {
             try await registry.apply(
                 .seed(apps: description.seedApps, keys: description.seedKeys), actor: "config", now: description.clock.now())
@@ -142,7 +145,7 @@ package enum ServerBuilder {
     private static func makeActivities(
         _ description: ServerDescription, store: any ActivityStore, channelStore: any ChannelStore, quotas: QuotaGate,
         priorityBudget: PriorityBudgetGate
-    ) throws -> (ActivityService, APNsRuntime, [any Service]) {
+    ) throws -> (ActivityService, APNsRuntime, DispatchIntents?, [any Service]) {
         let logger = description.logger
         let clock = description.clock
         let kind = description.store.kind
@@ -178,6 +181,6 @@ package enum ServerBuilder {
         services.append(PriorityBudgetSweeper(gate: priorityBudget))
         services.append(
             QuotaUsageRefresher(gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))
-        return (activities, apns, services)
+        return (activities, apns, intents, services)
     }
 }

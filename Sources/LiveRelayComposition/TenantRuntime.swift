@@ -39,6 +39,8 @@ package final class TenantRuntime: Service, Sendable {
         var snapshot = RegistrySnapshot()
         /// The apps whose dispatch settings were last configured, to configure only what changed.
         var configured: [String: RegisteredApp] = [:]
+        /// Apps with credentials this node cannot use (a key file or variable it lacks).
+        var unservable: Set<String> = []
     }
 
     package let registry: any TenantRegistry
@@ -179,6 +181,13 @@ package final class TenantRuntime: Service, Sendable {
         return ended
     }
 
+    /// Whether this node can send `appID`'s pushes: false for an app whose credentials it
+    /// cannot use (a `file:` or `env:` key only some nodes have). An app without credentials
+    /// is servable: its pushes fail `AppNotConfigured` on every node alike.
+    package func canServe(appID: String) -> Bool {
+        !applied.withLockedValue { $0.unservable.contains(appID) }
+    }
+
     package static func principal(_ key: RegisteredAPIKey) -> Principal {
         switch key.role {
         case .admin:
@@ -205,6 +214,7 @@ package final class TenantRuntime: Service, Sendable {
 
         // Routes and queues before the directory: an app's first call finds its queue ready.
         var nowConfigured = configured
+        var unservable: Set<String> = []
         if let apns = parts.apns {
             for app in snapshot.apps.values.sorted(by: { $0.id < $1.id }) where configured[app.id] != app {
                 guard app.credentials != nil else { continue }
@@ -212,13 +222,17 @@ package final class TenantRuntime: Service, Sendable {
                     try apns.configure(try PushingApp(app))
                     nowConfigured[app.id] = app
                 } catch {
+                    unservable.insert(app.id)
                     logger.error(
-                        "app \(app.id): its APNs credentials cannot be used; its pushes fail until they are fixed",
+                        "app \(app.id): this node cannot use its APNs credentials; its pushes are left for a node that can",
                         metadata: ["app": "\(app.id)", "error": "\(error)"])
                 }
             }
         }
-        applied.withLockedValue { $0.configured = nowConfigured }
+        applied.withLockedValue {
+            $0.configured = nowConfigured
+            $0.unservable = unservable
+        }
         if snapshot.apps.isEmpty {
             // No app registered: every app id is accepted and its pushes fail AppNotConfigured, visibly.
             parts.activities?.reconfigure(apps: .open)

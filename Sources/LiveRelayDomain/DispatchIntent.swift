@@ -54,7 +54,7 @@ public struct IntentLease: Hashable, Sendable {
 /// timestamp, as the first attempt: a device that already has that state
 /// drops the repeat.
 public struct DispatchIntent: Hashable, Sendable {
-    /// The row format this build writes. A row with another version is reported and dropped, never guessed at.
+    /// The row format this build writes. A row with another version is never guessed at: it is left for a build that reads it.
     public static let formatVersion = 1
 
     public var key: IntentKey
@@ -179,11 +179,11 @@ public struct DispatchIntent: Hashable, Sendable {
         return batch
     }
 
-    /// Why the intent cannot be sent, if it cannot: a row this build does not
-    /// understand, or a payload above APNs's limit.
+    /// Why the intent can never be sent, if it cannot: a row that does not
+    /// read, or a payload above APNs's limit. (A row of another format version
+    /// is not judged: it is left for a build that reads it.)
     public var defect: String? {
         if let damage { return damage }
-        if version != Self.formatVersion { return "IntentVersionUnknown(\(version))" }
         let limit = isBroadcastOnly ? APNsBroadcast.maxPayloadBytes : APNsPayload.maxBytes
         if payload.count > limit { return "PayloadTooLarge(\(payload.count))" }
         return nil

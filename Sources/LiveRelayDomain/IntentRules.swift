@@ -8,13 +8,18 @@ public struct ClaimedIntents: Hashable, Sendable {
     public var batches: [PushBatch] = []
     /// Past their expiry: deleted, nothing sent, every push counted `expired` in the call's account.
     public var expired: [IntentKey] = []
-    /// Rows that cannot be sent (an unknown format version, a payload over the
-    /// limit, a damaged target list): deleted with the reason, never retried.
+    /// Rows that can never be sent (a payload over the limit, a damaged target
+    /// list): deleted with the reason, the call's account settled failed with
+    /// it, never retried.
     public var dropped: [DroppedIntent] = []
+    /// Rows of a format version this build does not understand (written by a
+    /// newer or older build during a rolling upgrade): leased for one lease
+    /// and left alone, for a node that understands them once it runs out.
+    public var left: [IntentKey] = []
 
     public init() {}
 
-    public var isEmpty: Bool { batches.isEmpty && expired.isEmpty && dropped.isEmpty }
+    public var isEmpty: Bool { batches.isEmpty && expired.isEmpty && dropped.isEmpty && left.isEmpty }
 }
 
 /// An intent deleted unsent, and why.
@@ -58,7 +63,7 @@ public struct ClaimIntents: PollsAcrossApps {
 
     /// Each intent claimed, expired or dropped, as `plan` takes them.
     public func work(of outcome: ClaimedIntents) -> Int {
-        outcome.batches.count + outcome.expired.count + outcome.dropped.count
+        outcome.batches.count + outcome.expired.count + outcome.dropped.count + outcome.left.count
     }
 
     public func merged(_ outcome: ClaimedIntents, _ more: ClaimedIntents) -> ClaimedIntents {
@@ -66,6 +71,7 @@ public struct ClaimIntents: PollsAcrossApps {
         merged.batches += more.batches
         merged.expired += more.expired
         merged.dropped += more.dropped
+        merged.left += more.left
         return merged
     }
 
@@ -74,13 +80,29 @@ public struct ClaimIntents: PollsAcrossApps {
         var writes: [StoreWrite] = []
         let until = lease.until(now)
         for intent in state.claimableIntents(by: lease.owner, evenIfLeased: evenIfLeased, at: now, limit: limit) {
-            if let defect = intent.defect {
-                writes.append(.deleteIntent(intent.key))
-                claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
-                continue
-            }
             let targets = {
                 intent.resolvedTargets { state.updateTargets(of: intent.key.activity, at: now) }
+            }
+            if intent.version != DispatchIntent.formatVersion {
+                // Not this build's to judge, nor to send: leased so that this node does not take it up again
+                // at once, then left for a node that reads its format. Its expiry, still, is a column this build reads.
+                if let expiresAt = intent.expiresAt, expiresAt <= now {
+                    writes.append(.deleteIntent(intent.key))
+                    claimed.expired.append(intent.key)
+                    continue
+                }
+                writes.append(.leaseIntent(intent.key, owner: lease.owner, until: until))
+                claimed.left.append(intent.key)
+                continue
+            }
+            if let defect = intent.defect {
+                writes.append(.deleteIntent(intent.key))
+                // The call's account says why, so a replay reports it failed, never queued for good.
+                let count = intent.damage == nil ? max(1, targets().count) : 1
+                writes.append(
+                    .settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: EnqueueResult(failures: [defect: count])))
+                claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
+                continue
             }
             if let expiresAt = intent.expiresAt, expiresAt <= now {
                 // Settled unsent: its pushes are the call's final account, so a replay reports them expired.

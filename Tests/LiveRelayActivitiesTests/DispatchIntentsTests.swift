@@ -229,4 +229,31 @@ import Testing
         #expect(recorder.batches.count == 1)
         #expect(try await claimable().batches.isEmpty == false, "still recorded, leased again")
     }
+
+    /// A node that cannot send an app's pushes (its APNs key is a file or variable only some
+    /// nodes have) leaves their intents: a call is answered with its pushes queued, nothing
+    /// reaches its dispatcher, nothing is settled failed, and a node that can claims them once
+    /// the lease runs out.
+    @Test func aNodeThatCannotServeAnAppLeavesItsIntentsForOneThatCan() async throws {
+        let keyless = RecordingPushSink()
+        let node1 = intents("node-1", takeOver: false)
+        node1.attach(keyless)
+        node1.serveOnly { $0 != "app" }
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: node1, intents: IntentLease(owner: "node-1"))
+        let reply = try await startAndUpdate(service, game: 1)
+        #expect(reply.summary?.queued == 1 && reply.summary?.failed == 0)
+        #expect(keyless.batches.isEmpty && node1.heldIntents.isEmpty)
+
+        harness.wall.advance(by: .seconds(31))
+        #expect(try await node1.claimUntilClear() == 0, "claimed back and left again, not failed")
+        #expect(keyless.batches.isEmpty)
+
+        let withKey = RecordingPushSink()
+        let node2 = intents("node-2", takeOver: false)
+        node2.attach(withKey)
+        harness.wall.advance(by: .seconds(31))
+        #expect(try await node2.claimUntilClear() == 1, "the update's intent (the start reached no token)")
+        #expect(withKey.batches.map(\.timestamp) == [reply.timestamp])
+    }
 }

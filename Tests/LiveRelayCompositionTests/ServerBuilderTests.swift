@@ -45,8 +45,11 @@ struct ServerBuilderTests {
         let dispatcher = try #require(built.dispatcher)
         #expect(dispatcher.route(appID: "orders") != nil)
         #expect(dispatcher.queueLevels.first { $0.appID == "orders" }?.capacity == 7)
-        // A key that cannot be read leaves its app without a route (its pushes fail), not the server down.
+        // A key this node cannot read leaves its app without a route here, not the server down; with
+        // durable intents its pushes are left for a node that can read it.
         #expect(dispatcher.route(appID: "broken") == nil)
+        #expect(!built.tenants.canServe(appID: "broken"))
+        #expect(built.tenants.canServe(appID: "orders") && built.tenants.canServe(appID: "never-configured"))
         let snapshot = try await built.tenants.registry.snapshot()
         #expect(Set(snapshot.apps.keys) == ["orders", "broken"])
         #expect(snapshot.apps.values.allSatisfy { $0.source == .seed })
