@@ -232,6 +232,10 @@ struct Serve: AsyncParsableCommand {
             factory.valueHistogramBuckets[StoreMetrics.batchSizeLabel] = StoreMetrics.batchSizeBuckets
             MetricsSystem.bootstrap(factory)
             description.ops = ServerDescription.Ops(host: address.host, port: address.port, registry: prometheus)
+            // From the environment only, like every secret: a config file is read by more people than it should.
+            if let token = ProcessInfo.processInfo.environment["LIVERELAY_METRICS_TOKEN"], !token.isEmpty {
+                description.ops?.metricsToken = token
+            }
         }
         if setup.isDevelopment, case .activities = description.calls, let directory = description.store.dataDirectory {
             try await self.developmentAPNs(&description, dataDirectory: directory, logger: logger)

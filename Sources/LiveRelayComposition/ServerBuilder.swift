@@ -71,7 +71,8 @@ package enum ServerBuilder {
         let queueGauges = QueueGauges()
         let ops = description.ops.map { ops in
             OpsServer(
-                configuration: OpsServer.Configuration(host: ops.host, port: ops.port), registry: ops.registry,
+                configuration: OpsServer.Configuration(host: ops.host, port: ops.port, metricsToken: ops.metricsToken),
+                registry: ops.registry,
                 readiness: readiness, beforeScrape: { queueGauges.update() }, logger: logger)
         }
 

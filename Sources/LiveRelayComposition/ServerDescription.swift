@@ -87,6 +87,8 @@ package struct ServerDescription: Sendable {
         package var port: Int
         /// The registry the process's metrics factory writes to (bootstrapped by the caller, once per process).
         package var registry: PrometheusCollectorRegistry
+        /// `/metrics` asks for `Authorization: Bearer <token>` when set (`LIVERELAY_METRICS_TOKEN`).
+        package var metricsToken: String?
 
         package init(host: String, port: Int, registry: PrometheusCollectorRegistry) {
             self.host = host

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -16,15 +17,39 @@ import ServiceLifecycle
 /// List it FIRST in the `ServiceGroup`: graceful shutdown stops services in
 /// reverse order, so it stops last, and `/readyz` answers 503 throughout the
 /// RPC server's drain (``ServingReadiness/drainSignal`` flips it at the start).
+///
+/// Bounded like a port that may be reached by more than its scraper: at most
+/// ``Configuration/maxConnections`` at once (further ones wait in the
+/// listen backlog), a connection closed after ``Configuration/idleTimeout``
+/// without traffic or when a request head takes longer than
+/// ``Configuration/headerTimeout`` to arrive, and `/metrics` behind a bearer
+/// token when one is configured.
 public struct OpsServer: Service {
     public struct Configuration: Sendable {
         public var host: String
         /// 0: any free port (tests); ``boundAddress`` tells which.
         public var port: Int
+        /// Connections served at once; the next ones are accepted as these close.
+        public var maxConnections: Int
+        /// A connection with no traffic for this long is closed.
+        public var idleTimeout: TimeAmount
+        /// A request head (request line and headers) must arrive in full within this long
+        /// of the connection's start or of the previous response's end.
+        public var headerTimeout: TimeAmount
+        /// When set, `/metrics` answers 401 unless the request carries `Authorization: Bearer <token>`
+        /// (compared in constant time). `/healthz` and `/readyz` stay open: probes carry no secrets.
+        public var metricsToken: String?
 
-        public init(host: String = "127.0.0.1", port: Int = 9090) {
+        public init(
+            host: String = "127.0.0.1", port: Int = 9090, maxConnections: Int = 64, idleTimeout: TimeAmount = .seconds(60),
+            headerTimeout: TimeAmount = .seconds(10), metricsToken: String? = nil
+        ) {
             self.host = host
             self.port = port
+            self.maxConnections = max(1, maxConnections)
+            self.idleTimeout = idleTimeout
+            self.headerTimeout = headerTimeout
+            self.metricsToken = metricsToken
         }
     }
 
@@ -60,9 +85,16 @@ public struct OpsServer: Service {
         // `serve` for the RPC port, and `serve` announces this port itself.
         var hummingbirdLogger = logger
         hummingbirdLogger.logLevel = max(logger.logLevel, .notice)
+        let headerTimeout = configuration.headerTimeout
         let application = Application(
-            router: Self.router(registry: registry, readiness: readiness, beforeScrape: beforeScrape),
-            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+            router: Self.router(
+                registry: registry, readiness: readiness, metricsToken: configuration.metricsToken, beforeScrape: beforeScrape),
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [HeaderTimeoutHandler(timeout: headerTimeout)], idleTimeout: configuration.idleTimeout)),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: configuration.port),
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
             onServerRunning: { channel in
                 if let local = channel.localAddress { address.resolve(.success(local)) }
             },
@@ -80,10 +112,19 @@ public struct OpsServer: Service {
 
     /// The routes, apart from the listener so they can be checked without a socket.
     static func router(
-        registry: PrometheusCollectorRegistry, readiness: any ReadinessSource, beforeScrape: @escaping @Sendable () -> Void = {}
+        registry: PrometheusCollectorRegistry, readiness: any ReadinessSource, metricsToken: String? = nil,
+        beforeScrape: @escaping @Sendable () -> Void = {}
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
-        router.get("metrics") { _, _ -> Response in
+        let expected = metricsToken.map { Array("Bearer \($0)".utf8) }
+        router.get("metrics") { request, _ -> Response in
+            if let expected, !Self.constantTimeEqual(Array((request.headers[.authorization] ?? "").utf8), expected) {
+                var headers = HTTPFields()
+                headers[.wwwAuthenticate] = "Bearer"
+                headers[.contentType] = "text/plain; charset=utf-8"
+                return Response(
+                    status: .unauthorized, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "unauthorized\n")))
+            }
             beforeScrape()
             var headers = HTTPFields()
             // The content type Prometheus expects for its text exposition format 0.0.4.
@@ -102,6 +143,15 @@ public struct OpsServer: Service {
             }
         }
         return router
+    }
+
+    /// Equal bytes, in a time that depends on the lengths only: a token is not guessed a byte at a time.
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for i in 0..<max(a.count, b.count) {
+            difference |= (i < a.count ? a[i] : 0) ^ (i < b.count ? b[i] : 0)
+        }
+        return difference == 0
     }
 
     private static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import NIOCore
 import ServiceLifecycle
 
 /// Whether this node should be sent traffic, as `GET /readyz` reports it.
@@ -32,18 +33,37 @@ public final class ServingReadiness: ReadinessSource {
         var draining = false
     }
 
+    /// The last store probe's answer, and the probe under way: `/readyz` runs at
+    /// most one probe per ``probeEvery``, however often it is asked.
+    private struct ProbeCache {
+        var checkedAt: Duration?
+        var failure: String?
+        var running: Task<String?, Never>?
+    }
+
     private let state = NIOLockedValueBox(State())
+    private let cache = NIOLockedValueBox(ProbeCache())
     private let storeProbe: Probe?
     private let probeTimeout: Duration
+    private let probeEvery: Duration
+    private let uptime: @Sendable () -> Duration
 
     /// - Parameters:
     ///   - storeProbe: nil when there is nothing to probe (tests, a setup without a store).
     ///   - probeTimeout: a store that does not answer within it is reported not
     ///     ready: a probe that hangs would otherwise hang the load balancer's
     ///     check, which then times out without saying why.
-    public init(storeProbe: Probe?, probeTimeout: Duration = .seconds(2)) {
+    ///   - probeEvery: an answer younger than this is given again without a new
+    ///     probe: a client hammering `/readyz` does not become store load.
+    ///   - uptime: the monotonic clock; tests pass one they move.
+    public init(
+        storeProbe: Probe?, probeTimeout: Duration = .seconds(2), probeEvery: Duration = .seconds(1),
+        uptime: @escaping @Sendable () -> Duration = { .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds)) }
+    ) {
         self.storeProbe = storeProbe
         self.probeTimeout = probeTimeout
+        self.probeEvery = probeEvery
+        self.uptime = uptime
     }
 
     /// The RPC listener is bound: the node can take connections.
@@ -62,10 +82,41 @@ public final class ServingReadiness: ReadinessSource {
         let current = state.withLockedValue { $0 }
         if current.draining { return .notReady("draining") }
         if !current.listening { return .notReady("RPC listener not bound yet") }
-        if let storeProbe, let failure = await Self.run(storeProbe, timeout: probeTimeout) {
+        if let storeProbe, let failure = await storeFailure(storeProbe) {
             return .notReady("store: \(failure)")
         }
         return .ready
+    }
+
+    /// The store probe's answer: the cached one while it is younger than ``probeEvery``, else
+    /// the answer of the probe under way, or of a new one (one at a time).
+    private func storeFailure(_ probe: @escaping Probe) async -> String? {
+        enum Next {
+            case cached(String?)
+            case wait(Task<String?, Never>)
+        }
+        let now = uptime()
+        let next: Next = cache.withLockedValue { cache in
+            if let at = cache.checkedAt, now - at < probeEvery { return .cached(cache.failure) }
+            if let running = cache.running { return .wait(running) }
+            let timeout = probeTimeout
+            let task = Task { await Self.run(probe, timeout: timeout) }
+            cache.running = task
+            return .wait(task)
+        }
+        switch next {
+        case let .cached(failure):
+            return failure
+        case let .wait(task):
+            let failure = await task.value
+            let at = uptime()
+            cache.withLockedValue { cache in
+                cache.running = nil
+                cache.checkedAt = at
+                cache.failure = failure
+            }
+            return failure
+        }
     }
 
     /// Runs `probe`, answering its failure or a timeout, whichever comes first.

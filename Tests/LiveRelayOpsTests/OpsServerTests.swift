@@ -75,9 +75,10 @@ struct OpsServerTests {
 
     @Test func servingReadinessReportsEachPart() async throws {
         let storeDown = NIOLockedValueBox(false)
-        let readiness = ServingReadiness(storeProbe: {
-            if storeDown.withLockedValue({ $0 }) { throw ProbeFailure() }
-        })
+        let readiness = ServingReadiness(
+            storeProbe: {
+                if storeDown.withLockedValue({ $0 }) { throw ProbeFailure() }
+            }, probeEvery: .zero)
         #expect(await readiness.readiness() == .notReady("RPC listener not bound yet"))
         readiness.listenerBound()
         #expect(await readiness.readiness() == .ready)
@@ -86,6 +87,97 @@ struct OpsServerTests {
         storeDown.withLockedValue { $0 = false }
         readiness.beginDraining()
         #expect(await readiness.readiness() == .notReady("draining"))
+    }
+
+    /// `/readyz` asked again and again runs the store probe at most once per interval: the
+    /// answer is kept, and a client hammering the port does not become store load.
+    @Test func theStoreIsProbedAtMostOncePerInterval() async throws {
+        let probes = NIOLockedValueBox(0)
+        let clock = NIOLockedValueBox(Duration.seconds(100))
+        let readiness = ServingReadiness(
+            storeProbe: { probes.withLockedValue { $0 += 1 } }, probeEvery: .seconds(1), uptime: { clock.withLockedValue { $0 } })
+        readiness.listenerBound()
+        for _ in 0..<20 { #expect(await readiness.readiness() == .ready) }
+        #expect(probes.withLockedValue { $0 } == 1)
+        clock.withLockedValue { $0 += .milliseconds(999) }
+        _ = await readiness.readiness()
+        #expect(probes.withLockedValue { $0 } == 1)
+        clock.withLockedValue { $0 += .milliseconds(2) }
+        _ = await readiness.readiness()
+        #expect(probes.withLockedValue { $0 } == 2)
+    }
+
+    /// A client that sends its request head a little at a time and never finishes it is
+    /// closed at the header timeout (bytes keep arriving, so an idle timeout alone would not).
+    @Test(.timeLimit(.minutes(1)))
+    func anUnfinishedRequestHeadIsClosedAtTheHeaderTimeout() async throws {
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0, headerTimeout: .milliseconds(300)),
+            registry: PrometheusCollectorRegistry(), readiness: FakeReadiness(), logger: Logger(label: "ops-test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await server.run() }
+            let port = try #require(try await server.boundAddress.port)
+            let closed = try await NIOThreadPool.singleton.runIfActive { () throws -> Bool in
+                let connection = try RawConnection(port: port)
+                for piece in ["GET /healthz HTTP/1.1\r\n", "Host: 127.0.0.1\r\n", "X-Slow: 1\r\n"] {
+                    connection.send(piece)
+                    usleep(100_000)
+                }
+                return connection.waitForClose(seconds: 20)
+            }
+            #expect(closed, "the connection was still open 20 s after its unfinished head")
+            // A complete request is served as before.
+            #expect(try await httpGet(port: port, path: "/healthz").status == 200)
+            tasks.cancelAll()
+        }
+    }
+
+    /// At most `maxConnections` connections are served at once: the next one is answered once one closes.
+    @Test(.timeLimit(.minutes(1)))
+    func connectionsBeyondTheCapWaitForOneToClose() async throws {
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0, maxConnections: 1),
+            registry: PrometheusCollectorRegistry(), readiness: FakeReadiness(), logger: Logger(label: "ops-test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await server.run() }
+            let port = try #require(try await server.boundAddress.port)
+            let holder = try await NIOThreadPool.singleton.runIfActive { try RawConnection(port: port) }
+            // Served: the holder's connection is accepted before the next one.
+            holder.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(try await NIOThreadPool.singleton.runIfActive { holder.readSome(seconds: 10) }?.contains("200") == true)
+            let answered = NIOLockedValueBox(false)
+            let waiting = Task {
+                let answer = try await httpGet(port: port, path: "/healthz")
+                answered.withLockedValue { $0 = true }
+                return answer
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!answered.withLockedValue { $0 }, "a second connection was served beside the first")
+            #expect(try await NIOThreadPool.singleton.runIfActive { holder.isOpen }, "the holder is still connected")
+            holder.close()
+            #expect(try await waiting.value.status == 200, "answered once the holder closed")
+            tasks.cancelAll()
+        }
+    }
+
+    /// With a token, `/metrics` answers 401 without it or with another, 200 with it; the probes stay open.
+    @Test func metricsAskForTheBearerTokenWhenOneIsSet() async throws {
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0, metricsToken: "s3cret-token"),
+            registry: PrometheusCollectorRegistry(), readiness: FakeReadiness(), logger: Logger(label: "ops-test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await server.run() }
+            let port = try #require(try await server.boundAddress.port)
+            #expect(try await httpGet(port: port, path: "/metrics").status == 401)
+            #expect(try await httpGet(port: port, path: "/metrics", headers: ["Authorization: Bearer wrong"]).status == 401)
+            #expect(try await httpGet(port: port, path: "/metrics", headers: ["Authorization: Bearer s3cret-token"]).status == 200)
+            #expect(try await httpGet(port: port, path: "/healthz").status == 200)
+            #expect(try await httpGet(port: port, path: "/readyz").status == 200)
+            tasks.cancelAll()
+        }
+        #expect(OpsServer.constantTimeEqual(Array("abc".utf8), Array("abc".utf8)))
+        #expect(!OpsServer.constantTimeEqual(Array("abc".utf8), Array("abd".utf8)))
+        #expect(!OpsServer.constantTimeEqual(Array("abc".utf8), Array("abcd".utf8)))
     }
 
     /// A probe that would answer in an hour: readiness answers at its own timeout instead
@@ -152,9 +244,9 @@ struct HTTPAnswer {
 /// One HTTP/1.1 GET over a plain socket, read until the server closes (Connection: close).
 /// The blocking socket calls run on NIO's thread pool: on the cooperative pool
 /// (two threads on a two-core machine) they would starve the server under test.
-func httpGet(port: Int, path: String) async throws -> HTTPAnswer {
+func httpGet(port: Int, path: String, headers: [String] = []) async throws -> HTTPAnswer {
     try await NIOThreadPool.singleton.runIfActive {
-        let text = try plainHTTPGet(port: port, path: path)
+        let text = try plainHTTPGet(port: port, path: path, headers: headers)
         guard let split = text.range(of: "\r\n\r\n") else { throw HTTPTestError("no header end in \(text)") }
         let head = String(text[..<split.lowerBound])
         let statusLine = head.split(separator: "\r\n").first ?? ""
@@ -167,4 +259,62 @@ func httpGet(port: Int, path: String) async throws -> HTTPAnswer {
 struct HTTPTestError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A blocking TCP connection to 127.0.0.1 for requests the HTTP helper cannot make (a head sent in pieces).
+final class RawConnection: @unchecked Sendable {
+    private var fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw HTTPTestError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw HTTPTestError("connect failed: errno \(errno)") }
+    }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = write(fd, bytes, bytes.count)
+    }
+
+    /// What arrives within `seconds` (nil on a timeout with nothing read).
+    func readSome(seconds: Int) -> String? {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let n = read(fd, &chunk, chunk.count)
+        return n > 0 ? String(decoding: chunk[0..<n], as: UTF8.self) : nil
+    }
+
+    /// Whether the server closes the connection within `seconds` (reads until end of stream).
+    func waitForClose(seconds: Int) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
+        }
+    }
+
+    /// Whether the server has not closed it (a non-blocking peek).
+    var isOpen: Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
+    }
+
+    func close() {
+        if fd >= 0 { _ = Glibc.close(fd) }
+        fd = -1
+    }
+
+    deinit { close() }
 }

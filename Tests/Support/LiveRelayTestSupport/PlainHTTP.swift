@@ -8,7 +8,7 @@ import Darwin
 /// `Connection: close`: the whole answer, head and body, as text. Blocking
 /// (10 s receive timeout): an independent HTTP/1.1 peer for the operations
 /// port, sharing nothing with the server's HTTP stack.
-public func plainHTTPGet(port: Int, path: String) throws -> String {
+public func plainHTTPGet(port: Int, path: String, headers: [String] = []) throws -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket() failed: errno \(errno)") }
     defer { close(fd) }
@@ -22,7 +22,8 @@ public func plainHTTPGet(port: Int, path: String) throws -> String {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard connected == 0 else { throw TestFailure("connect to port \(port) failed: errno \(errno)") }
-    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
+    let extra = headers.map { $0 + "\r\n" }.joined()
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(extra)\r\n".utf8)
     guard write(fd, request, request.count) == request.count else { throw TestFailure("write failed: errno \(errno)") }
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
