@@ -195,6 +195,7 @@ let package = Package(
                 "LiveRelayDomain",
                 "LiveRelayMessages",
                 "LiveRelayAPNs",
+                "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -443,7 +444,7 @@ let package = Package(
             name: "LiveRelayAdminTests",
             dependencies: [
                 "LiveRelayAdmin", "LiveRelayAPNs", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayService", "LiveRelayStore",
-                "LiveRelayWire",
+                "LiveRelayTLS", "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -452,7 +453,7 @@ let package = Package(
             name: "LiveRelayCompositionTests",
             dependencies: [
                 "LiveRelayComposition", "LiveRelayAPNs", "LiveRelayActivities", "LiveRelayDomain", "LiveRelayOps", "LiveRelayServer",
-                "LiveRelayStore", "LiveRelayDispatch", "LiveRelayBackoff",
+                "LiveRelayStore", "LiveRelayDispatch", "LiveRelayPushOutlet", "LiveRelayAdmin", "LiveRelayTestSupport", "LiveRelayBackoff",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -583,6 +584,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ]
         ),
         .testTarget(

@@ -53,3 +53,26 @@ public enum APNsDisposition: Hashable, Sendable {
         }
     }
 }
+
+/// The reasons APNs documents for its error answers: device pushes, broadcasts and
+/// channel management. A closed set at Apple; an endpoint that is not Apple's (any
+/// HOST:PORT can be one) may answer others, which is why a label that must stay
+/// bounded (the metrics' `reason`) keeps these and folds the rest.
+public enum APNsReasons {
+    public static let documented: Set<String> = [
+        // 400
+        "BadCollapseId", "BadDeviceToken", "BadExpirationDate", "BadMessageId", "BadPriority", "BadTopic",
+        "DeviceTokenNotForTopic", "DuplicateHeaders", "IdleTimeout", "InvalidPushType", "MissingDeviceToken", "MissingTopic",
+        "PayloadEmpty", "TopicDisallowed", "MissingPushType",
+        // 400, broadcast channels
+        "BadChannelId", "ChannelNotRegistered", "CannotCreateChannelConfig", "FeatureNotEnabled", "MissingChannelId",
+        "BadMessageStoragePolicy",
+        // 403
+        "BadCertificate", "BadCertificateEnvironment", "ExpiredProviderToken", "Forbidden", "InvalidProviderToken",
+        "MissingProviderToken", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",
+        // 404, 405, 410, 413
+        "BadPath", "MethodNotAllowed", "ExpiredToken", "Unregistered", "PayloadTooLarge",
+        // 429, 500, 503
+        "TooManyProviderTokenUpdates", "TooManyRequests", "InternalServerError", "ServiceUnavailable", "Shutdown",
+    ]
+}

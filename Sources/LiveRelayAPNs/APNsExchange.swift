@@ -22,7 +22,13 @@ public enum APNsEndpoint: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "\(host):\(port)" }
+    /// The requests' `:authority`: the host (an IPv6 one in brackets) and the port, unless it is 443.
+    public var authority: String {
+        guard port == 443 else { return description }
+        return host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+    }
+
+    public var description: String { EndpointSyntax.authority(host: host, port: port) }
 }
 
 /// One push as it goes on the wire: `POST /3/device/<token>` with these

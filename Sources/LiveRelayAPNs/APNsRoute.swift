@@ -9,15 +9,18 @@ public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
     /// Every token to one server: `liverelay mock-apns`, a staging relay, a test.
     case custom(host: String, port: Int)
 
-    /// `"apple"` (or nil) or `"host:port"`.
+    /// `"apple"` (or nil) or `"host:port"`: the host a DNS name, a dotted IPv4
+    /// address or an IPv6 address in brackets (`[::1]:8443`), the port 1-65535
+    /// in decimal digits. A URL (`https://h:443`), a path (`h/x:443`) or an
+    /// IPv6 address without brackets (where its last group would read as the
+    /// port) is refused here: the registry and the config file check endpoints
+    /// through this, so such a value is refused when it is set, not at every
+    /// connect. An IPv6 host is kept without its brackets, as connecting and
+    /// verifying the certificate want it.
     public init(parsing text: String?) throws(APNsDestinationError) {
         guard let text, text != "apple" else { self = .apple; return }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-            (1...65535).contains(port), colon > text.startIndex
-        else {
-            throw APNsDestinationError(text: text)
-        }
-        self = .custom(host: String(text[..<colon]), port: port)
+        guard let (host, port) = EndpointSyntax.hostAndPort(text) else { throw APNsDestinationError(text: text) }
+        self = .custom(host: host, port: port)
     }
 
     /// The endpoint a token of `environment` is sent to.
@@ -41,7 +44,7 @@ public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .apple: "apple"
-        case let .custom(host, port): "\(host):\(port)"
+        case let .custom(host, port): EndpointSyntax.authority(host: host, port: port)
         }
     }
 }
@@ -49,7 +52,10 @@ public enum APNsDestination: Hashable, Sendable, CustomStringConvertible {
 /// A destination that is neither "apple" nor "host:port".
 public struct APNsDestinationError: Error, Hashable, Sendable, CustomStringConvertible {
     public var text: String
-    public var description: String { "an APNs endpoint must be \"apple\" or \"host:port\", not \"\(text)\"" }
+    public var description: String {
+        "an APNs endpoint must be \"apple\" or \"host:port\" (a DNS name, an IPv4 address or a bracketed IPv6 address, "
+            + "and a port of 1-65535), not \"\(text)\""
+    }
 }
 
 /// The way to APNs that pushes share: one destination and one signing key

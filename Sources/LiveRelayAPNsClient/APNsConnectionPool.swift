@@ -195,7 +195,7 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
         let tlsContext = self.tlsContext
         let tokenSource = self.tokenSource
         let host = configuration.endpoint.host
-        let authority = configuration.endpoint.port == 443 ? host : "\(host):\(configuration.endpoint.port)"
+        let authority = configuration.endpoint.authority
         logger.debug("opening APNs connection", metadata: ["connection": "\(id)"])
         ClientBootstrap(group: eventLoop)
             .connectTimeout(configuration.connectTimeout)

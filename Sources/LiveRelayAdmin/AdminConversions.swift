@@ -3,6 +3,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayService
+import LiveRelayTLS
 
 // The registry's values as admin.proto's messages and back. Secrets never
 // cross: a key's hash and a stored PEM have no field in any reply.
@@ -108,6 +109,9 @@ extension RegistryError {
 /// PutAPNsCredentials' key checked before anything is stored: it must parse
 /// as a P-256 private key here and now, wherever it is read from, so that a
 /// bad key is refused with a clear message and never fails the first push.
+/// The trust certificate likewise: it must hold at least one X.509
+/// certificate, read as the APNs client's TLS context will read it, or every
+/// connection to the endpoint would fail.
 enum CredentialsCheck {
     static func registered(_ request: Admin.PutAPNsCredentialsRequest) throws(RPCError) -> RegisteredCredentials {
         let teamID = request.teamID ?? "", keyID = request.keyID ?? ""
@@ -149,6 +153,18 @@ enum CredentialsCheck {
             throw RPCError(
                 .invalidArgument, "endpoint: \(error)",
                 details: ErrorDetails(fieldViolations: [FieldViolation(field: "endpoint", description: "\(error)")]))
+        }
+        if let trust = request.trustCertificatePEM {
+            do {
+                _ = try TLSContext.certificateCount(pem: trust, setting: "trust certificate")
+            } catch {
+                // OpenSSL's reason says what failed; the PEM is not echoed.
+                throw RPCError(
+                    .invalidArgument, "trust_certificate_pem: no PEM X.509 certificate could be read: \(error.openSSLError)",
+                    details: ErrorDetails(fieldViolations: [
+                        FieldViolation(field: "trust_certificate_pem", description: "not a PEM X.509 certificate")
+                    ]))
+            }
         }
         return RegisteredCredentials(
             teamID: teamID, keyID: keyID, endpoint: endpoint, keySource: source,

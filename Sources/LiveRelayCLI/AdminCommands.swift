@@ -17,12 +17,12 @@ struct AdminCommand: AsyncParsableCommand {
     )
 }
 
-extension ConnectionOptions {
+extension ServerConnectionOptions where Key == AdminKeyVariable {
     /// One admin call with the admin key (`--api-key` or `LIVERELAY_ADMIN_KEY`), its reply printed as JSON.
     func admin<Reply: JSONRepresentable & Sendable>(
         _ call: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Reply
     ) async throws {
-        try await run(keyVariable: "LIVERELAY_ADMIN_KEY", call)
+        try await run(call)
     }
 }
 
@@ -51,7 +51,7 @@ struct AdminApps: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create an app (then put its APNs credentials).")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The app id.") var app: String
         @Option(help: "The iOS bundle id.") var bundleID: String
         @Option(help: "Unfinished pushes it may have queued (default 100,000).") var queueCapacity: UInt32?
@@ -71,7 +71,7 @@ struct AdminApps: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List apps in id order, a page at a time.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "At most this many (default 100, at most 1,000).") var pageSize: UInt32?
         @Option(help: "The previous page's next_page_token.") var pageToken: String?
         @Flag(help: "Disabled apps too.") var includeDisabled = false
@@ -86,7 +86,7 @@ struct AdminApps: AsyncParsableCommand {
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show one app.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The app id.") var app: String
 
         func run() async throws {
@@ -100,7 +100,7 @@ struct AdminApps: AsyncParsableCommand {
     struct Update: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Change an app's fields (those given); quota options replace its quotas as a whole.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The app id.") var app: String
         @Option(help: "The iOS bundle id.") var bundleID: String?
         @Option(help: "Unfinished pushes it may have queued.") var queueCapacity: UInt32?
@@ -122,7 +122,7 @@ struct AdminApps: AsyncParsableCommand {
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Turn an app off: its calls are refused AppDisabled; its tokens and activities are kept.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The app id.") var app: String
 
         func run() async throws {
@@ -140,7 +140,7 @@ struct AdminKeys: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Mint a key; its secret is printed once and stored nowhere.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(name: .customLong("app"), help: "An app the key may act for (repeatable).") var apps: [String] = []
         @Flag(help: "A key for every app, present and future.") var allApps = false
         @Option(name: .customLong("method"), help: "An RPC it may call, e.g. StartActivity (repeatable).") var methods: [String] = []
@@ -158,7 +158,7 @@ struct AdminKeys: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List keys (never their secrets).")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "Only keys that may act for this app.") var app: String?
         @Flag(help: "Revoked keys too.") var includeRevoked = false
         @Option(help: "At most this many (default 100).") var pageSize: UInt32?
@@ -175,8 +175,8 @@ struct AdminKeys: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Revoke a key on every node: refused from its next call; its open connections get GOAWAY UNAUTHENTICATED.")
-        @OptionGroup var connection: ConnectionOptions
+            abstract: "Revoke a key on every node: refused at its next HELLO; its open connections get GOAWAY UNAUTHENTICATED.")
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The key id (the 12 characters after lrk_).") var key: String
 
         func run() async throws {
@@ -195,14 +195,15 @@ struct AdminCredentials: AsyncParsableCommand {
     struct Put: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set an app's APNs key (checked now: a key that does not parse is refused) and endpoint.")
-        @OptionGroup var connection: ConnectionOptions
+        @OptionGroup var connection: AdminConnectionOptions
         @Option(help: "The app id.") var app: String
         @Option(help: "Apple's 10-character team id.") var teamID: String
         @Option(help: "The 10-character key id.") var keyID: String
         @Option(help: "A .p8 file here, sent to be kept in the registry.") var keyFile: String?
         @Option(help: "A .p8 path every node can read (kept as a path).") var keyPath: String?
         @Option(help: "An environment variable holding the .p8 on every node.") var keyEnv: String?
-        @Option(help: "apple (default) or host:port.") var endpoint: String?
+        @Option(help: "apple (default) or host:port: a DNS name, an IPv4 address or an IPv6 address in brackets, and a port.")
+        var endpoint: String?
         @Option(help: "PEM file of the certificate a host:port endpoint presents.") var trustCertificate: String?
 
         func run() async throws {
@@ -235,7 +236,7 @@ struct AdminCredentials: AsyncParsableCommand {
 struct AdminStats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats", abstract: "What an app uses on the node that answers: queue, pushes by outcome, quota use.")
-    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var connection: AdminConnectionOptions
     @Option(help: "The app id.") var app: String
 
     func run() async throws {

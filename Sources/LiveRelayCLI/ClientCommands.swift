@@ -4,8 +4,35 @@ import LiveRelayClient
 import LiveRelayMessages
 import Logging
 
-/// How to reach the server; shared by every RPC subcommand.
-struct ConnectionOptions: ParsableArguments {
+/// Where a command reads its API key from when `--api-key` is not given, and
+/// how to get one: a different variable for the admin commands, so that one
+/// shell can hold a tenant key and an admin key.
+protocol APIKeyVariable {
+    static var name: String { get }
+    static var origin: String { get }
+}
+
+/// The activity and channel commands' key.
+enum TenantKeyVariable: APIKeyVariable {
+    static let name = "LIVERELAY_API_KEY"
+    static let origin = "liverelay serve prints one on its first start"
+}
+
+/// The admin commands' key.
+enum AdminKeyVariable: APIKeyVariable {
+    static let name = "LIVERELAY_ADMIN_KEY"
+    static let origin = "`liverelay admin bootstrap` mints one"
+}
+
+/// The activity and channel commands' options.
+typealias ConnectionOptions = ServerConnectionOptions<TenantKeyVariable>
+/// The admin commands' options.
+typealias AdminConnectionOptions = ServerConnectionOptions<AdminKeyVariable>
+
+/// How to reach the server; shared by every RPC subcommand. `Key` is where the
+/// key comes from without `--api-key`, so that each command's help names the
+/// variable it reads.
+struct ServerConnectionOptions<Key: APIKeyVariable>: ParsableArguments {
     @Option(help: "The server's host name or IP address.")
     var host = "127.0.0.1"
 
@@ -21,7 +48,7 @@ struct ConnectionOptions: ParsableArguments {
     )
     var caFile: String?
 
-    @Option(help: ArgumentHelp("The API key.", discussion: "Default: the LIVERELAY_API_KEY environment variable."))
+    @Option(help: ArgumentHelp("The API key.", discussion: "Default: the \(Key.name) environment variable."))
     var apiKey: String?
 
     @Option(help: "Seconds to wait for the reply.")
@@ -44,17 +71,12 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// Runs one call and prints its reply, or the failure and the exit code that names its status.
-    /// - Parameter keyVariable: where the key comes from without --api-key: `LIVERELAY_API_KEY`,
-    ///   or `LIVERELAY_ADMIN_KEY` for the admin commands (so one shell can hold both).
+    /// The key is `--api-key`, or else the environment variable `Key` names.
     func run<Reply: JSONRepresentable & Sendable>(
-        keyVariable: String = "LIVERELAY_API_KEY",
         _ body: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Reply
     ) async throws {
-        guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment[keyVariable], !apiKey.isEmpty else {
-            let origin =
-                keyVariable == "LIVERELAY_API_KEY"
-                ? "liverelay serve prints one on its first start" : "`liverelay admin bootstrap` mints one"
-            FileHandle.standardError.write(Data("error: no API key: pass --api-key or set \(keyVariable) (\(origin))\n".utf8))
+        guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment[Key.name], !apiKey.isEmpty else {
+            FileHandle.standardError.write(Data("error: no API key: pass --api-key or set \(Key.name) (\(Key.origin))\n".utf8))
             throw ExitCode.failure
         }
         var logger = Logger(label: "liverelay.cli")

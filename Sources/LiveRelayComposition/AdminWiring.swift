@@ -12,6 +12,8 @@ package enum AdminWiring {
     }
 
     /// GetAppStats' figures: the dispatcher's account and queue, the quota gate's view, the limits on this node.
+    /// Pushes come by outcome, failed and pruned ones by reason (admin.proto's OutcomeCount), those an app
+    /// without a route yet failed (`AppNotConfigured`) included.
     package static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
         var figures = AppUsageFigures()
         if let dispatcher {
@@ -21,10 +23,8 @@ package enum AdminWiring {
             }
             if let counters = dispatcher.counters(appID: appID) {
                 figures.pushes =
-                    [
-                        ("delivered", nil, counters.delivered), ("pruned", nil, counters.pruned),
-                        ("superseded", nil, counters.superseded), ("expired", nil, counters.expired),
-                    ]
+                    [("delivered", nil, counters.delivered), ("superseded", nil, counters.superseded), ("expired", nil, counters.expired)]
+                    + counters.prunes.sorted { $0.key < $1.key }.map { ("pruned", $0.key, $0.value) }
                     + counters.failures.sorted { $0.key < $1.key }.map { ("failed", $0.key, $0.value) }
             }
         }

@@ -6,7 +6,8 @@ import NIOCore
 public enum PushOutcome: Hashable, Sendable {
     case delivered
     case failed(reason: String)
-    case pruned
+    /// APNs's reason for declaring the token dead (Unregistered, ExpiredToken, BadDeviceToken...).
+    case pruned(reason: String)
     case superseded
     case expired
 
@@ -36,6 +37,10 @@ public enum DispatchFailure {
     public static let massBadDeviceToken = "MassBadDeviceToken"
     /// The reason for an APNs error answer that carried none.
     static func status(_ status: Int) -> String { "HTTP\(status)" }
+
+    /// The reasons the dispatcher makes up itself, beside the transport's (``APNsTransportError/Kind``)
+    /// and the status ones (``status(_:)``).
+    static let own: Set<String> = [appNotConfigured, shuttingDown, massDeviceTokenNotForTopic, massBadDeviceToken]
 }
 
 /// The running account of one call's pushes, as the reply reports it.
@@ -76,15 +81,18 @@ public struct DispatchCounters: Hashable, Sendable {
     public var attempts = 0
     public var retries = 0
     public var delivered = 0
-    public var pruned = 0
     public var superseded = 0
     public var expired = 0
+    /// Pushes pruned, by APNs's reason.
+    public var prunes: [String: Int] = [:]
+    /// Pushes failed, by reason.
     public var failures: [String: Int] = [:]
     public var credentialRejections = 0
     /// Calls refused with RESOURCE_EXHAUSTED.
     public var refusedCalls = 0
 
     public var failed: Int { failures.values.reduce(0, +) }
+    public var pruned: Int { prunes.values.reduce(0, +) }
 
     public init() {}
 
@@ -93,7 +101,7 @@ public struct DispatchCounters: Hashable, Sendable {
         switch outcome {
         case .delivered: delivered += 1
         case let .failed(reason): failures[reason, default: 0] += 1
-        case .pruned: pruned += 1
+        case let .pruned(reason): prunes[reason, default: 0] += 1
         case .superseded: superseded += 1
         case .expired: expired += 1
         }

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 
 /// The dispatcher's swift-metrics counters, per app:
 /// - `liverelay_dispatch_pushes_total{app, outcome[, reason]}`: final outcomes
-///   (delivered, failed with its reason, pruned, superseded, expired);
+///   (delivered, failed and pruned with their reason, superseded, expired);
 /// - `liverelay_dispatch_sends_total{app}` and `liverelay_dispatch_retries_total{app}`;
 /// - `liverelay_dispatch_credential_rejections_total{app, reason}`;
 /// - `liverelay_dispatch_refused_calls_total{app}`: RESOURCE_EXHAUSTED answers;
@@ -19,24 +19,28 @@ import NIOConcurrencyHelpers
 /// with (a caller naming an app that does not exist) counts as "other", so a
 /// caller cannot grow the number of series, and with it the scrape and the
 /// memory kept here, by inventing app ids. The `reason` label comes from the
-/// APNs endpoint's answers (a closed set at Apple, but an endpoint can be any
-/// HOST:PORT): the first ``maxReasons`` distinct reasons keep their name, later
-/// ones count as "other".
+/// APNs endpoint's answers, a closed set at Apple (``APNsReasons/documented``),
+/// but an endpoint can be any HOST:PORT: a reason keeps its name when APNs
+/// documents it or LiveRelay makes it (``DispatchFailure``, the transport's
+/// failures, `HTTP<status>` for an error answer without one), and counts as
+/// "other" otherwise, so no endpoint can grow the series either.
 final class DispatchMetrics: @unchecked Sendable {
     static let otherApp = "other"
     static let otherReason = "other"
-    /// Apple documents about 30 reasons; LiveRelay adds a few of its own.
-    static let maxReasons = 64
+    /// Every reason that keeps its name.
+    static let knownReasons: Set<String> =
+        APNsReasons.documented.union(DispatchFailure.own).union(APNsTransportError.Kind.allCases.map(\.rawValue))
 
     private let lock = NIOLock()
+    private let factory: any MetricsFactory
     private var counters: [String: Counter] = [:]
     // Guarded by `lock`: grows as apps are configured while serving.
     private var knownApps: Set<String>
-    // Guarded by `lock`.
-    private var reasons: Set<String> = []
 
-    init(knownApps: Set<String>) {
+    /// - Parameter factory: where the counters go: the process's metrics system, or a test's.
+    init(knownApps: Set<String>, factory: any MetricsFactory = MetricsSystem.factory) {
         self.knownApps = knownApps
+        self.factory = factory
     }
 
     /// The `app` label for `appID`: itself when configured, "other" otherwise.
@@ -49,20 +53,23 @@ final class DispatchMetrics: @unchecked Sendable {
         lock.withLock { _ = knownApps.insert(appID) }
     }
 
-    /// The `reason` label for `reason`: itself while fewer than ``maxReasons`` are known, "other" after.
+    /// The `reason` label for `reason`: itself when it is one of ``knownReasons``
+    /// or `HTTP` and a three-digit status, "other" otherwise.
     func reasonLabel(_ reason: String) -> String {
-        lock.withLock {
-            if reasons.contains(reason) { return reason }
-            guard reasons.count < Self.maxReasons else { return Self.otherReason }
-            reasons.insert(reason)
-            return reason
-        }
+        if Self.knownReasons.contains(reason) { return reason }
+        // ``DispatchFailure/status(_:)``: an error answer that carried no reason.
+        let bytes = reason.utf8
+        let isStatus = bytes.count == 7 && reason.hasPrefix("HTTP") && bytes.dropFirst(4).allSatisfy { $0 &- UInt8(ascii: "0") < 10 }
+        return isStatus ? reason : Self.otherReason
     }
 
     func record(outcomes: [OutcomeCount], retries: [String: Int], sends: [DispatchSend]) {
         for run in outcomes {
             var dimensions = [("app", appLabel(run.appID)), ("outcome", run.outcome.label)]
-            if case let .failed(reason) = run.outcome { dimensions.append(("reason", reasonLabel(reason))) }
+            switch run.outcome {
+            case let .failed(reason), let .pruned(reason): dimensions.append(("reason", reasonLabel(reason)))
+            case .delivered, .superseded, .expired: break
+            }
             counter("liverelay_dispatch_pushes_total", dimensions).increment(by: run.count)
         }
         for (app, count) in retries {
@@ -91,7 +98,7 @@ final class DispatchMetrics: @unchecked Sendable {
         let key = label + dimensions.map { "|\($0.0)=\($0.1)" }.joined()
         return lock.withLock {
             if let counter = counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions)
+            let counter = Counter(label: label, dimensions: dimensions, factory: factory)
             counters[key] = counter
             return counter
         }

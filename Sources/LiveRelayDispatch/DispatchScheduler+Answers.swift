@@ -79,9 +79,10 @@ extension DispatchScheduler {
                     tokenIsDead = credentials == nil
                 }
                 if tokenIsDead {
-                    finish(id, .pruned, &actions)
+                    let pruned = PushOutcome.pruned(reason: reason)
+                    finish(id, pruned, &actions)
                     // The token is dead for every push queued to it, not only this one.
-                    for other in lane.pending { finish(other, .pruned, &actions) }
+                    for other in lane.pending { finish(other, pruned, &actions) }
                     lane.pending.removeAll()
                 } else {
                     finish(id, .failed(reason: reason), &actions)

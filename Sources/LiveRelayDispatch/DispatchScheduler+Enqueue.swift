@@ -96,6 +96,12 @@ extension DispatchScheduler {
         let n = batch.targets.count
         guard let a = appIndex[batch.appID], n > 0 else {
             let result = n == 0 ? EnqueueResult() : EnqueueResult(failures: [DispatchFailure.appNotConfigured: n])
+            if n > 0 {
+                // Final at once, and counted like every other final push: in the app's account and the metrics.
+                if unrouted[batch.appID] != nil || unrouted.count < Self.maxUnroutedApps { unrouted[batch.appID, default: 0] += n }
+                actions.outcomes.append(
+                    OutcomeCount(appID: batch.appID, outcome: .failed(reason: DispatchFailure.appNotConfigured), count: n, app: -1))
+            }
             if batch.durable {
                 actions.settled.append(
                     SettledBatch(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp, account: result))

@@ -150,6 +150,15 @@ public struct DispatchScheduler {
     var taking: [UInt64: Taking] = [:]
     /// When idle lanes are next looked for (nil while there are no lanes).
     var nextSweep: NIODeadline?
+    /// Pushes failed `AppNotConfigured`, by the id of an app the configuration does
+    /// not know (an app without APNs credentials yet), for its account
+    /// (``counters(appID:)``); handed to the app's counters when it is configured.
+    /// At most ``maxUnroutedApps`` ids: a key for every app may name any id.
+    var unrouted: [String: Int] = [:]
+
+    /// Ids kept in ``unrouted``; the pushes of ids past it are failed and counted in
+    /// the metrics (app "other") all the same, but not per id.
+    static let maxUnroutedApps = 1_000
 
     public init(configuration: DispatcherConfiguration) {
         self.configuration = configuration
@@ -177,10 +186,12 @@ public struct DispatchScheduler {
         let quantum = configuration.quantum * app.weight
         guard let a = appIndex[app.appID] else {
             appIndex[app.appID] = apps.count
-            apps.append(
-                AppState(
-                    id: app.appID, capacity: app.queueCapacity, route: route, quantum: quantum,
-                    maxPushLifetime: app.maxPushLifetime, pruneGuard: MassPruneGuard(policy: configuration.massPruneGuard)))
+            var state = AppState(
+                id: app.appID, capacity: app.queueCapacity, route: route, quantum: quantum,
+                maxPushLifetime: app.maxPushLifetime, pruneGuard: MassPruneGuard(policy: configuration.massPruneGuard))
+            // Its account since the dispatcher started includes the pushes it failed before it had a route.
+            if let failed = unrouted.removeValue(forKey: app.appID) { state.counters.failures[DispatchFailure.appNotConfigured] = failed }
+            apps.append(state)
             return
         }
         if apps[a].route != route {
@@ -195,7 +206,16 @@ public struct DispatchScheduler {
 
     // MARK: Queries
 
-    public func counters(appID: String) -> DispatchCounters? { appIndex[appID].map { apps[$0].counters } }
+    /// The app's totals; for an app the configuration does not know, the pushes it
+    /// failed `AppNotConfigured` (nil when it has none).
+    public func counters(appID: String) -> DispatchCounters? {
+        if let a = appIndex[appID] { return apps[a].counters }
+        return unrouted[appID].map { failed in
+            var counters = DispatchCounters()
+            counters.failures[DispatchFailure.appNotConfigured] = failed
+            return counters
+        }
+    }
 
     public func credentialError(appID: String) -> CredentialError? { appIndex[appID].flatMap { apps[$0].credentialError } }
 
@@ -389,7 +409,7 @@ public struct OutcomeCount: Sendable {
     public var appID: String
     public var outcome: PushOutcome
     public var count: Int
-    /// The app's index in the scheduler: compared instead of the id.
+    /// The app's index in the scheduler: compared instead of the id (-1 for an app it does not know).
     var app: Int
 }
 

@@ -157,6 +157,8 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
     case appNotFound(String)
     case keyExists(String)
     case keyNotFound(String)
+    /// A new tenant key names apps the registry does not have (sorted).
+    case keyAppsNotFound([String])
     /// A value every node would fail to serve (a malformed id or hash, a
     /// non-positive capacity, an endpoint that is neither `apple` nor `host:port`).
     case invalid(field: String, detail: String)
@@ -165,7 +167,7 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
     public var code: DomainError.Code {
         switch self {
         case .appExists, .keyExists: .alreadyExists
-        case .appNotFound, .keyNotFound: .notFound
+        case .appNotFound, .keyNotFound, .keyAppsNotFound: .notFound
         case .invalid: .invalidArgument
         }
     }
@@ -176,6 +178,8 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .appNotFound(id): "no app \(id)"
         case let .keyExists(id): "API key id \(id) is already used"
         case let .keyNotFound(id): "no API key \(id)"
+        case let .keyAppsNotFound(ids):
+            "no app \(ids.joined(separator: ", ")): an API key acts only for apps that exist (create them first, or make it an all-apps key)"
         case let .invalid(field, detail): "\(field): \(detail)"
         }
     }

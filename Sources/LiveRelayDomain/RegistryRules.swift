@@ -31,6 +31,10 @@ public struct RegistryPlan: Hashable, Sendable {
 ///   `.keyExists`; disabled apps and revoked keys included, so an id is never
 ///   reused for something else). The rules set the times and mark the entry
 ///   `.admin`, whatever the caller passed: only a seed makes `.seed` entries.
+///   A tenant key that lists apps may list only apps the registry has
+///   (disabled ones included): `.keyAppsNotFound` names the others, so a typo
+///   is refused when the key is made instead of answering PERMISSION_DENIED
+///   or NOT_FOUND to every call its holder makes.
 /// - `updateApp`, `disableApp`, `putCredentials` on an unknown id: `.appNotFound`.
 ///   Each changes only what differs; a change to the same values is a no-op.
 ///   A change marks the app `.admin`: once an admin has changed an app that a
@@ -46,8 +50,12 @@ public struct RegistryPlan: Hashable, Sendable {
 ///   several nodes may seed from different files (a rolling update, each
 ///   development node's own key file), and a revocation is final, so a key
 ///   the file no longer lists stays valid until the admin API revokes it.
-///   `.admin` entries are never touched, and a revoked key stays revoked
-///   whatever the file says. A seed that changes nothing is nil.
+///   A seed's key may name apps the registry does not have: a config file
+///   may list keys for apps it does not configure (with no app at all, their
+///   pushes fail `AppNotConfigured`), and another node's seed or the admin
+///   API may create the app later. `.admin` entries are never touched, and a
+///   revoked key stays revoked whatever the file says. A seed that changes
+///   nothing is nil.
 ///
 /// Every value is checked first (`.invalid`): ids, hashes, capacities and
 /// endpoints every node must be able to serve. What only a request has (a
@@ -137,6 +145,10 @@ public enum RegistryRules {
     ) throws(RegistryError) -> RegistryPlan {
         try RegistryValidation.check(key)
         guard snapshot.keys[key.keyID] == nil else { throw .keyExists(key.keyID) }
+        if case let .tenant(.only(ids), _) = key.role {
+            let unknown = ids.filter { snapshot.apps[$0] == nil }.sorted()
+            guard unknown.isEmpty else { throw .keyAppsNotFound(unknown) }
+        }
         var key = key
         key.createdAt = now
         key.lastUsedAt = nil

@@ -6,8 +6,9 @@ import NIOCore
 extension Admin {
     /// Sets an app's APNs signing key and endpoint. The key comes from exactly one
     /// of three sources: the PEM itself (kept in the registry), a file or an
-    /// environment variable every node has. Whether the PEM parses as a P-256 key
-    /// is the server's check; the shape of every field is checked here.
+    /// environment variable every node has. Whether the PEM parses as a P-256 key,
+    /// and the trust certificate as X.509, is the server's check; the shape of
+    /// every field is checked here.
     public struct PutAPNsCredentialsRequest: LiveRelayMessage {
         public static let protoName = "liverelay.admin.v1.PutAPNsCredentialsRequest"
 
@@ -22,7 +23,8 @@ extension Admin {
         public var privateKeyFile: String?
         /// An environment variable every node has.
         public var privateKeyEnv: String?
-        /// "apple" (the default when absent) or "host:port".
+        /// "apple" (the default when absent) or "host:port": a DNS name, an IPv4
+        /// address or an IPv6 address in brackets, and a port of 1-65535.
         public var endpoint: String?
         /// PEM certificates a "host:port" endpoint's certificate chains to. `bytes` on the wire.
         public var trustCertificatePEM: [UInt8]?

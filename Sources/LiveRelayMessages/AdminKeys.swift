@@ -62,8 +62,9 @@ extension Admin {
         }
     }
 
-    /// Mints a key. A tenant key names its apps (app_ids, or all_apps) and its RPCs
-    /// (allowed_methods); an admin key (admin = true) names neither.
+    /// Mints a key. A tenant key names its apps (app_ids, which the server checks
+    /// exist, or all_apps) and its RPCs (allowed_methods); an admin key (admin = true)
+    /// names neither.
     public struct CreateAPIKeyRequest: LiveRelayMessage {
         public static let protoName = "liverelay.admin.v1.CreateAPIKeyRequest"
 

@@ -197,6 +197,18 @@ public final class TLSContext: @unchecked Sendable {
         }
     }
 
+    /// How many certificates `pem` holds, read as a context built with
+    /// `trustRoots: .pem(.bytes(pem))` reads them; throws, with OpenSSL's reason,
+    /// when there is none. For a trust certificate kept to be used later (an
+    /// APNs endpoint's, through the admin API): one that holds none is refused
+    /// when it is given, rather than failing every connection made with it.
+    public static func certificateCount(pem: [UInt8], setting: String) throws(TLSContextError) -> Int {
+        ERR_clear_error()
+        let certificates = try readCertificates(pem, setting: setting, source: .bytes(pem))
+        certificates.forEach { X509_free($0) }
+        return certificates.count
+    }
+
     /// Every certificate in a PEM blob, in order; the caller frees them.
     private static func readCertificates(_ bytes: [UInt8], setting: String, source: PEMSource) throws(TLSContextError) -> [OpaquePointer] {
         var result: [OpaquePointer] = []

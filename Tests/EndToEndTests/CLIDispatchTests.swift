@@ -124,6 +124,30 @@ struct CLIDispatchTests {
         }
     }
 
+    /// Each client command's --help names the environment variable it reads the key
+    /// from: the admin commands LIVERELAY_ADMIN_KEY, the others LIVERELAY_API_KEY.
+    @Test
+    func helpNamesTheKeyVariableEachCommandReads() throws {
+        let binary = try E2E.liverelayBinary()
+        let admin = [
+            ["admin", "apps", "list"], ["admin", "apps", "create"], ["admin", "apps", "get"], ["admin", "apps", "update"],
+            ["admin", "apps", "disable"], ["admin", "keys", "create"], ["admin", "keys", "list"], ["admin", "keys", "revoke"],
+            ["admin", "credentials", "put"], ["admin", "stats"],
+        ]
+        let tenant = [["ping"], ["register-token"], ["start"], ["update"], ["end"], ["channels", "list"]]
+        for (commands, reads, other) in [
+            (admin, "LIVERELAY_ADMIN_KEY", "LIVERELAY_API_KEY"), (tenant, "LIVERELAY_API_KEY", "LIVERELAY_ADMIN_KEY"),
+        ] {
+            for command in commands {
+                let result = try E2E.run(binary.path, command + ["--help"], environment: [:], timeout: 60)
+                let name = command.joined(separator: " ")
+                #expect(result.status == 0, "\(name) --help:\n\(result.output)")
+                #expect(result.output.contains(reads), "\(name) --help does not name \(reads):\n\(result.output)")
+                #expect(!result.output.contains(other), "\(name) --help names \(other):\n\(result.output)")
+            }
+        }
+    }
+
     static func records(at path: String) throws -> [[String: Any]] {
         let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
         return text.split(separator: "\n").compactMap {

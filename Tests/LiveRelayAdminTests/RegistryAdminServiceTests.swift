@@ -4,6 +4,7 @@ import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayTLS
 import LiveRelayWire
 import NIOCore
 import NIOPosix
@@ -83,6 +84,20 @@ struct RegistryAdminServiceTests {
         #expect(try await wait(admin.listAPIKeys(Admin.ListAPIKeysRequest(includeRevoked: true), context: context)).keys.count == 1)
     }
 
+    @Test func aKeyForAppsThatDoNotExistIsNotFoundAndNotMade() async throws {
+        let admin = service()
+        _ = try await wait(admin.createApp(Admin.CreateAppRequest(appID: "orders", bundleID: "com.example.orders"), context: context))
+        let request = Admin.CreateAPIKeyRequest(appIDs: ["orders", "ordres"], allowedMethods: ["Ping"])
+        do {
+            _ = try await admin.createAPIKey(request, context: context).get()
+            Issue.record("a key for an app that does not exist was made")
+        } catch let error as RPCError {
+            #expect(error.status == .notFound)
+            #expect(error.message.contains("no app ordres"), "\(error)")
+        }
+        #expect(try await registry.snapshot().keys.isEmpty)
+    }
+
     @Test func statsComeFromTheNodesFigures() async throws {
         let admin = service { appID in
             var figures = AppUsageFigures()
@@ -94,6 +109,44 @@ struct RegistryAdminServiceTests {
         let stats = try await wait(admin.getAppStats(Admin.GetAppStatsRequest(appID: "orders"), context: context))
         #expect(stats.queueDepth == 7)
         #expect(stats.nodes == 2)
+    }
+
+    /// The field an INVALID_ARGUMENT names, or nil when the call did not fail so.
+    func violatedField<T: Sendable>(_ future: EventLoopFuture<T>) async -> String? {
+        do {
+            _ = try await future.get()
+            return nil
+        } catch let error as RPCError {
+            return error.status == .invalidArgument ? error.details.fieldViolations.first?.field : nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// A trust certificate that does not parse would fail every connection to the
+    /// endpoint: it is refused by the node that answers, before anything is stored.
+    @Test func aTrustCertificateThatDoesNotParseIsRefusedBeforeAnythingIsStored() async throws {
+        let admin = service()
+        _ = try await wait(admin.createApp(Admin.CreateAppRequest(appID: "orders", bundleID: "com.example.orders"), context: context))
+        let key = Array(try APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").pkcs8PEM.utf8)
+        func put(trust: String) -> Admin.PutAPNsCredentialsRequest {
+            Admin.PutAPNsCredentialsRequest(
+                appID: "orders", teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: key, endpoint: "127.0.0.1:2197",
+                trustCertificatePEM: Array(trust.utf8))
+        }
+        let garbled = "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
+        for trust in ["", "not a PEM at all", garbled, String(decoding: key, as: UTF8.self)] {
+            #expect(
+                await violatedField(admin.putAPNsCredentials(put(trust: trust), context: context)) == "trust_certificate_pem",
+                "\(trust.debugDescription)")
+        }
+        #expect(try await registry.snapshot().apps["orders"]?.credentials == nil)
+        #expect(try await registry.audit(after: 0, limit: 10).count == 1)
+
+        let certificate = try SelfSignedCertificate.generate().certificatePEM
+        let stored = try await wait(admin.putAPNsCredentials(put(trust: certificate), context: context))
+        #expect(stored.app?.credentials?.endpoint == "127.0.0.1:2197")
+        #expect(try await registry.snapshot().apps["orders"]?.credentials?.trustPEM == certificate)
     }
 
     @Test func aClosedRegistryIsUnavailableNotInternal() async throws {

@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayDispatch
 import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 
@@ -90,5 +91,33 @@ import Testing
         #expect(d.shutdownComplete)
         #expect(d.replies[call] == EnqueueResult(delivered: 2, failures: ["ShuttingDown": 4]))
         #expect(d.scheduler.unfinishedCount == 0)
+    }
+
+    /// A pruned push keeps APNs's reason in the app's account (GetAppStats reports it).
+    @Test func prunedPushesAreCountedByReason() throws {
+        var d = SchedulerDriver()
+        d.enqueue(try batch(tokens: [token(1), token(2), token(3)]))
+        d.respond(410, "Unregistered", token: token(1))
+        d.respond(410, "ExpiredToken", token: token(2))
+        d.respond(410, "Unregistered", token: token(3))
+        let counters = try #require(d.scheduler.counters(appID: "app-a"))
+        #expect(counters.prunes == ["Unregistered": 2, "ExpiredToken": 1])
+        #expect(counters.pruned == 3)
+    }
+
+    /// Pushes of an app the dispatcher has no route for fail AppNotConfigured and are
+    /// its account; once configured, the app keeps them in its totals.
+    @Test func pushesOfAnAppWithoutARouteAreItsAccount() throws {
+        var d = SchedulerDriver()
+        #expect(d.scheduler.counters(appID: "later") == nil)
+        let (_, result) = d.enqueue(try batch(app: "later", tokens: [token(1), token(2)]))
+        #expect(result?.failures == [DispatchFailure.appNotConfigured: 2])
+        #expect(d.scheduler.counters(appID: "later")?.failures == [DispatchFailure.appNotConfigured: 2])
+        d.scheduler.configure(DispatchApp(appID: "later", queueCapacity: 10, route: testRoute("key-later")))
+        d.enqueue(try batch(app: "later", tokens: [token(3)]))
+        d.respond(200)
+        let counters = try #require(d.scheduler.counters(appID: "later"))
+        #expect(counters.failures == [DispatchFailure.appNotConfigured: 2])
+        #expect(counters.delivered == 1)
     }
 }

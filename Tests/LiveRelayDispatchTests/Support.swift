@@ -58,6 +58,8 @@ struct SchedulerDriver {
     var prunes: [PrunedToken] = []
     var credentialEvents: [(String, CredentialError)] = []
     var settled: [SettledBatch] = []
+    /// The runs of final outcomes each step reported, for the metrics.
+    var outcomes: [OutcomeCount] = []
     /// Every circuit breaker transition, with the time it happened.
     var circuitChanges: [(at: NIODeadline, route: APNsRoute, transition: CircuitBreaker.Transition)] = []
     var shutdownComplete = false
@@ -76,6 +78,7 @@ struct SchedulerDriver {
         prunes += actions.prunes
         credentialEvents += actions.credentialRejections
         settled += actions.settled
+        outcomes += actions.outcomes
         circuitChanges += actions.circuitChanges.map { (now, $0.route, $0.transition) }
         shutdownComplete = shutdownComplete || actions.shutdownComplete
     }

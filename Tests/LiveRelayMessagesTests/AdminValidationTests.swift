@@ -105,22 +105,31 @@ import Testing
 
     @Test func endpointIsAppleOrHostPort() {
         var put = F.putCredentials
-        for good in [nil, "apple", "api.push.apple.com:443", "localhost:1", "mock:65535", "[::1]:8443", "10.0.0.1:2197"] {
+        for good in [
+            nil, "apple", "api.push.apple.com:443", "localhost:1", "mock:65535", "[::1]:8443", "10.0.0.1:2197", "mock_apns:2197",
+            "[2001:db8::10.0.0.1]:443",
+        ] {
             put.endpoint = good
             #expect(validationError(put) == nil, "\(good ?? "nil")")
         }
         let bad = [
             "", "Apple", "apple.com", ":443", "host:", "host:0", "host:65536", "host:99999999999999999999", "host:44a",
             "host:-1", "host:+1", "ho st:443", "host\t:443", "host\u{85}:443", " host:443", "host: 443",
+            // A host is a DNS name, an IPv4 address or a bracketed IPv6 address: no URL, path or bare IPv6.
+            "https://h:443", "h/x:443", "::1:8443", "[::1:8443", "[fe80::1%eth0]:443", "h..x:443", "-h:443", "256.0.0.1:443",
         ]
         for value in bad {
             put.endpoint = value
             #expect(validationError(put)?.field == "endpoint", "\(value.debugDescription)")
             #expect(validationError(put)?.kind == .invalidValue, "\(value.debugDescription)")
         }
-        put.endpoint = String(repeating: "h", count: 253) + ":443"
+        // 253 bytes: three labels of 63 and one of 61; a label is at most 63.
+        let label = String(repeating: "h", count: 63)
+        put.endpoint = [label, label, label, String(repeating: "h", count: 61)].joined(separator: ".") + ":443"
         #expect(validationError(put) == nil)
-        put.endpoint = String(repeating: "h", count: 254) + ":443"
+        put.endpoint = [label, label, label, String(repeating: "h", count: 62)].joined(separator: ".") + ":443"
+        #expect(validationError(put)?.field == "endpoint")
+        put.endpoint = label + "h:443"
         #expect(validationError(put)?.field == "endpoint")
     }
 

@@ -88,7 +88,7 @@ struct PostgresTenantRegistryTests {
             let applied = try await withThrowingTaskGroup(of: RegistryApplied.self) { group in
                 for n in 0..<40 {
                     let node = n % 2 == 0 ? a : b
-                    group.addTask { try await node.apply(.createKey(tenantKey(n)), actor: "config", now: t0) }
+                    group.addTask { try await node.apply(.createKey(tenantKey(n, apps: .all)), actor: "config", now: t0) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }

@@ -41,7 +41,7 @@ struct PostgresTimeoutTests {
     }
 
     static func isUnavailable(_ error: (any Error)?) -> Bool {
-        if case .unavailable? = error as? PostgresStoreError { true } else { false }
+        if case .unavailable? = error as? ActivityStoreError { true } else { false }
     }
 
     @Test func aCommitThatGetsNoAnswerFailsWithAnUnknownOutcomeAndLaterCallsUseFreshConnections() async throws {

@@ -21,6 +21,9 @@ enum RegistryBehaviourSuite {
             RegistryBehaviour(description: "createApp on a taken id is appExists, disabled apps included", run: appExists),
             RegistryBehaviour(description: "update, disable and putCredentials of an unknown app are appNotFound", run: appNotFound),
             RegistryBehaviour(description: "createKey with a used key id is keyExists, revoked keys included", run: keyExists),
+            RegistryBehaviour(
+                description: "createKey naming apps that do not exist is refused NOT_FOUND naming them; a seed's key may name them",
+                run: keyForUnknownApps),
             RegistryBehaviour(description: "revoking an unknown key is keyNotFound; revoking twice keeps the first time", run: revokeTwice),
             RegistryBehaviour(description: "an update patches only the fields it gives, quotas whole", run: updatePatches),
             RegistryBehaviour(description: "the version rises by one per effective change, not for no-ops", run: versions),
@@ -70,6 +73,7 @@ enum RegistryBehaviourSuite {
 
     static func keyExists(_ make: RegistryFactory) async throws {
         let registry = try await make()
+        try await apply(registry, .createApp(registeredApp("orders")))
         try await apply(registry, .createKey(tenantKey(1)))
         #expect(await refusal(registry, .createKey(adminKey(1))) == .keyExists(registryKeyID(1)))
         try await apply(registry, .revokeKey(keyID: registryKeyID(1)))
@@ -78,10 +82,33 @@ enum RegistryBehaviourSuite {
         try await registry.close()
     }
 
+    static func keyForUnknownApps(_ make: RegistryFactory) async throws {
+        let registry = try await make()
+        try await apply(registry, .createApp(registeredApp("orders")))
+        try await apply(registry, .createApp(registeredApp("rides")))
+        try await apply(registry, .disableApp(id: "rides"))
+        let refused = await refusal(registry, .createKey(tenantKey(1, apps: .only(["orders", "phantom", "ghost"]))))
+        #expect(refused == .keyAppsNotFound(["ghost", "phantom"]))
+        #expect(refused?.code == .notFound)
+        #expect(refused?.description.contains("ghost, phantom") == true, "\(String(describing: refused))")
+        #expect(refused?.description.contains("orders") == false, "\(String(describing: refused))")
+        #expect(try await registry.snapshot().keys.isEmpty)
+        #expect(try await registry.version() == 3)
+        // Apps that exist, a disabled one included, and every app.
+        try await apply(registry, .createKey(tenantKey(2, apps: .only(["orders", "rides"]))))
+        try await apply(registry, .createKey(tenantKey(3, apps: .all)))
+        // A seed's key may name apps the registry does not have: a config file's keys work
+        // without its "apps" (their pushes fail AppNotConfigured), and another node's seed
+        // or the admin API may create the app later.
+        try await apply(registry, .seed(apps: [], keys: [tenantKey(4, apps: .only(["ghost"]))]))
+        #expect(try await registry.snapshot().keys[registryKeyID(4)]?.source == .seed)
+        try await registry.close()
+    }
+
     static func revokeTwice(_ make: RegistryFactory) async throws {
         let registry = try await make()
         #expect(await refusal(registry, .revokeKey(keyID: registryKeyID(9))) == .keyNotFound(registryKeyID(9)))
-        try await apply(registry, .createKey(tenantKey(1)))
+        try await apply(registry, .createKey(tenantKey(1, apps: .all)))
         let first = try await apply(registry, .revokeKey(keyID: registryKeyID(1)), at: t0 + .seconds(10))
         #expect(first.entry?.action == .revokeKey)
         let again = try await apply(registry, .revokeKey(keyID: registryKeyID(1)), at: t0 + .seconds(20))

@@ -14,8 +14,8 @@ extension RegistryBehaviourSuite {
 
     static func touchIsBookkeeping(_ make: RegistryFactory) async throws {
         let registry = try await make()
-        try await apply(registry, .createKey(tenantKey(1)))
-        try await apply(registry, .createKey(tenantKey(2)))
+        try await apply(registry, .createKey(tenantKey(1, apps: .all)))
+        try await apply(registry, .createKey(tenantKey(2, apps: .all)))
         try await registry.touch([registryKeyID(1): t0 + .seconds(60), registryKeyID(9): t0 + .seconds(60)])
         try await registry.touch([:])
         var snapshot = try await registry.snapshot()
@@ -81,7 +81,7 @@ extension RegistryBehaviourSuite {
         let registry = try await make()
         let applied = try await withThrowingTaskGroup(of: RegistryApplied.self) { group in
             for n in 0..<20 {
-                group.addTask { try await apply(registry, .createKey(tenantKey(n)), at: t0 + .milliseconds(Int64(n))) }
+                group.addTask { try await apply(registry, .createKey(tenantKey(n, apps: .all)), at: t0 + .milliseconds(Int64(n))) }
             }
             // One id twice: exactly one of the two wins.
             for _ in 0..<2 {

@@ -1,0 +1,59 @@
+import LiveRelayAPNs
+import LiveRelayActivities
+import LiveRelayAdmin
+import LiveRelayDispatch
+import LiveRelayPushOutlet
+import LiveRelayTestSupport
+import NIOCore
+import Testing
+
+@testable import LiveRelayComposition
+
+/// GetAppStats' pushes by outcome and reason, as admin.proto promises them, from the dispatcher's account.
+struct AdminWiringTests {
+    struct KeepingPruner: TokenPruner {
+        func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> { eventLoop.makeSucceededVoidFuture() }
+    }
+
+    static func batch(app: String, tokens: [String]) -> PushBatch {
+        PushBatch(
+            appID: app, activityID: "match-1", event: .update, timestamp: 1_700_000_000,
+            payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":1700000000,"event":"update"}}"#.utf8)),
+            headers: APNsHeaders(bundleID: "com.example." + app, expiration: 0),
+            targets: tokens.map { PushTarget(token: $0, environment: .production) })
+    }
+
+    static func rows(_ figures: AppUsageFigures) -> Set<String> {
+        Set(figures.pushes.filter { $0.count > 0 }.map { "\($0.outcome) \($0.reason ?? "-") \($0.count)" })
+    }
+
+    @Test func prunedPushesCarryTheirReasonAndPushesOfAnAppWithoutARouteAreCounted() async throws {
+        let harness = DispatcherHarness()
+        // The last hex digit of a token says how APNs answers it.
+        let apns = FakeTransport(eventLoop: harness.loop) { request, _ in
+            switch request.deviceToken.last {
+            case "1": .success(APNsResponse(status: 410, reason: "Unregistered"))
+            case "2": .success(APNsResponse(status: 410, reason: "ExpiredToken"))
+            case "3": .success(APNsResponse(status: 400, reason: "BadDeviceToken"))
+            case "4": .success(APNsResponse(status: 400, reason: "BadPriority"))
+            default: .success(APNsResponse(status: 200))
+            }
+        }
+        let d = harness.dispatcher([("orders", 100, apns)], pruner: KeepingPruner())
+        let tokens = ["1", "1", "2", "3", "4", "0"].enumerated().map { String(repeating: "a", count: 62) + "\($0.offset)\($0.element)" }
+        let result = d.enqueue(Self.batch(app: "orders", tokens: tokens), options: EnqueueOptions(waitForDelivery: true), on: harness.loop)
+        await harness.drive(until: { d.counters(appID: "orders")?.unfinished == 0 })
+        #expect(try await result.get().pruned == 4)
+        // An app the dispatcher has no route for (no APNs credentials yet): its pushes fail AppNotConfigured.
+        let unrouted = try await d.enqueue(Self.batch(app: "rides", tokens: Array(tokens.prefix(3))), on: harness.loop).get()
+        #expect(unrouted.failures == [DispatchFailure.appNotConfigured: 3])
+
+        let quotas = QuotaGate()
+        #expect(
+            Self.rows(AdminWiring.usage(appID: "orders", dispatcher: d, quotas: quotas)) == [
+                "delivered - 1", "pruned Unregistered 2", "pruned ExpiredToken 1", "pruned BadDeviceToken 1", "failed BadPriority 1",
+            ])
+        #expect(Self.rows(AdminWiring.usage(appID: "rides", dispatcher: d, quotas: quotas)) == ["failed AppNotConfigured 3"])
+        try await harness.tearDown(d, [apns])
+    }
+}
