@@ -302,10 +302,13 @@ static const ProtobufCFieldDescriptor admin_app_stats_fields[] = {
   LR_FIELD_OPT_HAS(S, 7, live_activities, UINT64, NULL),
   LR_FIELD_OPT_PTR(S, 8, quotas, MESSAGE, &admin_quotas_descriptor),
   LR_FIELD_OPT_HAS(S, 9, nodes, UINT32, NULL),
+  LR_FIELD_OPT_PTR(S, 10, held_reason, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 11, held_for_ms, UINT64, NULL),
 };
 static const unsigned admin_app_stats_by_name[] = {
-  0 /* app_id */, 6 /* live_activities */, 8 /* nodes */, 3 /* pushes */, 4 /* pushes_last_hour */,
-  2 /* queue_capacity */, 1 /* queue_depth */, 7 /* quotas */, 5 /* tokens */,
+  0 /* app_id */, 10 /* held_for_ms */, 9 /* held_reason */, 6 /* live_activities */, 8 /* nodes */,
+  3 /* pushes */, 4 /* pushes_last_hour */, 2 /* queue_capacity */, 1 /* queue_depth */, 7 /* quotas */,
+  5 /* tokens */,
 };
 LR_MESSAGE_IN(LR_ADMIN, admin_app_stats, LrAdminAppStats, AppStats)
 #undef S

@@ -76,7 +76,8 @@ extension Admin.AppStats {
                 pushesPerHour: figures.pushesPerHour.map { UInt64($0) }, maxTokens: figures.maxTokens.map { UInt64($0) },
                 maxLiveActivities: figures.maxLiveActivities.map { UInt64($0) },
                 priorityBudgetPerHour: figures.priorityBudgetPerHour.map { UInt32(clamping: $0) }),
-            nodes: UInt32(clamping: figures.nodes))
+            nodes: UInt32(clamping: figures.nodes), heldReason: figures.held?.reason,
+            heldForMS: figures.held.map { UInt64(max(0, $0.forMS)) })
     }
 }
 

@@ -181,6 +181,8 @@ public struct AppUsageFigures: Sendable {
     /// Per activity and per channel, on every node alike.
     public var priorityBudgetPerHour: Int?
     public var nodes: Int
+    /// Set while this node holds the app's pushes for rejected credentials: APNs's reason, and for how long.
+    public var held: (reason: String, forMS: Int)?
 
     public init(
         queueDepth: Int = 0, queueCapacity: Int = 0, pushes: [(outcome: String, reason: String?, count: Int)] = [],

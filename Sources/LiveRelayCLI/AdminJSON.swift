@@ -95,6 +95,7 @@ extension Admin.AppStats: JSONRepresentable {
             ("tokens", tokens.map { .integer(Int64(clamping: $0)) }),
             ("live_activities", liveActivities.map { .integer(Int64(clamping: $0)) }), ("quotas", quotas?.json),
             ("nodes", nodes.map { .integer(Int64($0)) }),
+            ("held_reason", heldReason.map { .string($0) }), ("held_for_ms", heldForMS.map { .integer(Int64(clamping: $0)) }),
         ])
     }
 }

@@ -2,6 +2,7 @@ import LiveRelayActivities
 import LiveRelayAdmin
 import LiveRelayDispatch
 import LiveRelayServer
+import NIOCore
 
 /// What the admin API needs from the rest of `serve`: how keys are minted
 /// (the authenticator's format), and what an app uses on this node.
@@ -17,6 +18,9 @@ package enum AdminWiring {
     package static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
         var figures = AppUsageFigures()
         if let dispatcher {
+            if let held = dispatcher.credentialError(appID: appID) {
+                figures.held = (held.reason, Int((NIODeadline.now() - held.heldSince).nanoseconds / 1_000_000))
+            }
             if let level = dispatcher.queueLevels.first(where: { $0.appID == appID }) {
                 figures.queueDepth = level.unfinished
                 figures.queueCapacity = level.capacity

@@ -59,15 +59,25 @@ struct CallAccount: Hashable, Sendable {
     }
 }
 
-/// What APNs last said about an app's credentials: kept per app so replies and operators can see it.
+/// Why an app's pushes are held: APNs rejected its credentials, or most of its
+/// tokens (``MassPruneGuard``). Nothing of the app is failed or dropped for it:
+/// its pushes wait, each until its send-by time, while the app is tried again
+/// with back-off (one push at a time) and at once when its credentials change.
 public struct CredentialError: Hashable, Sendable {
     public var status: Int
     /// APNs's reason (InvalidProviderToken, BadEnvironmentKeyIdInToken...).
     public var reason: String
     /// When it was answered (the dispatcher's monotonic clock).
     public var at: NIODeadline
-    /// Until when the app is not sent to.
+    /// Until when the app is not sent to; then one push goes as a probe.
     public var suspendedUntil: NIODeadline
+    /// Since when the app has been held (its first rejection in a row).
+    public var heldSince: NIODeadline
+    /// Rejections in a row: each doubles the next hold, up to a maximum.
+    public var rejections: Int
+    /// The hold is over and one push at a time probes the credentials; its
+    /// acceptance ends the hold, its rejection starts a longer one.
+    public var probing = false
 }
 
 /// Per-app totals since the dispatcher started (the same numbers go to swift-metrics).

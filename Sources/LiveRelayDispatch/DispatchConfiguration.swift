@@ -76,8 +76,13 @@ public struct DispatcherConfiguration: Sendable {
     /// Per app: stops pruning when most of the app's tokens are rejected (``MassPruneGuard``).
     public var massPruneGuard: MassPruneGuardPolicy
     /// How long an app whose credentials APNs rejected (or whose tokens it
-    /// rejected en masse, ``MassPruneGuard``) is not sent to; its pushes fail with the reason meanwhile.
+    /// rejected en masse, ``MassPruneGuard``) is first held: not sent to, its
+    /// pushes kept. Each further rejection in a row doubles it, up to
+    /// ``credentialsHoldMaximum``; a push still held at its send-by time fails
+    /// with the rejection's reason.
     public var credentialsCooldown: TimeAmount
+    /// The longest hold between two probes of rejected credentials.
+    public var credentialsHoldMaximum: TimeAmount = .minutes(10)
     /// A push of a waiting call that is not sent this long before the call's
     /// deadline expires unsent: APNs's answer could not come back in time. A
     /// waiting call is answered at its deadline itself: DEADLINE_EXCEEDED

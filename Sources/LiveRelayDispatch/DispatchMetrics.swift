@@ -7,6 +7,8 @@ import NIOConcurrencyHelpers
 ///   (delivered, failed and pruned with their reason, superseded, expired);
 /// - `liverelay_dispatch_sends_total{app}` and `liverelay_dispatch_retries_total{app}`;
 /// - `liverelay_dispatch_credential_rejections_total{app, reason}`;
+/// - `liverelay_dispatch_app_held{app}`: 1 while the app's pushes are held for
+///   rejected credentials (or tokens rejected en masse), 0 once they flow again;
 /// - `liverelay_dispatch_refused_calls_total{app}`: RESOURCE_EXHAUSTED answers;
 /// - `liverelay_dispatch_circuit_transitions_total{route, to}`: circuit breaker
 ///   state changes per route (`to` open, half_open or closed), so an outage
@@ -84,6 +86,10 @@ final class DispatchMetrics: @unchecked Sendable {
 
     func credentialsRejected(appID: String, reason: String) {
         counter("liverelay_dispatch_credential_rejections_total", [("app", appLabel(appID)), ("reason", reasonLabel(reason))]).increment()
+    }
+
+    func appHeld(appID: String, _ held: Bool) {
+        Gauge(label: "liverelay_dispatch_app_held", dimensions: [("app", appLabel(appID))], factory: factory).record(held ? 1 : 0)
     }
 
     func circuitTransition(route: APNsRoute, _ transition: CircuitBreaker.Transition) {

@@ -78,7 +78,10 @@ extension DispatchScheduler {
                     credentials = judge(verdict, prune: dead, app: a, now: now, &actions)
                     tokenIsDead = credentials == nil
                 }
-                if tokenIsDead {
+                if !tokenIsDead, credentials != nil || isSuspended(a, now: now) {
+                    // The app's configuration is in doubt, not the token: held with the app's other pushes.
+                    putBack(id, &lane)
+                } else if tokenIsDead {
                     let pruned = PushOutcome.pruned(reason: reason)
                     finish(id, pruned, &actions)
                     // The token is dead for every push queued to it, not only this one.
@@ -91,8 +94,12 @@ extension DispatchScheduler {
                 credentials = judge(.accepted, prune: nil, app: a, now: now, &actions)
                 finish(id, .failed(reason: reason), &actions)
             case .credentialsRejected:
-                finish(id, .failed(reason: reason), &actions)
-                credentials = suspend(app: a, status: response.status, reason: reason, now: now, &actions)
+                // Held, not failed: it goes again once the credentials are accepted.
+                putBack(id, &lane)
+                // The pushes in flight when the hold began come back rejected too: one rejection per hold.
+                credentials =
+                    isSuspended(a, now: now)
+                    ? apps[a].credentialError : suspend(app: a, status: response.status, reason: reason, now: now, &actions)
             case .refreshProviderTokenAndRetry:
                 // The transport has told its token source; the next stream carries a new JWT.
                 // A second rejection in a row backs off: a token source that keeps
@@ -134,7 +141,21 @@ extension DispatchScheduler {
         }
         makeReady(&lane, slot: push.lane, app: a, front: false)
         apps[a].lanes.put(consume lane, at: push.lane)
-        if let credentials { failUnsent(app: a, .failed(reason: credentials.reason), &actions) }
+        // An answer that says the credentials work (a delivery, a request refused on its own merits, a
+        // 410) ends a hold whose probe it is.
+        if credentials == nil, case let .response(response) = answer, apps[a].credentialError?.probing == true,
+            response.disposition == .delivered || response.disposition == .failRequest || response.status == 410
+        {
+            apps[a].credentialError = nil
+            heldApps.remove(a)
+            actions.holdChanges.append((apps[a].id, false))
+        }
+    }
+
+    /// Puts a push back at the front of its lane, unsent: the app's pushes are held.
+    private mutating func putBack(_ id: UInt64, _ lane: inout Lane) {
+        pushes[id]!.state = .queued
+        lane.pending.prepend(id)
     }
 
     /// Retries a push unless that would break a rule: past the optional cap on
@@ -178,9 +199,15 @@ extension DispatchScheduler {
 
     // MARK: Credentials and the mass-pruning guard
 
-    /// Whether the app is not sent to now (credentials rejected, or tokens rejected en masse).
+    /// Whether the app's hold is in its waiting part (credentials rejected, or tokens rejected en masse).
     func isSuspended(_ a: Int, now: NIODeadline) -> Bool {
-        apps[a].credentialError.map { now < $0.suspendedUntil } ?? false
+        apps[a].credentialError.map { now < $0.suspendedUntil && !$0.probing } ?? false
+    }
+
+    /// Whether the pump passes the app over: held and waiting, or probing with its probe out.
+    func isHeld(_ a: Int) -> Bool {
+        guard let error = apps[a].credentialError else { return false }
+        return !error.probing || apps[a].counters.inFlight > 0
     }
 
     /// Records one judged answer in the app's ``MassPruneGuard``, emitting the
@@ -200,11 +227,22 @@ extension DispatchScheduler {
         }
     }
 
-    /// Sets the app's credential error: its pushes fail with `reason` for the cooldown, and replies and operators see why.
+    /// Holds the app: its pushes wait (none is failed for it) until the hold ends, which doubles with
+    /// each rejection in a row; then one push probes the credentials. Operators see why (GetAppStats,
+    /// the log, `liverelay_dispatch_app_held`).
     private mutating func suspend(
         app a: Int, status: Int, reason: String, now: NIODeadline, _ actions: inout DispatchActions
     ) -> CredentialError {
-        let error = CredentialError(status: status, reason: reason, at: now, suspendedUntil: now + configuration.credentialsCooldown)
+        let previous = apps[a].credentialError
+        let rejections = (previous?.rejections ?? 0) + 1
+        let cooldown = configuration.credentialsCooldown
+        let hold = Backoff(initial: cooldown, maximum: max(cooldown, configuration.credentialsHoldMaximum), jitter: 0)
+            .delay(after: rejections, random: 0)
+        let error = CredentialError(
+            status: status, reason: reason, at: now, suspendedUntil: now + hold, heldSince: previous?.heldSince ?? now,
+            rejections: rejections)
+        if previous == nil { actions.holdChanges.append((apps[a].id, true)) }
+        heldApps.insert(a)
         apps[a].credentialError = error
         apps[a].counters.credentialRejections += 1
         actions.credentialRejections.append((apps[a].id, error))
@@ -247,6 +285,9 @@ extension DispatchScheduler {
             }
         }
         if let sweep = nextSweep, sweep <= now { forgetIdleLanes(now: now) }
+        for a in heldApps where apps[a].credentialError.map({ !$0.probing && $0.suspendedUntil <= now }) == true {
+            apps[a].credentialError?.probing = true
+        }
         if case let .draining(until) = phase, until <= now {
             phase = .finishing
             for a in apps.indices { failUnsent(app: a, .failed(reason: DispatchFailure.shuttingDown), &actions) }
@@ -272,16 +313,23 @@ extension DispatchScheduler {
     /// Expires a push that is queued or waiting to retry; one in flight was sent in time.
     private mutating func expireUnsent(_ id: UInt64, _ actions: inout DispatchActions) {
         guard let push = pushes[id], push.state != .inFlight else { return }
+        let outcome = expiry(app: push.app)
         if push.state == .backingOff {
             var lane = apps[push.app].lanes.take(push.lane)
             if lane.busy == id { lane.busy = nil }
-            finish(id, .expired, &actions)
+            finish(id, outcome, &actions)
             makeReady(&lane, slot: push.lane, app: push.app, front: false)
             apps[push.app].lanes.put(consume lane, at: push.lane)
         } else {
             // A queued push stays in its lane as a stale id, skipped when the lane comes up.
-            finish(id, .expired, &actions)
+            finish(id, outcome, &actions)
         }
+    }
+
+    /// How a push of the app ends at its send-by time: expired, or, while the app's
+    /// credentials are held, failed with the rejection's reason (which is why it was not sent).
+    func expiry(app a: Int) -> PushOutcome {
+        apps[a].credentialError.map { .failed(reason: $0.reason) } ?? .expired
     }
 
     /// Ends every push of the app that is not in flight with `outcome`.

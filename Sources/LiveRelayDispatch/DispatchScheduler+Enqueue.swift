@@ -150,7 +150,7 @@ extension DispatchScheduler {
         enqueuing = callID
         finishedWhileEnqueuing = nil
         defer { enqueuing = nil }
-        // Asked again per slice: a shutdown or a credential rejection between slices refuses the rest.
+        // Asked again per slice: a shutdown between slices refuses the rest.
         let refusal = refusal(app: a, now: now)
         if start == 0, refusal == nil { apps[a].lanes.reserve(forBatchOf: taking.targets.count) }
         for i in start..<end {
@@ -175,10 +175,10 @@ extension DispatchScheduler {
         return (actions.replies.remove(at: index).result, more)
     }
 
-    /// Why the app's pushes cannot be taken now, if they cannot.
+    /// Why the app's pushes cannot be taken now, if they cannot. (An app whose credentials are held
+    /// takes them: they wait with the others, within the app's queue capacity.)
     private func refusal(app a: Int, now: NIODeadline) -> String? {
         if phase != .running { return DispatchFailure.shuttingDown }
-        if let error = apps[a].credentialError, now < error.suspendedUntil { return error.reason }
         return nil
     }
 

@@ -36,6 +36,8 @@ public struct DispatchActions: Sendable {
     public var replies: [(call: CallID, result: EnqueueResult)] = []
     public var prunes: [PrunedToken] = []
     public var credentialRejections: [(appID: String, error: CredentialError)] = []
+    /// Apps whose dispatch was held or resumed, for the logs and the `liverelay_dispatch_app_held` gauge.
+    public var holdChanges: [(appID: String, held: Bool)] = []
     /// Circuit breakers that changed state, by route, for the logs and the metrics.
     public var circuitChanges: [(route: APNsRoute, transition: CircuitBreaker.Transition)] = []
     /// Final outcomes since the last step, for the metrics: runs of one app's
@@ -128,6 +130,8 @@ public struct DispatchScheduler {
     var routeIndex: [APNsRoute: Int] = [:]
     var apps: [AppState] = []
     var appIndex: [String: Int] = [:]
+    /// The apps with a ``CredentialError`` (few): the ones ``tick(now:)`` and ``nextWakeup`` look at for holds.
+    var heldApps: Set<Int> = []
     /// By number: pushes and calls are numbered in order, so they are found without hashing.
     var pushes = SequentialMap<Push>()
     var calls = SequentialMap<Call>()
@@ -172,7 +176,9 @@ public struct DispatchScheduler {
     /// app's credential suspension and its mass-pruning window, so replaced
     /// credentials are tried (and judged) afresh at once. A new lifetime
     /// applies to later calls.
-    public mutating func configure(_ app: DispatchApp) {
+    @discardableResult
+    public mutating func configure(_ app: DispatchApp) -> DispatchActions {
+        var actions = DispatchActions()
         let route: Int
         if let known = routeIndex[app.route] {
             route = known
@@ -192,16 +198,22 @@ public struct DispatchScheduler {
             // Its account since the dispatcher started includes the pushes it failed before it had a route.
             if let failed = unrouted.removeValue(forKey: app.appID) { state.counters.failures[DispatchFailure.appNotConfigured] = failed }
             apps.append(state)
-            return
+            return actions
         }
         if apps[a].route != route {
+            // Other credentials: tried afresh, the whole queue at once.
+            if apps[a].credentialError != nil { actions.holdChanges.append((app.appID, false)) }
             apps[a].credentialError = nil
             apps[a].pruneGuard.reset()
+        } else if apps[a].credentialError != nil {
+            // The app changed in the registry (a new key under the same key id, say): one probe now.
+            apps[a].credentialError?.probing = true
         }
         apps[a].capacity = app.queueCapacity
         apps[a].route = route
         apps[a].quantum = quantum
         apps[a].maxPushLifetime = app.maxPushLifetime
+        return actions
     }
 
     // MARK: Queries
@@ -246,6 +258,12 @@ public struct DispatchScheduler {
             if let reopens = breaker.reopensAt { earliest = min(earliest ?? reopens, reopens) }
         }
         if case let .draining(until) = phase { earliest = min(earliest ?? until, until) }
+        // A hold's end, for its probe (a hold already probing waits for answers, not time).
+        for a in heldApps {
+            if let error = apps[a].credentialError, !error.probing {
+                earliest = min(earliest ?? error.suspendedUntil, error.suspendedUntil)
+            }
+        }
         return earliest
     }
 
@@ -284,15 +302,17 @@ public struct DispatchScheduler {
     /// Fills free send slots by deficit round robin: the app at the head of
     /// the round sends up to its quantum, then goes to the back. An app whose
     /// transport is at its limit, or whose route's circuit breaker is open (or
-    /// half-open with its probe out), is passed over without losing its
-    /// credit, so a slow or failing endpoint holds back only the apps that use
-    /// it; their pushes stay queued.
+    /// half-open with its probe out), or whose credentials are held, is passed
+    /// over without losing its credit, so a slow or failing endpoint (or key)
+    /// holds back only the apps that use it; their pushes stay queued.
     mutating func pump(now: NIODeadline, _ actions: inout DispatchActions) {
         guard phase != .stopped else { return }
         var passedOver = 0
         while inFlight < configuration.maxInFlight, let a = active.first, passedOver < active.count {
             let route = apps[a].route
-            if routeInFlight[route] >= configuration.maxInFlightPerTransport || !breakerAllowsSend(route, now: now, &actions) {
+            if routeInFlight[route] >= configuration.maxInFlightPerTransport || !breakerAllowsSend(route, now: now, &actions)
+                || isHeld(a)
+            {
                 active.append(active.removeFirst())
                 passedOver += 1
                 continue
@@ -316,13 +336,7 @@ public struct DispatchScheduler {
             // The call's shared part only: no copy of its account.
             let call = calls[callID]!.fixed
             if let sendBy = call.sendBy, sendBy <= now {
-                finish(id, .expired, &actions)
-                makeReady(&lane, slot: slot, app: a, front: true)
-                apps[a].lanes.put(consume lane, at: slot)
-                continue
-            }
-            if let error = apps[a].credentialError, now < error.suspendedUntil {
-                finish(id, .failed(reason: error.reason), &actions)
+                finish(id, expiry(app: a), &actions)
                 makeReady(&lane, slot: slot, app: a, front: true)
                 apps[a].lanes.put(consume lane, at: slot)
                 continue

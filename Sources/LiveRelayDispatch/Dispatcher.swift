@@ -151,7 +151,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         metrics.know(app.appID)
         let now = eventLoop.now
         lock.withLock {
-            scheduler.configure(app)
+            outbox.append(scheduler.configure(app))
             outbox.append(scheduler.tick(now: now))
         }
         run()
@@ -241,18 +241,24 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
             case DispatchFailure.massDeviceTokenNotForTopic, DispatchFailure.massBadDeviceToken:
                 // Not a dead device each: a configuration error that pruning would turn into lost tokens.
                 logger.error(
-                    "APNs rejected most of the app's tokens; none is pruned, and its pushes fail until the cooldown ends",
+                    "APNs rejected most of the app's tokens; none is pruned, and its pushes are held until a probe is accepted",
                     metadata: [
                         "app": "\(appID)", "reason": "\(error.reason)", "likely_wrong": "bundle id, key or APNs environment",
+                        "probe_in_ms": "\(max(0, (error.suspendedUntil - eventLoop.now).nanoseconds / 1_000_000))",
                     ])
             default:
                 logger.error(
-                    "APNs rejected the app's credentials; its pushes fail until the cooldown ends",
+                    "APNs rejected the app's credentials; its pushes are held (each until its send-by time) until a probe is accepted or the credentials change",
                     metadata: [
                         "app": "\(appID)", "status": "\(error.status)", "reason": "\(error.reason)",
+                        "probe_in_ms": "\(max(0, (error.suspendedUntil - eventLoop.now).nanoseconds / 1_000_000))",
                     ])
             }
             metrics.credentialsRejected(appID: appID, reason: error.reason)
+        }
+        for (appID, held) in actions.holdChanges {
+            if !held { logger.notice("the app's credentials work again: its held pushes are sent", metadata: ["app": "\(appID)"]) }
+            metrics.appHeld(appID: appID, held)
         }
         if let ledger { for batch in actions.settled { ledger.settled(batch) } }
         for (route, transition) in actions.circuitChanges {

@@ -77,11 +77,15 @@ extension Admin {
         /// The limits in force on this node (its share of the rates); absent: none.
         public var quotas: Quotas?
         public var nodes: UInt32?
+        /// Set while this node holds the app's pushes for rejected credentials (or most tokens rejected): APNs's reason.
+        public var heldReason: String?
+        /// How long the app has been held, in milliseconds.
+        public var heldForMS: UInt64?
 
         public init(
             appID: String? = nil, queueDepth: UInt64? = nil, queueCapacity: UInt64? = nil, pushes: [OutcomeCount] = [],
             pushesLastHour: UInt64? = nil, tokens: UInt64? = nil, liveActivities: UInt64? = nil, quotas: Quotas? = nil,
-            nodes: UInt32? = nil
+            nodes: UInt32? = nil, heldReason: String? = nil, heldForMS: UInt64? = nil
         ) {
             self.appID = appID
             self.queueDepth = queueDepth
@@ -92,6 +96,8 @@ extension Admin {
             self.liveActivities = liveActivities
             self.quotas = quotas
             self.nodes = nodes
+            self.heldReason = heldReason
+            self.heldForMS = heldForMS
         }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -103,6 +109,7 @@ extension Admin {
 
         public func validate() throws(MessageError) {
             try Rules.noNUL(appID, "app_id")
+            try Rules.noNUL(heldReason, "held_reason")
             for (i, count) in pushes.enumerated() { try count.validate(prefix: "pushes[\(i)].") }
         }
     }
@@ -155,6 +162,8 @@ extension Admin.AppStats: CMessageConvertible {
         liveActivities = cOptional(m.has_live_activities, m.live_activities)
         quotas = m.quotas.map { Admin.Quotas(c: $0) }
         nodes = cOptional(m.has_nodes, m.nodes)
+        heldReason = cOptionalString(m.held_reason)
+        heldForMS = cOptional(m.has_held_for_ms, m.held_for_ms)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAdminAppStats> {
@@ -174,6 +183,8 @@ extension Admin.AppStats: CMessageConvertible {
         if let liveActivities { c.pointee.has_live_activities = 1; c.pointee.live_activities = liveActivities }
         if let quotas { c.pointee.quotas = quotas.build(in: &a) }
         if let nodes { c.pointee.has_nodes = 1; c.pointee.nodes = nodes }
+        c.pointee.held_reason = a.copy(heldReason)
+        if let heldForMS { c.pointee.has_held_for_ms = 1; c.pointee.held_for_ms = heldForMS }
         return c
     }
 }

@@ -56,4 +56,22 @@ struct AdminWiringTests {
         #expect(Self.rows(AdminWiring.usage(appID: "rides", dispatcher: d, quotas: quotas)) == ["failed AppNotConfigured 3"])
         try await harness.tearDown(d, [apns])
     }
+
+    /// An app whose credentials APNs rejects is held, and GetAppStats says so (reason, for how long)
+    /// while its pushes wait unfinished; it says nothing of the kind for an app that is not held.
+    @Test func aHeldAppShowsItsReasonAndItsPushesWait() async throws {
+        let harness = DispatcherHarness()
+        let apns = FakeTransport(eventLoop: harness.loop) { _, _ in .success(APNsResponse(status: 403, reason: "InvalidProviderToken")) }
+        let d = harness.dispatcher([("orders", 100, apns)], pruner: KeepingPruner())
+        let tokens = (0..<3).map { String(repeating: "b", count: 62) + String(format: "%02d", $0) }
+        _ = d.enqueue(Self.batch(app: "orders", tokens: tokens), on: harness.loop)
+        await harness.drive(until: { d.credentialError(appID: "orders") != nil })
+        let figures = AdminWiring.usage(appID: "orders", dispatcher: d, quotas: QuotaGate())
+        #expect(figures.held?.reason == "InvalidProviderToken")
+        #expect((figures.held?.forMS ?? -1) >= 0)
+        #expect(figures.queueDepth == 3, "held, not failed")
+        #expect(Self.rows(figures).isEmpty, "no push ended")
+        #expect(AdminWiring.usage(appID: "rides", dispatcher: d, quotas: QuotaGate()).held == nil)
+        try await harness.tearDown(d, [apns])
+    }
 }

@@ -71,24 +71,25 @@ import Testing
         d.respond(410, "Unregistered", timestamp: 1_699_999_000_000)
         while !d.outstanding.isEmpty { d.respond(400, "DeviceTokenNotForTopic") }
         #expect(d.prunes.map(\.reason) == ["Unregistered"], "no DeviceTokenNotForTopic token is pruned")
-        #expect(
-            d.replies[call]
-                == EnqueueResult(
-                    pruned: 20, failures: ["DeviceTokenNotForTopic": 4, "MassDeviceTokenNotForTopic": 6]),
-            "19 counted pruned before the verdict (APNs did reject them), the rest failed with the reason")
+        #expect(d.replies[call] == nil, "the pushes after the verdict are held with the app, not failed")
+        #expect(d.scheduler.unfinishedCount == 10, "the tripping one, the three in flight and the six queued")
         #expect(d.scheduler.counters(appID: "app-a")?.credentialRejections == 1)
-        // Suspended like rejected credentials: new pushes fail at once with the reason...
-        let (_, during) = d.enqueue(try batch(timestamp: 1_700_000_001, tokens: [token(40)]), wait: false)
-        #expect(during == EnqueueResult(failures: ["MassDeviceTokenNotForTopic": 1]))
+        // Held like rejected credentials: new pushes wait with the others...
+        let (_, during) = d.enqueue(try batch(activity: "act-2", timestamp: 1_700_000_001, tokens: [token(40)]), wait: false)
+        #expect(during == EnqueueResult(queued: 1))
         // ...while the other app goes on.
         let (other, _) = d.enqueue(try batch(app: "app-b", tokens: [token(41)]))
         d.respond(400, "DeviceTokenNotForTopic")
         #expect(d.replies[other] == EnqueueResult(pruned: 1))
-        // After the cooldown the app is sent to, and judged afresh.
+        // After the hold one push probes; once the app is fixed (accepted), the rest goes.
         d.advance(by: .seconds(60))
-        let (after, _) = d.enqueue(try batch(timestamp: 1_700_000_002, tokens: [token(42)]))
+        #expect(d.outstanding.count == 1)
         d.respond(200)
-        #expect(d.replies[after] == EnqueueResult(delivered: 1))
+        #expect(d.scheduler.credentialError(appID: "app-a") == nil)
+        while !d.outstanding.isEmpty { d.respond(200) }
+        #expect(
+            d.replies[call] == EnqueueResult(delivered: 10, pruned: 20),
+            "19 counted pruned before the verdict (APNs did reject them) and the 410; the held ones delivered")
     }
 
     @Test func aHealthyAppsFewRejectionsArePrunedOnceTheWindowHasEnough() throws {
@@ -109,6 +110,7 @@ import Testing
         for _ in 0..<20 { d.respond(400, "BadDeviceToken") }
         #expect(d.scheduler.credentialError(appID: "app-a")?.reason == "MassBadDeviceToken")
         #expect(d.prunes.isEmpty)
-        #expect(d.replies[call] == EnqueueResult(pruned: 19, failures: ["BadDeviceToken": 1, "MassBadDeviceToken": 5]))
+        #expect(d.replies[call] == nil, "held: the tripping push and the five queued wait for the app's fix")
+        #expect(d.scheduler.unfinishedCount == 6)
     }
 }

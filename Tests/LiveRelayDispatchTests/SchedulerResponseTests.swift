@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayPushOutlet
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 
@@ -24,10 +25,6 @@ import Testing
         FinalCase(status: 404, reason: "BadPath", expected: EnqueueResult(failures: ["BadPath": 1])),
         FinalCase(status: 413, reason: "PayloadTooLarge", expected: EnqueueResult(failures: ["PayloadTooLarge": 1])),
         FinalCase(status: 405, reason: nil, expected: EnqueueResult(failures: ["HTTP405": 1])),
-        FinalCase(status: 403, reason: "InvalidProviderToken", expected: EnqueueResult(failures: ["InvalidProviderToken": 1])),
-        FinalCase(
-            status: 403, reason: "BadEnvironmentKeyIdInToken",
-            expected: EnqueueResult(failures: ["BadEnvironmentKeyIdInToken": 1])),
     ]
 
     @Test(arguments: finalCases)
@@ -52,7 +49,19 @@ import Testing
                             appID: "app-a", token: token(1), reason: c.reason!,
                             invalidSince: UnixTime(milliseconds: 1_699_999_000_123))
                     ] : []))
-        #expect((d.scheduler.credentialError(appID: "app-a") != nil) == (c.status == 403))
+        #expect(d.scheduler.credentialError(appID: "app-a") == nil)
+    }
+
+    /// A 403 about the app's credentials (not an expired provider token) ends no push: it holds the app.
+    @Test(arguments: ["InvalidProviderToken", "BadEnvironmentKeyIdInToken", "BadCertificate"])
+    func aCredentialRejectionHoldsThePushInsteadOfEndingIt(_ reason: String) throws {
+        var d = SchedulerDriver()
+        let (call, _) = d.enqueue(try batch(tokens: [token(1)]))
+        d.respond(403, reason)
+        #expect(d.replies[call] == nil)
+        #expect(d.scheduler.unfinishedCount == 1)
+        #expect(d.scheduler.credentialError(appID: "app-a")?.reason == reason)
+        #expect(d.settled.isEmpty, "its durable intent stays")
     }
 
     @Test func aPruneAlsoEndsThePushesQueuedToTheDeadToken() throws {
@@ -151,13 +160,17 @@ import Testing
         }
     }
 
-    @Test func rejectedCredentialsFailTheAppsPushesAndPauseItWhileOtherAppsGoOn() throws {
+    /// Rejected credentials hold the app, they do not fail it: its pushes (queued, and new ones)
+    /// wait while the other apps go on; after the hold one push probes, a second rejection doubles
+    /// the hold, and an accepted probe sends everything that waited.
+    @Test func rejectedCredentialsHoldTheAppsPushesWhileOtherAppsGoOn() throws {
         var d = SchedulerDriver(configuration(maxInFlight: 1))
         let (a1, _) = d.enqueue(try batch(tokens: [token(1), token(2), token(3)]))
         let (b1, _) = d.enqueue(try batch(app: "app-b", tokens: [token(9)]))
         d.respond(403, "InvalidProviderToken")
-        #expect(d.replies[a1] == EnqueueResult(failures: ["InvalidProviderToken": 3]), "the queued ones fail with it, unsent")
+        #expect(d.replies[a1] == nil, "nothing of the app is failed")
         #expect(d.credentialEvents.map(\.0) == ["app-a"])
+        #expect(d.holdEvents.map { "\($0.0) \($0.1)" } == ["app-a true"])
         let error = try #require(d.scheduler.credentialError(appID: "app-a"))
         #expect(error.reason == "InvalidProviderToken")
         #expect(error.suspendedUntil == d.now + .seconds(60))
@@ -165,16 +178,57 @@ import Testing
         d.respond(200)
         #expect(d.replies[b1] == EnqueueResult(delivered: 1))
 
-        // While paused, new pushes fail at once and nothing is sent for the app.
-        let (_, during) = d.enqueue(try batch(timestamp: 1_700_000_001, tokens: [token(4)]), wait: false)
-        #expect(during == EnqueueResult(failures: ["InvalidProviderToken": 1]))
+        // While held, new pushes are taken (queued) and nothing is sent for the app.
+        let (_, during) = d.enqueue(try batch(activity: "act-2", timestamp: 1_700_000_001, tokens: [token(4)]), wait: false)
+        #expect(during == EnqueueResult(queued: 1))
         #expect(d.outstanding.isEmpty)
-        // After the cooldown the app is tried again.
+        #expect(d.scheduler.unfinishedCount == 4)
+
+        // At the end of the hold one push probes; rejected again, the hold doubles.
         d.advance(by: .seconds(60))
-        let (after, _) = d.enqueue(try batch(timestamp: 1_700_000_002, tokens: [token(4)]))
-        #expect(d.outstanding.count == 1)
+        #expect(d.outstanding.map(\.appID) == ["app-a"])
+        d.respond(403, "InvalidProviderToken")
+        #expect(d.outstanding.isEmpty)
+        #expect(d.scheduler.credentialError(appID: "app-a")?.suspendedUntil == d.now + .seconds(120))
+        d.advance(by: .seconds(60))
+        #expect(d.outstanding.isEmpty, "still held")
+        d.advance(by: .seconds(60))
+        #expect(d.outstanding.count == 1, "one probe, not the whole queue")
+        // Accepted: the hold ends and every push that waited goes.
         d.respond(200)
-        #expect(d.replies[after] == EnqueueResult(delivered: 1))
-        #expect(d.scheduler.counters(appID: "app-a")?.credentialRejections == 1)
+        #expect(d.scheduler.credentialError(appID: "app-a") == nil)
+        #expect(d.holdEvents.map { "\($0.0) \($0.1)" } == ["app-a true", "app-a false"])
+        while !d.outstanding.isEmpty { d.respond(200) }
+        #expect(d.replies[a1] == EnqueueResult(delivered: 3))
+        #expect(d.scheduler.unfinishedCount == 0)
+        #expect(d.scheduler.counters(appID: "app-a")?.credentialRejections == 2)
+    }
+
+    /// A held push that reaches its send-by time fails with the rejection's reason (why it was not sent).
+    @Test func aHeldPushFailsWithTheRejectionAtItsSendByTime() throws {
+        var d = SchedulerDriver(configuration(maxInFlight: 1))
+        var durable = try batch(tokens: [token(1), token(2)])
+        durable.durable = true
+        let (call, _) = d.enqueue(durable, sendBy: d.now + .seconds(30))
+        d.respond(403, "InvalidProviderToken")
+        #expect(d.replies[call] == nil)
+        #expect(d.settled.isEmpty, "its intent stays while it is held")
+        d.advance(by: .seconds(30))
+        #expect(d.replies[call] == EnqueueResult(failures: ["InvalidProviderToken": 2]))
+        #expect(d.settled.map(\.account) == [EnqueueResult(failures: ["InvalidProviderToken": 2])], "settled then, with its reason")
+    }
+
+    /// A change of the app in the registry (new credentials under the same key id) probes at once.
+    @Test func aChangeOfTheAppProbesAtOnce() throws {
+        var d = SchedulerDriver(configuration(apps: [("app-a", 100)], maxInFlight: 1))
+        let (call, _) = d.enqueue(try batch(tokens: [token(1)]))
+        d.respond(403, "InvalidProviderToken")
+        #expect(d.outstanding.isEmpty)
+        d.absorb(d.scheduler.configure(DispatchApp(appID: "app-a", queueCapacity: 100, route: testRoute("key-app-a"))))
+        d.advance(by: .zero)
+        #expect(d.outstanding.count == 1, "probed without waiting out the hold")
+        d.respond(200)
+        #expect(d.replies[call] == EnqueueResult(delivered: 1))
+        #expect(d.scheduler.credentialError(appID: "app-a") == nil)
     }
 }

@@ -57,6 +57,7 @@ struct SchedulerDriver {
     var replies: [CallID: EnqueueResult] = [:]
     var prunes: [PrunedToken] = []
     var credentialEvents: [(String, CredentialError)] = []
+    var holdEvents: [(String, Bool)] = []
     var settled: [SettledBatch] = []
     /// The runs of final outcomes each step reported, for the metrics.
     var outcomes: [OutcomeCount] = []
@@ -77,6 +78,7 @@ struct SchedulerDriver {
         }
         prunes += actions.prunes
         credentialEvents += actions.credentialRejections
+        holdEvents += actions.holdChanges
         settled += actions.settled
         outcomes += actions.outcomes
         circuitChanges += actions.circuitChanges.map { (now, $0.route, $0.transition) }

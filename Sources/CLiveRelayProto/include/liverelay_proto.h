@@ -553,6 +553,9 @@ typedef struct LrAdminAppStats {
   LrAdminQuotas *quotas;
   protobuf_c_boolean has_nodes;
   uint32_t nodes;
+  char *held_reason;
+  protobuf_c_boolean has_held_for_ms;
+  uint64_t held_for_ms;
 } LrAdminAppStats;
 
 /* ---- descriptors and init functions ---- */

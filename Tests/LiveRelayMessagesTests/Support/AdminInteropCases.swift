@@ -118,7 +118,8 @@ extension InteropCases {
                 Admin.OutcomeCount(outcome: "expired", reason: "", count: 0),
             ],
             pushesLastHour: 1003, tokens: 250, liveActivities: 17,
-            quotas: Admin.Quotas(callsPerSecond: 6.25, pushesPerHour: 125_000), nodes: 2),
+            quotas: Admin.Quotas(callsPerSecond: 6.25, pushesPerHour: 125_000), nodes: 2, heldReason: "InvalidProviderToken",
+            heldForMS: 61_000),
         "admin_app_stats_empty": Admin.AppStats(),
     ]
 
