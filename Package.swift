@@ -166,6 +166,7 @@ let package = Package(
                 "CSQLite",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The service the server dispatches to: domain rules + store, pushes to the outlet.

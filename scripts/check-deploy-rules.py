@@ -2,7 +2,8 @@
 """The rules between the files of Deploy/ that no linter knows (run by scripts/check-deploy.sh).
 
 Every config file parses and would load (known keys at the top, API key files
-well formed); the grace periods exceed the drain time; the ops port is
+well formed); the grace periods cover the whole shutdown (preStop, drain time,
+the dispatcher's drain grace) with a margin; the ops port is
 reachable where probes need it; the paths a config names are mounted; the
 mock APNs is the one the compose config pushes to; kustomization.yaml lists
 every manifest. Prints one line per problem; exits 1 if there is any.
@@ -14,7 +15,8 @@ import sys
 
 import yaml  # PyYAML: installed with yamllint
 
-DEPLOY = pathlib.Path(__file__).resolve().parent.parent / "Deploy"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "Deploy"
 # ServeConfigurationFile.CodingKeys: serve refuses any other key.
 TOP_KEYS = {"listen", "ops", "tls", "insecure_plaintext", "data_dir", "api_key_file", "limits",
             "null_service", "store", "apps", "dispatch", "admission"}
@@ -37,6 +39,26 @@ def server_config(text, where):
 
 def drain_seconds(config):
     return config.get("limits", {}).get("drain_time_ms", 30000) / 1000
+
+
+# After the RPC drain the dispatcher keeps sending what is queued for its drain
+# grace (DispatcherConfiguration.drainGracePeriod, which serve does not change),
+# then the store closes: a grace period must cover both, and this margin more
+# for the store's close and a slow exit, or SIGKILL lands mid-shutdown.
+MARGIN_SECONDS = 10
+
+
+def dispatcher_grace_seconds():
+    source = (ROOT / "Sources/LiveRelayDispatch/DispatchConfiguration.swift").read_text()
+    found = re.search(r"drainGracePeriod: TimeAmount = \.seconds\((\d+)\)", source)
+    if found is None:
+        raise ValueError("no `drainGracePeriod: TimeAmount = .seconds(N)` default in DispatchConfiguration.swift")
+    return int(found[1])
+
+
+def shutdown_seconds(config):
+    """What stopping a node may take after SIGTERM, with the margin."""
+    return drain_seconds(config) + dispatcher_grace_seconds() + MARGIN_SECONDS
 
 
 def api_keys(text, where):
@@ -71,8 +93,9 @@ def compose():
     paths += [path for app in config["apps"] for path in (app["apns"]["key_file"], app["apns"]["trust_certificate"])]
     for name in ("relay1", "relay2"):
         relay = spec["services"][name]
-        check(seconds(relay["stop_grace_period"]) > drain_seconds(config),
-              f"compose.yaml: {name}'s stop_grace_period must exceed limits.drain_time_ms")
+        check(seconds(relay["stop_grace_period"]) >= shutdown_seconds(config),
+              f"compose.yaml: {name}'s stop_grace_period must be at least limits.drain_time_ms + the dispatcher's"
+              f" drain grace + {MARGIN_SECONDS} s ({shutdown_seconds(config):g} s)")
         mounted = {f"/run/secrets/{s}" for s in relay["secrets"]} | {c["target"] for c in relay["configs"]}
         for path in paths:
             check(path in mounted, f"compose.yaml: {name} does not mount {path}")
@@ -102,8 +125,9 @@ def kubernetes():
     check(config["listen"]["port"] == ports["rpc"], "configmap.yaml: listen.port is not the rpc containerPort")
     pre_stop = container["lifecycle"]["preStop"]["exec"]["command"]
     pre_stop_seconds = int(pre_stop[1]) if pre_stop[0] == "sleep" else 0
-    check(pod["terminationGracePeriodSeconds"] > drain_seconds(config) + pre_stop_seconds,
-          "deployment.yaml: terminationGracePeriodSeconds must exceed drain_time_ms + the preStop sleep")
+    check(pod["terminationGracePeriodSeconds"] >= pre_stop_seconds + shutdown_seconds(config),
+          "deployment.yaml: terminationGracePeriodSeconds must be at least the preStop sleep + drain_time_ms + the"
+          f" dispatcher's drain grace + {MARGIN_SECONDS} s ({pre_stop_seconds + shutdown_seconds(config):g} s)")
     # Every file the config names is in a mounted volume that has it.
     volumes = {v["name"]: v for v in pod["volumes"]}
     files = set()
@@ -133,7 +157,9 @@ def systemd():
         if "=" in line and not line.startswith("#"):
             key, value = line.split("=", 1)
             unit.setdefault(key, []).append(value)
-    check(int(unit["TimeoutStopSec"][0]) > drain_seconds(config), "liverelay.service: TimeoutStopSec <= drain_time_ms")
+    check(int(unit["TimeoutStopSec"][0]) >= shutdown_seconds(config),
+          f"liverelay.service: TimeoutStopSec must be at least drain_time_ms + the dispatcher's drain grace +"
+          f" {MARGIN_SECONDS} s ({shutdown_seconds(config):g} s)")
     check(int(unit["LimitNOFILE"][0]) > config["limits"]["max_connections"],
           "liverelay.service: LimitNOFILE must exceed limits.max_connections")
     credentials = {c.split(":", 1)[0] for c in unit.get("LoadCredential", [])}

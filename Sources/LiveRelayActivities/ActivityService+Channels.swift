@@ -16,7 +16,7 @@ extension ActivityService {
         _ channelID: String?, appID: String?, method: String, context: CallContext,
         _ call: @escaping @Sendable (ChannelRecord?) -> EventLoopFuture<Reply>
     ) -> EventLoopFuture<Reply> {
-        measured(method, appID: appID ?? "") {
+        measured(method, appID: appID ?? "", context: context) {
             guard let channelID, !channelID.isEmpty else { return call(nil) }
             if let error = context.principal.checkApp(appID ?? "") { return context.fail(error) }
             guard let channels else { return context.fail(Self.noChannels) }
@@ -45,7 +45,7 @@ extension ActivityService {
         _ method: String, appID: String, context: CallContext,
         _ call: (ChannelService, App) -> EventLoopFuture<Reply>
     ) -> EventLoopFuture<Reply> {
-        measured(method, appID: appID) {
+        measured(method, appID: appID, context: context) {
             switch admit(appID: appID, context: context) {
             case let .failure(error):
                 return context.fail(error)

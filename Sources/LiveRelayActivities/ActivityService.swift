@@ -44,7 +44,8 @@ public struct ActivityService: LiveRelayService {
     private let pushToStartRetention: UnixTime.Duration?
     private let admission: AdmissionGate
     private let quotas: QuotaGate
-    private let metrics = AppCallMetrics()
+    /// Internal for tests (which apps have a label of their own).
+    let metrics = AppCallMetrics()
     /// The apps' broadcast channels; nil on a server that keeps none (a request naming one is FAILED_PRECONDITION).
     let channels: ChannelService?
     /// The priority-10 budgets of activities and channels.
@@ -93,7 +94,7 @@ public struct ActivityService: LiveRelayService {
 
     // MARK: LiveRelayService
 
-    /// Counted in the app's call metrics where it is answered, not through ``measured(_:appID:_:)``:
+    /// Counted in the app's call metrics where it is answered, not through ``measured(_:appID:context:_:)``:
     /// the most frequent call saves that wrapper's callback on the reply's future (its
     /// closure and callback node).
     public func registerToken(_ request: RegisterTokenRequest, context: CallContext) -> EventLoopFuture<RegisterTokenReply> {
@@ -109,7 +110,7 @@ public struct ActivityService: LiveRelayService {
             }
             ticket = try admission.admit(appID: appID, deadline: context.deadline).get()
         } catch {
-            metrics.record(appID: appID, method: "RegisterToken", status: error.status, since: start)
+            metrics.record(appID: callLabel(appID, context: context), method: "RegisterToken", status: error.status, since: start)
             return context.fail(error)
         }
         let mutation = RegisterToken(request, pushToStartRetention: pushToStartRetention, tokenQuota: tokenQuota)
@@ -290,19 +291,33 @@ public struct ActivityService: LiveRelayService {
 
     /// Counts the call in `liverelay_app_calls_total` and times it, whatever its outcome.
     func measured<Reply>(
-        _ method: String, appID: String, _ call: () -> EventLoopFuture<Reply>
+        _ method: String, appID: String, context: CallContext, _ call: () -> EventLoopFuture<Reply>
     ) -> EventLoopFuture<Reply> {
         let start = NIODeadline.now()
         let future = call()
-        future.whenComplete { [metrics] result in
-            let status: StatusCode
+        future.whenComplete { result in
             switch result {
-            case .success: status = .ok
-            case let .failure(error): status = (error as? RPCError)?.status ?? .internal
+            case .success:
+                // A call that succeeded got past ``admit(appID:context:)``: the app is the label.
+                metrics.record(appID: appID, method: method, status: .ok, since: start)
+            case let .failure(error):
+                metrics.record(
+                    appID: callLabel(appID, context: context), method: method,
+                    status: (error as? RPCError)?.status ?? .internal, since: start)
             }
-            metrics.record(appID: appID, method: method, status: status, since: start)
         }
         return future
+    }
+
+    /// The `app` label of a refused call: the app's id when the key may act
+    /// for it and the server has it (disabled or not), else
+    /// ``MetricHandlers/otherApp``. The per-app labels are bounded, first come
+    /// first named; a key naming made-up apps, or apps it may not act for,
+    /// must not use them up and leave the real apps unnamed.
+    func callLabel(_ appID: String, context: CallContext) -> String {
+        guard context.principal.mayActFor(appID: appID) else { return MetricHandlers.otherApp }
+        let directory = apps.withLockedValue { $0 }
+        return directory.app(appID) != nil || directory.isDisabled(appID) ? appID : MetricHandlers.otherApp
     }
 
     public func ping(_ request: PingRequest, context: CallContext) -> EventLoopFuture<PingReply> {

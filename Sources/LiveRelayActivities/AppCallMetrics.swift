@@ -10,7 +10,8 @@ import NIOCore
 /// The server counts every RPC by method and status (`liverelay_rpc_requests_total`)
 /// before it knows the app; this is the same seen per tenant, which is what a
 /// platform team alerts on ("app X's calls fail"). The `app` label is bounded
-/// (``MetricHandlers``).
+/// (``MetricHandlers``), and the service gives a call the app's id only once
+/// the key may act for an app the server has: other calls count as "other".
 ///
 /// Every call records here, so the pair of handlers of an (app, method, status)
 /// is kept under that key: one dictionary lookup per call. Going through
@@ -30,8 +31,9 @@ final class AppCallMetrics: Sendable {
     }
 
     private let handlers = MetricHandlers()
-    /// Only apps that keep their own label are kept here, so it is bounded like
-    /// the labels: an app counted as "other" goes through ``MetricHandlers`` each time.
+    /// Only apps that keep their own label, and "other" itself, are kept here, so
+    /// it is bounded like the labels: an app counted as "other" by the bound goes
+    /// through ``MetricHandlers`` each time.
     private let cache = NIOLockedValueBox<[Key: Handlers]>([:])
 
     init() {}
@@ -48,12 +50,17 @@ final class AppCallMetrics: Sendable {
         record(appID: appID, method: method, status: status, nanoseconds: (NIODeadline.now() - start).nanoseconds)
     }
 
+    /// Whether `appID`'s calls are counted under its own `app` label.
+    func isNamed(_ appID: String) -> Bool {
+        handlers.isNamed(appID)
+    }
+
     private func make(_ key: Key) -> Handlers {
         let made = Handlers(
             calls: handlers.counter(
                 "liverelay_app_calls_total", app: key.app, [("method", key.method), ("status", key.status.description)]),
             duration: handlers.timer("liverelay_app_call_duration", app: key.app, [("method", key.method)]))
-        if handlers.isNamed(key.app) { cache.withLockedValue { $0[key] = made } }
+        if key.app == MetricHandlers.otherApp || handlers.isNamed(key.app) { cache.withLockedValue { $0[key] = made } }
         return made
     }
 }

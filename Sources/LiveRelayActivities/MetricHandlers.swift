@@ -19,7 +19,8 @@ final class MetricHandlers: Sendable {
         var apps: Set<String> = []
 
         mutating func appLabel(_ appID: String) -> String {
-            if apps.contains(appID) { return appID }
+            // The label of what has none of its own takes no app's place.
+            if appID == MetricHandlers.otherApp || apps.contains(appID) { return appID }
             guard apps.count < MetricHandlers.maxApps else { return MetricHandlers.otherApp }
             apps.insert(appID)
             return appID

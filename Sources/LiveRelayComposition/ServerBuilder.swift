@@ -31,13 +31,20 @@ package struct BuiltServer: Sendable {
     /// "SQLite store /path", "PostgreSQL store postgres://…", … for the start-up log.
     package let storeDescription: String
 
-    /// The services as one group, shut down gracefully on `signals`.
+    /// The services as one group, shut down gracefully on `signals`, and when the store fails
+    /// for good (``ActivityStoreService``): a short drain, then `run()` throws, so the process
+    /// exits non-zero and its supervisor restarts it.
     package func serviceGroup(
         gracefulShutdownSignals signals: [UnixSignal] = [.sigterm, .sigint], logger: Logger
     )
         -> ServiceGroup
     {
-        ServiceGroup(configuration: ServiceGroupConfiguration(services: services, gracefulShutdownSignals: signals, logger: logger))
+        let configurations = services.map { service in
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: service, failureTerminationBehavior: service is ActivityStoreService ? .gracefullyShutdownGroup : .cancelGroup)
+        }
+        return ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: configurations, gracefulShutdownSignals: signals, logger: logger))
     }
 }
 
@@ -63,11 +70,12 @@ package enum ServerBuilder {
         let channelStore = try await selection.openChannels(logger: logger)
 
         let probeLoop = MultiThreadedEventLoopGroup.singleton.next()
-        let readiness = ServingReadiness(storeProbe: {
-            // One keyed read through the store's normal read path: a closed store,
-            // a SQLite store poisoned by a failed fsync, or an unreachable PostgreSQL fails it.
-            _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
-        })
+        let readiness = ServingReadiness(
+            storeProbe: {
+                // One keyed read through the store's normal read path: a closed store,
+                // a SQLite store poisoned by a failed fsync, or an unreachable PostgreSQL fails it.
+                _ = try await store.activity(ActivityKey(appID: "liverelay.readyz", activityID: "probe"), on: probeLoop).get()
+            }, storeFailure: { store.permanentFailure })
         let queueGauges = QueueGauges()
         let ops = description.ops.map { ops in
             OpsServer(

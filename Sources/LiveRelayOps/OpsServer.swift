@@ -132,7 +132,10 @@ public struct OpsServer: Service {
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         router.get("healthz") { _, _ -> Response in
-            Self.text(.ok, "ok\n")
+            switch readiness.liveness() {
+            case .ready: Self.text(.ok, "ok\n")
+            case .notReady(let reason): Self.text(.serviceUnavailable, "unhealthy: \(reason)\n")
+            }
         }
         router.get("readyz") { _, _ -> Response in
             switch await readiness.readiness() {

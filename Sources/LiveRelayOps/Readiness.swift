@@ -15,6 +15,13 @@ public enum Readiness: Sendable, Equatable {
 /// so tests can drive readiness without a store or a listener.
 public protocol ReadinessSource: Sendable {
     func readiness() async -> Readiness
+    /// What `GET /healthz` asks: whether the process still works at all (a store that failed
+    /// for good does not, until a restart). Alive unless a source says otherwise.
+    func liveness() -> Readiness
+}
+
+extension ReadinessSource {
+    public func liveness() -> Readiness { .ready }
 }
 
 /// The readiness of a serving node: the RPC listener is bound, the store answers
@@ -44,6 +51,7 @@ public final class ServingReadiness: ReadinessSource {
     private let state = NIOLockedValueBox(State())
     private let cache = NIOLockedValueBox(ProbeCache())
     private let storeProbe: Probe?
+    private let storeFailure: (@Sendable () -> String?)?
     private let probeTimeout: Duration
     private let probeEvery: Duration
     private let uptime: @Sendable () -> Duration
@@ -56,11 +64,14 @@ public final class ServingReadiness: ReadinessSource {
     ///   - probeEvery: an answer younger than this is given again without a new
     ///     probe: a client hammering `/readyz` does not become store load.
     ///   - uptime: the monotonic clock; tests pass one they move.
+    ///   - storeFailure: the store's failure that only a restart recovers, if any: `/healthz` fails with it.
     public init(
         storeProbe: Probe?, probeTimeout: Duration = .seconds(2), probeEvery: Duration = .seconds(1),
-        uptime: @escaping @Sendable () -> Duration = { .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds)) }
+        uptime: @escaping @Sendable () -> Duration = { .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds)) },
+        storeFailure: (@Sendable () -> String?)? = nil
     ) {
         self.storeProbe = storeProbe
+        self.storeFailure = storeFailure
         self.probeTimeout = probeTimeout
         self.probeEvery = probeEvery
         self.uptime = uptime
@@ -78,8 +89,14 @@ public final class ServingReadiness: ReadinessSource {
 
     public var isDraining: Bool { state.withLockedValue { $0.draining } }
 
+    public func liveness() -> Readiness {
+        if let failure = storeFailure?() { return .notReady("store: \(failure)") }
+        return .ready
+    }
+
     public func readiness() async -> Readiness {
         let current = state.withLockedValue { $0 }
+        if case let .notReady(reason) = liveness() { return .notReady(reason) }
         if current.draining { return .notReady("draining") }
         if !current.listening { return .notReady("RPC listener not bound yet") }
         if let storeProbe, let failure = await storeFailure(storeProbe) {

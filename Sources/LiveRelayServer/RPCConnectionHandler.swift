@@ -93,6 +93,9 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     private var timerDeadline: NIODeadline?
     private var closing = false
     private var active = false
+    /// The HELLO's key was refused and that was logged: the GOAWAY that follows is
+    /// the same event, and one refusal is one line.
+    private var refusalLogged = false
 
     /// Writes are handed to the channel (still unflushed) once this many bytes
     /// are batched, so a huge burst of replies does not grow one buffer without bound.
@@ -312,6 +315,8 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     }
 
     private func authenticate(apiKey: ByteBuffer, clientName: String, version: UInt16) {
+        // Every later line of the connection says which client it is.
+        logger[metadataKey: "client"] = "\(Self.loggable(clientName: clientName))"
         switch authenticator.authenticate(apiKey: apiKey) {
         case .success(let principal):
             self.principal = principal
@@ -323,13 +328,52 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
                 return
             }
             countedKeyID = limiter == nil ? nil : principal.keyID
-            logger.debug("authenticated", metadata: ["client": "\(clientName)", "version": "\(version)"])
+            logger.debug("authenticated", metadata: ["version": "\(version)"])
             apply(stateMachine.authenticationSucceeded(now: clock()))
         case .failure(let failure):
             metrics.authenticationFailures.increment()
-            logger.notice("API key refused", metadata: ["client": "\(clientName)"])
+            // The refusal's one line: the GOAWAY that answers it is not logged again.
+            refusalLogged = true
+            logger.notice("API key refused", metadata: ["version": "\(version)", "reason": "\(failure.message)"])
             apply(stateMachine.authenticationFailed(message: failure.message, now: clock()))
         }
+    }
+
+    /// The most of a client name a log line carries, in UTF-8 bytes.
+    static let maxLoggedClientNameBytes = 64
+
+    /// The HELLO's client name as a log field: the peer's own text, sent before
+    /// its key is checked, so it must not be able to end the line and forge the
+    /// next one (a newline), rewrite the terminal (an escape sequence), reorder
+    /// what is shown (a bidirectional override) or fill the log. Control,
+    /// format and line or paragraph separator characters are written as Swift
+    /// escapes (`\n`, `\u{1B}`), and the result is cut to
+    /// ``maxLoggedClientNameBytes``, never inside a UTF-8 sequence or an
+    /// escape, ending in `...` when cut.
+    static func loggable(clientName: String) -> String {
+        var pieces: [String] = []
+        var bytes = 0
+        for scalar in clientName.unicodeScalars {
+            let piece: String
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator:
+                piece = scalar.escaped(asASCII: true)
+            default:
+                piece = String(scalar)
+            }
+            pieces.append(piece)
+            bytes += piece.utf8.count
+        }
+        guard bytes > maxLoggedClientNameBytes else { return pieces.joined() }
+        let marker = "..."
+        var kept = ""
+        var keptBytes = 0
+        for piece in pieces {
+            guard keptBytes + piece.utf8.count <= maxLoggedClientNameBytes - marker.utf8.count else { break }
+            kept += piece
+            keptBytes += piece.utf8.count
+        }
+        return kept + marker
     }
 
     /// Gives the key's slot back, once, whichever way the connection ends
@@ -352,10 +396,10 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             let metadata: Logger.Metadata = [
                 "code": "\(goAway.code)", "reason": "\(goAway.reason)", "last_request_id": "\(goAway.lastRequestID)",
             ]
-            if goAway.code == .noError || goAway.code == .idleTimeout {
-                logger.debug("GOAWAY", metadata: metadata)
-            } else {
-                logger.info("GOAWAY", metadata: metadata)
+            // After a refused HELLO, "API key refused" was the line.
+            if !refusalLogged {
+                let quiet = goAway.code == .noError || goAway.code == .idleTimeout
+                logger.log(level: quiet ? .debug : .info, "GOAWAY", metadata: metadata)
             }
         default:
             break

@@ -72,12 +72,20 @@ public protocol ActivityStore: Sendable {
     /// should take: a pass is one mutation, so one transaction of a SQL store
     /// and one hold of the memory store's lock. 10,000 by default.
     var sweepLimit: Int { get }
+
+    /// Why the store can no longer work until the process starts again (a
+    /// SQLite store whose fsync failed: what is on the disk is unknown until
+    /// it is reopened), or nil. The server then exits after a short drain, so
+    /// a supervisor restarts it, and `/healthz` fails meanwhile.
+    var permanentFailure: String? { get }
 }
 
 extension ActivityStore {
     public func close() async throws {}
 
     public var sweepLimit: Int { 10_000 }
+
+    public var permanentFailure: String? { nil }
 
     public func apply<M: StoreMutation>(
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,

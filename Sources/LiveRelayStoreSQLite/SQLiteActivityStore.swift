@@ -2,6 +2,7 @@ import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
@@ -67,12 +68,15 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     /// Opens (creating if needed) the store at `path` and migrates it to ``schemaVersion``.
     ///
     /// Throws ``SQLiteError`` when the file cannot be opened, is not a SQLite
-    /// database, cannot switch to WAL, or has a newer schema.
-    public init(path: String, configuration: Configuration = Configuration()) throws {
+    /// database, cannot switch to WAL, or has a newer schema. `logger` hears
+    /// of a file it found readable by others and made owner-only.
+    public init(
+        path: String, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "liverelay.sqlite")
+    ) throws {
         self.path = path
         self.configuration = configuration
         _ = Self.libraryConfigured
-        let writer = try SQLiteConnection(path: path, create: true)
+        let writer = try SQLiteConnection(path: path, create: true, logger: logger)
         try Self.configure(writer, configuration, role: .writer)
         openedSchemaVersion = try SQLiteSchema.migrate(writer, now: SystemClock().now().milliseconds)
         var readers: [SQLiteConnection] = []
@@ -175,6 +179,22 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     /// The counters so far.
     public var statistics: Statistics { counters.snapshot(durability: durability, checkpointer: checkpointer) }
 
+    /// A failed fsync poisons the store until the file is reopened (``SQLiteDurability``).
+    public var permanentFailure: String? { durability.currentFailure.map { "fsync of the WAL failed: \($0)" } }
+
+    /// What a caller sees of a SQLite failure: the disk or the file system refusing (full, an I/O
+    /// error, no descriptor left, busy) is the store being unavailable, which a resend may get past;
+    /// anything else stays itself (a bug, reported as internal).
+    static func callerError(_ error: any Error) -> any Error {
+        guard let error = error as? SQLiteError else { return error }
+        switch error.code {
+        case 5, 6, 7, 8, 10, 13, 14:  // BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN
+            return ActivityStoreError.unavailable(error.description)
+        default:
+            return error
+        }
+    }
+
     // MARK: ActivityStore
 
     public func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
@@ -186,12 +206,12 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
                 return { commit in
                     switch (result, commit) {
                     case let (.success(outcome), .success): promise.succeed(outcome)
-                    case let (.failure(error), _): promise.fail(error)
-                    case let (.success, .failure(error)): promise.fail(error)
+                    case let (.failure(error), _): promise.fail(Self.callerError(error))
+                    case let (.success, .failure(error)): promise.fail(Self.callerError(error))
                     }
                 }
             },
-            fail: { promise.fail($0) })
+            fail: { promise.fail(Self.callerError($0)) })
         if !writes.push(job) { promise.fail(ActivityStoreError.closed) }
         return promise.futureResult
     }
@@ -205,10 +225,10 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
                 let value = try body(tables)
                 // The snapshot may hold commits that are not synced yet: answer once they are.
                 durability.deliverRead { failure in
-                    if let failure { promise.fail(failure) } else { promise.succeed(value) }
+                    if let failure { promise.fail(Self.callerError(failure)) } else { promise.succeed(value) }
                 }
             } catch {
-                promise.fail(error)
+                promise.fail(Self.callerError(error))
             }
         }
         if !queued { promise.fail(ActivityStoreError.closed) }

@@ -2,6 +2,7 @@ import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
+import Logging
 
 /// The channels' schema in `channels.sqlite3`, versioned in its own
 /// `channel_schema_version` table. Never edit a migration that has shipped: append one.
@@ -58,19 +59,22 @@ public final class SQLiteChannelStore: ChannelStore, @unchecked Sendable {
     private let latch = SQLiteExitLatch(count: 1)
 
     /// Opens (creating if needed) `<dataDirectory>/channels.sqlite3`.
-    public convenience init(dataDirectory: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
-        try self.init(path: dataDirectory + "/" + Self.fileName, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    public convenience init(
+        dataDirectory: String, busyTimeoutMilliseconds: Int32 = 5000, logger: Logger = Logger(label: "liverelay.channels")
+    ) throws {
+        try self.init(path: dataDirectory + "/" + Self.fileName, busyTimeoutMilliseconds: busyTimeoutMilliseconds, logger: logger)
     }
 
     /// Opens (creating if needed, mode 0600) the store at `path` and migrates it.
     ///
     /// Throws ``SQLiteError`` when the file cannot be opened, is not a SQLite
-    /// database, cannot switch to WAL, or has a newer channel schema.
-    public init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    /// database, cannot switch to WAL, or has a newer channel schema. `logger`
+    /// hears of a file it found readable by others and made owner-only.
+    public init(path: String, busyTimeoutMilliseconds: Int32 = 5000, logger: Logger = Logger(label: "liverelay.channels")) throws {
         self.path = path
         let (db, version) = try SQLiteConnection.openMigrated(
             path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, pragmas: "PRAGMA synchronous = FULL",
-            versionTable: SQLiteChannelSchema.versionTable, migrations: SQLiteChannelSchema.migrations)
+            versionTable: SQLiteChannelSchema.versionTable, migrations: SQLiteChannelSchema.migrations, logger: logger)
         openedSchemaVersion = version
         do {
             let connection = Unchecked(db)

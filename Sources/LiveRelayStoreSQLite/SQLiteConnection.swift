@@ -1,4 +1,5 @@
 import CSQLite
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -36,6 +37,30 @@ private func createOwnerOnlyFile(_ path: String) {
     if fd >= 0 { close(fd) }
 }
 
+/// Sets each of `files` that exists and that group or others may use to 0600.
+/// Returns those it changed, each with its old mode, and those it could not
+/// change (another user's file), each with the error.
+private func restrictToOwner(_ files: [String]) -> (tightened: [String], failed: [String]) {
+    var tightened: [String] = []
+    var failed: [String] = []
+    for file in files {
+        // Through a descriptor, so the mode checked is the mode of the file changed
+        // (non-blocking: whatever sits at the path, opening it must not wait).
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { continue }  // not there (no -wal before the first write), or not the store's to open
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 else { continue }
+        let old = "\(file) (\(String(info.st_mode & 0o777, radix: 8)))"
+        if fchmod(fd, 0o600) == 0 {
+            tightened.append(old)
+        } else {
+            failed.append("\(old): \(String(cString: strerror(errno)))")
+        }
+    }
+    return (tightened, failed)
+}
+
 struct SQLiteQuery: Sendable {
     let slot: Int
     let text: String
@@ -56,8 +81,9 @@ final class SQLiteConnection {
     private var statements: [String: SQLiteStatement] = [:]
     private var cached = [SQLiteStatement?](repeating: nil, count: SQLiteTables.SQL.count)
 
-    /// Opens (creating when `create`) the database at `path`.
-    init(path: String, create: Bool) throws(SQLiteError) {
+    /// Opens (creating when `create`) the database at `path`; `logger` hears of
+    /// files a creating open had to make owner-only.
+    init(path: String, create: Bool, logger: Logger? = nil) throws(SQLiteError) {
         var db: OpaquePointer?
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
         if create {
@@ -66,6 +92,20 @@ final class SQLiteConnection {
             // SQLite would create it 0644 (less the umask); its -wal and -shm take the mode
             // of the database file, so creating this one 0600 covers all three.
             createOwnerOnlyFile(path)
+            // A file an older build let SQLite create is 0644, and so are its -wal and -shm
+            // if a crash left them: made 0600 before SQLite opens them, so that a -wal or
+            // -shm made from now on takes the new mode too.
+            let (tightened, failed) = restrictToOwner([path, path + "-wal", path + "-shm"])
+            if !tightened.isEmpty {
+                logger?.notice(
+                    "made the SQLite files owner-only (0600): group or others had access",
+                    metadata: ["files": "\(tightened.joined(separator: ", "))"])
+            }
+            if !failed.isEmpty {
+                logger?.warning(
+                    "could not make the SQLite files owner-only: group or others keep access",
+                    metadata: ["files": "\(failed.joined(separator: ", "))"])
+            }
         }
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {

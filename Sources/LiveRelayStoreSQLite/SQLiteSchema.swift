@@ -1,6 +1,7 @@
 import CSQLite
 import LiveRelayAPNs
 import LiveRelayStore
+import Logging
 
 /// The SQLite schema as an ordered list of migrations, and the code that
 /// brings a file up to date.
@@ -196,9 +197,10 @@ extension SQLiteConnection {
     /// fsyncs, and migrates it; returns the connection and the schema version.
     /// The connection is closed again when any step fails.
     static func openMigrated(
-        path: String, busyTimeoutMilliseconds: Int32, pragmas: String, versionTable: String, migrations: [String]
+        path: String, busyTimeoutMilliseconds: Int32, pragmas: String, versionTable: String, migrations: [String],
+        logger: Logger
     ) throws -> (connection: SQLiteConnection, schemaVersion: Int) {
-        let db = try SQLiteConnection(path: path, create: true)
+        let db = try SQLiteConnection(path: path, create: true, logger: logger)
         do {
             sqlite3_busy_timeout(db.handle, busyTimeoutMilliseconds)
             let mode = try db.pragma("PRAGMA journal_mode = WAL")

@@ -2,6 +2,7 @@ import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
+import Logging
 
 /// The registry of a single node: its own SQLite file, `<data dir>/registry.sqlite3`.
 ///
@@ -42,19 +43,22 @@ public final class SQLiteTenantRegistry: TenantRegistry, @unchecked Sendable {
     private let feed = RegistryVersionFeed()
 
     /// Opens (creating if needed) `<dataDirectory>/registry.sqlite3`.
-    public convenience init(dataDirectory: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
-        try self.init(path: dataDirectory + "/" + Self.fileName, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+    public convenience init(
+        dataDirectory: String, busyTimeoutMilliseconds: Int32 = 5000, logger: Logger = Logger(label: "liverelay.registry")
+    ) throws {
+        try self.init(path: dataDirectory + "/" + Self.fileName, busyTimeoutMilliseconds: busyTimeoutMilliseconds, logger: logger)
     }
 
     /// Opens (creating if needed) the registry at `path` and migrates it.
     ///
     /// Throws ``SQLiteError`` when the file cannot be opened, is not a SQLite
-    /// database, cannot switch to WAL, or has a newer registry schema.
-    public init(path: String, busyTimeoutMilliseconds: Int32 = 5000) throws {
+    /// database, cannot switch to WAL, or has a newer registry schema. `logger`
+    /// hears of a file it found readable by others and made owner-only.
+    public init(path: String, busyTimeoutMilliseconds: Int32 = 5000, logger: Logger = Logger(label: "liverelay.registry")) throws {
         self.path = path
         let (db, version) = try SQLiteConnection.openMigrated(
             path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, pragmas: "PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;",
-            versionTable: SQLiteRegistrySchema.versionTable, migrations: SQLiteRegistrySchema.migrations)
+            versionTable: SQLiteRegistrySchema.versionTable, migrations: SQLiteRegistrySchema.migrations, logger: logger)
         openedSchemaVersion = version
         do {
             let connection = Unchecked(db)

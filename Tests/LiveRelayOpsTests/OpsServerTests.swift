@@ -89,6 +89,30 @@ struct OpsServerTests {
         #expect(await readiness.readiness() == .notReady("draining"))
     }
 
+    /// A store that failed for good (a SQLite fsync) makes `/healthz` fail, and `/readyz` with it,
+    /// until the process restarts: a supervisor or kubelet then restarts it.
+    @Test func aStoreThatFailedForGoodFailsTheLivenessProbe() async throws {
+        let failure = NIOLockedValueBox<String?>(nil)
+        let readiness = ServingReadiness(storeProbe: nil, storeFailure: { failure.withLockedValue { $0 } })
+        readiness.listenerBound()
+        #expect(readiness.liveness() == .ready)
+        #expect(await readiness.readiness() == .ready)
+        failure.withLockedValue { $0 = "fsync of the WAL failed" }
+        #expect(readiness.liveness() == .notReady("store: fsync of the WAL failed"))
+        #expect(await readiness.readiness() == .notReady("store: fsync of the WAL failed"))
+        let server = OpsServer(
+            configuration: OpsServer.Configuration(host: "127.0.0.1", port: 0), registry: PrometheusCollectorRegistry(),
+            readiness: readiness, logger: Logger(label: "ops-test"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await server.run() }
+            let port = try #require(try await server.boundAddress.port)
+            let health = try await httpGet(port: port, path: "/healthz")
+            #expect(health.status == 503)
+            #expect(health.body == "unhealthy: store: fsync of the WAL failed\n")
+            tasks.cancelAll()
+        }
+    }
+
     /// `/readyz` asked again and again runs the store probe at most once per interval: the
     /// answer is kept, and a client hammering the port does not become store load.
     @Test func theStoreIsProbedAtMostOncePerInterval() async throws {

@@ -2,6 +2,7 @@ import LiveRelayMessages
 import LiveRelayService
 import LiveRelayTestSupport
 import LiveRelayWire
+import Logging
 import NIOCore
 import NIOEmbedded
 
@@ -25,14 +26,15 @@ final class EmbeddedConnection {
         authenticator: any Authenticator = TestKeys.authenticator,
         settings: ServerSettings = ServerSettings(idleTimeoutMilliseconds: 300_000),
         helloTimeout: TimeAmount = .seconds(10),
-        limiter: ConnectionLimiter? = nil
+        limiter: ConnectionLimiter? = nil,
+        logger: Logger = testLogger
     ) throws {
         let loop = EmbeddedEventLoop()
         let handler = RPCConnectionHandler(
             configuration: ServerConnectionStateMachine.Configuration(settings: settings, helloTimeout: helloTimeout),
             service: service,
             authenticator: authenticator,
-            logger: testLogger,
+            logger: logger,
             metrics: ServerMetrics(),
             limiter: limiter,
             clock: { loop.now }
@@ -53,8 +55,8 @@ final class EmbeddedConnection {
     }
 
     /// Preface + HELLO (+ pipelined frames) in one read; returns what the handler wrote back.
-    func hello(apiKey: String = TestKeys.all.plaintext, then frames: [Frame] = []) throws -> [Frame] {
-        let hello = Frame.hello(Frame.Hello(apiKey: ByteBuffer(string: apiKey), clientName: "embedded"))
+    func hello(apiKey: String = TestKeys.all.plaintext, clientName: String = "embedded", then frames: [Frame] = []) throws -> [Frame] {
+        let hello = Frame.hello(Frame.Hello(apiKey: ByteBuffer(string: apiKey), clientName: clientName))
         try send([hello] + frames, preface: true)
         return try writtenFrames()
     }

@@ -1,5 +1,6 @@
 import LiveRelayMessages
 import LiveRelayService
+import LiveRelayTestSupport
 import LiveRelayWire
 import NIOCore
 import NIOEmbedded
@@ -78,6 +79,47 @@ struct RPCConnectionHandlerTests {
         #expect(frames == [.goAway(Frame.GoAway(lastRequestID: 0, code: .unauthenticated, reason: "invalid API key"))])
         #expect(!connection.channel.isActive)
         #expect(service.calls.isEmpty, "a request pipelined behind a refused HELLO must not run")
+    }
+
+    /// A refused HELLO is one line in the log, whatever its client name holds: a name
+    /// is the client's own text, so it must not start a line of its own or fill one.
+    @Test func aRefusedHelloIsOneLogLineWithTheClientNameMadeSafe() throws {
+        let service = ManualService()
+        let logs = LogRecorder()
+        let connection = try EmbeddedConnection(service: service, logger: logs.logger())
+        defer { try? connection.finish(service) }
+
+        let unknownKey = "lrk_aaaaaaaaaaaa_" + String(repeating: "f", count: 64)
+        let forged = "evil\n2026-01-01T00:00:00Z critical: database lost\r\u{1B}[2J\u{202E}" + String(repeating: "x", count: 200)
+        let frames = try connection.hello(apiKey: unknownKey, clientName: forged)
+        #expect(frames == [.goAway(Frame.GoAway(lastRequestID: 0, code: .unauthenticated, reason: "invalid API key"))])
+
+        let shown = logs.lines.filter { $0.level >= .info }
+        #expect(shown.count == 1, "\(shown)")
+        let line = try #require(shown.first)
+        #expect(line.level == .notice)
+        #expect(line.message == "API key refused")
+        let client = try #require(line.metadata["client"])
+        #expect(client.utf8.count <= 64)
+        #expect(client.hasPrefix(#"evil\n2026-01-01T00:00:00Z critical: database lost\r\u{1B}"#), "\(client)")
+        for line in logs.lines {
+            let text = ([line.message] + line.metadata.values).joined()
+            #expect(!text.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(line)")
+        }
+    }
+
+    @Test func clientNamesAreLoggedEscapedAndBounded() {
+        #expect(RPCConnectionHandler.loggable(clientName: "orders-backend/2.1") == "orders-backend/2.1")
+        #expect(RPCConnectionHandler.loggable(clientName: "") == "")
+        #expect(RPCConnectionHandler.loggable(clientName: "a\nb\tc\u{0}d\u{7F}") == #"a\nb\tc\0d\u{7F}"#)
+        #expect(RPCConnectionHandler.loggable(clientName: "rtl\u{202E}gnp.exe\u{2028}") == #"rtl\u{202E}gnp.exe\u{2028}"#)
+        #expect(RPCConnectionHandler.loggable(clientName: "Zürich café") == "Zürich café")
+        let long = RPCConnectionHandler.loggable(clientName: String(repeating: "é", count: 100))
+        #expect(long == String(repeating: "é", count: 30) + "...")
+        #expect(long.utf8.count <= RPCConnectionHandler.maxLoggedClientNameBytes)
+        // An escape is never cut in half.
+        let escapes = RPCConnectionHandler.loggable(clientName: String(repeating: "\u{1B}", count: 40))
+        #expect(escapes == String(repeating: #"\u{1B}"#, count: 10) + "...")
     }
 
     @Test func malformedFrameGetsGoAwayProtocolErrorByteForByteAndAcceptedCallsAreStillAnswered() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayTestSupport
 import Testing
 
 @testable import LiveRelayStore
@@ -41,6 +42,18 @@ import Darwin
             #expect(stat(file, &info) == 0, "\(file) exists while the store is open")
             #expect(info.st_mode & 0o777 == 0o600, "\(file) is \(String(info.st_mode & 0o777, radix: 8))")
         }
+        try await store.close()
+    }
+
+    @Test func aFileOthersCouldReadIsMadeOwnerOnlyWhenOpened() async throws {
+        let directory = try makeTemporaryDirectory("liverelay-channels-")
+        defer { removeDirectory(directory) }
+        let path = directory + "/" + SQLiteChannelStore.fileName
+        leaveReadableByOthers(path)
+        let logs = LogRecorder()
+        let store = try SQLiteChannelStore(dataDirectory: directory, logger: logs.logger())
+        try await store.create(ChannelBehaviourSuite.channel("AAAA"), limit: 10)
+        expectMadeOwnerOnly(path, logs: logs)
         try await store.close()
     }
 

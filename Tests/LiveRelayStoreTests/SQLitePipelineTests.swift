@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
+import Logging
 import NIOCore
 import Testing
 
@@ -136,12 +137,19 @@ func waitUntil(_ condition: () -> Bool) async {
         let injected = SQLiteError(code: 10, message: "injected fsync failure")
         store.durability.setSyncHookForTesting { injected }
 
-        await #expect(throws: injected) { try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(2), device: "a2"))) }
+        #expect(store.permanentFailure == nil)
+        let unavailable = ActivityStoreError.unavailable(injected.description)
+        await #expect(throws: unavailable) { try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(2), device: "a2"))) }
         store.durability.setSyncHookForTesting(nil)
-        // Poisoned: the disk may have lost it while the page cache still shows it.
-        await #expect(throws: injected) { try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(3), device: "a3"))) }
-        await #expect(throws: injected) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
-        try await store.close()
+        // Poisoned: the disk may have lost it while the page cache still shows it. Callers are told the
+        // store is unavailable (never an internal error), and the store says only a restart recovers it.
+        await #expect(throws: unavailable) { try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(3), device: "a3"))) }
+        await #expect(throws: unavailable) { try await store.token(TokenKey(appID: appID, hex: hex(1)), on: loop).get() }
+        #expect(store.permanentFailure?.contains("injected fsync failure") == true)
+        // Its service stops (closing it), which shuts the server down for a restart.
+        await #expect(throws: StoreFailedPermanently.self) {
+            try await ActivityStoreService(store, logger: Logger(label: "store-test"), checkEvery: .milliseconds(10)).run()
+        }
 
         // Reopening starts from what is in the file (here the fsync did not really fail).
         let reopened = try SQLiteActivityStore(path: path)

@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayMessages
+import LiveRelayTestSupport
 import NIOCore
 import NIOPosix
 import Testing
@@ -27,6 +28,31 @@ func removeDirectory(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
 }
 
+/// A database file, its -wal and its -shm as a build that let SQLite create
+/// them left them: readable by everyone (0644 whatever the umask), and empty,
+/// which SQLite opens as a new database.
+func leaveReadableByOthers(_ path: String) {
+    for file in [path, path + "-wal", path + "-shm"] {
+        let fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        if fd >= 0 { close(fd) }
+        chmod(file, 0o644)
+    }
+}
+
+/// Expects `path`, its -wal and its -shm to be 0600, and `logs` to hold exactly
+/// one notice, which names the files it tightened.
+func expectMadeOwnerOnly(_ path: String, logs: LogRecorder, sourceLocation: SourceLocation = #_sourceLocation) {
+    for file in [path, path + "-wal", path + "-shm"] {
+        var info = stat()
+        #expect(stat(file, &info) == 0, "\(file) exists while the store is open", sourceLocation: sourceLocation)
+        #expect(
+            info.st_mode & 0o777 == 0o600, "\(file) is \(String(info.st_mode & 0o777, radix: 8))", sourceLocation: sourceLocation)
+    }
+    let notices = logs.lines.filter { $0.level >= .notice }
+    #expect(notices.count == 1, "\(notices)", sourceLocation: sourceLocation)
+    #expect(notices.first?.metadata["files"]?.contains(path + "-wal") == true, "\(notices)", sourceLocation: sourceLocation)
+}
+
 @Suite struct SQLiteStoreTests {
     @Test(arguments: StoreBehaviourSuite.all)
     func behaviour(_ behaviour: StoreBehaviour) async throws {
@@ -50,6 +76,22 @@ func removeDirectory(_ path: String) {
             #expect(info.st_mode & 0o777 == 0o600, "\(file) is \(String(info.st_mode & 0o777, radix: 8))")
         }
         try await store.close()
+    }
+
+    @Test func aFileOthersCouldReadIsMadeOwnerOnlyWhenOpened() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        leaveReadableByOthers(path)
+        let logs = LogRecorder()
+        let store = try SQLiteActivityStore(path: path, logger: logs.logger())
+        try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(1), device: "a1", user: "user-a")))
+        expectMadeOwnerOnly(path, logs: logs)
+        try await store.close()
+        // Owner-only now: opening it again has nothing to tighten and says nothing.
+        let reopened = try SQLiteActivityStore(path: path, logger: logs.logger())
+        try await reopened.close()
+        #expect(logs.lines.filter { $0.level >= .notice }.count == 1)
     }
 
     @Test func reopeningAFileKeepsEverything() async throws {

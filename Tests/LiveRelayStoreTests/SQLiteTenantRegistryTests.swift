@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayTestSupport
 import Testing
 
 @testable import LiveRelayStore
@@ -36,6 +37,18 @@ import Darwin
             #expect(stat(file, &info) == 0, "\(file) exists while the registry is open")
             #expect(info.st_mode & 0o777 == 0o600, "\(file) is \(String(info.st_mode & 0o777, radix: 8))")
         }
+        try await registry.close()
+    }
+
+    @Test func aFileOthersCouldReadIsMadeOwnerOnlyWhenOpened() async throws {
+        let directory = try makeTemporaryDirectory("liverelay-registry-")
+        defer { removeDirectory(directory) }
+        let path = directory + "/" + SQLiteTenantRegistry.fileName
+        leaveReadableByOthers(path)
+        let logs = LogRecorder()
+        let registry = try SQLiteTenantRegistry(dataDirectory: directory, logger: logs.logger())
+        try await registry.apply(.createApp(registeredApp("orders")), actor: "config", now: t0)
+        expectMadeOwnerOnly(path, logs: logs)
         try await registry.close()
     }
 
