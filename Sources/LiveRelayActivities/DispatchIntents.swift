@@ -183,17 +183,24 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                var sinceRenewal = Duration.zero
-                var first = true
-                while true {
-                    _ = try await self.claimUntilClear(evenIfLeased: first && self.configuration.takeOverAtStart)
-                    first = false
-                    try await Task.sleep(for: self.configuration.claimInterval)
-                    sinceRenewal += self.configuration.claimInterval
-                    if sinceRenewal >= self.configuration.lease.duration / 3 {
-                        sinceRenewal = .zero
-                        await self.renew()
+                // Two loops, so that a long claim (a large backlog taken page by page) never holds
+                // back the renewals: this node's own leases would lapse, and another node resend them.
+                try await withThrowingTaskGroup(of: Void.self) { loops in
+                    loops.addTask {
+                        var first = true
+                        while true {
+                            _ = try await self.claimUntilClear(evenIfLeased: first && self.configuration.takeOverAtStart)
+                            first = false
+                            try await Task.sleep(for: self.configuration.claimInterval)
+                        }
                     }
+                    loops.addTask {
+                        while true {
+                            try await Task.sleep(for: self.configuration.lease.duration / 3)
+                            await self.renew()
+                        }
+                    }
+                    try await loops.waitForAll()
                 }
             }
         } catch is CancellationError {

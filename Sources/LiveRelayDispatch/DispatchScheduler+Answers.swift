@@ -143,7 +143,7 @@ extension DispatchScheduler {
         apps[a].lanes.put(consume lane, at: push.lane)
         // An answer that says the credentials work (a delivery, a request refused on its own merits, a
         // 410) ends a hold whose probe it is.
-        if credentials == nil, case let .response(response) = answer, apps[a].credentialError?.probing == true,
+        if !heldApps.isEmpty, credentials == nil, case let .response(response) = answer, apps[a].credentialError?.probing == true,
             response.disposition == .delivered || response.disposition == .failRequest || response.status == 410
         {
             apps[a].credentialError = nil
@@ -200,13 +200,15 @@ extension DispatchScheduler {
     // MARK: Credentials and the mass-pruning guard
 
     /// Whether the app's hold is in its waiting part (credentials rejected, or tokens rejected en masse).
+    /// (The set is asked first: it is empty nearly always, and reading an app's state there costs a copy of it.)
     func isSuspended(_ a: Int, now: NIODeadline) -> Bool {
-        apps[a].credentialError.map { now < $0.suspendedUntil && !$0.probing } ?? false
+        guard !heldApps.isEmpty, heldApps.contains(a), let error = apps[a].credentialError else { return false }
+        return now < error.suspendedUntil && !error.probing
     }
 
     /// Whether the pump passes the app over: held and waiting, or probing with its probe out.
     func isHeld(_ a: Int) -> Bool {
-        guard let error = apps[a].credentialError else { return false }
+        guard !heldApps.isEmpty, heldApps.contains(a), let error = apps[a].credentialError else { return false }
         return !error.probing || apps[a].counters.inFlight > 0
     }
 
@@ -329,7 +331,8 @@ extension DispatchScheduler {
     /// How a push of the app ends at its send-by time: expired, or, while the app's
     /// credentials are held, failed with the rejection's reason (which is why it was not sent).
     func expiry(app a: Int) -> PushOutcome {
-        apps[a].credentialError.map { .failed(reason: $0.reason) } ?? .expired
+        guard !heldApps.isEmpty, heldApps.contains(a) else { return .expired }
+        return apps[a].credentialError.map { .failed(reason: $0.reason) } ?? .expired
     }
 
     /// Ends every push of the app that is not in flight with `outcome`.

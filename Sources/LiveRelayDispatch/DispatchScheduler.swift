@@ -204,6 +204,7 @@ public struct DispatchScheduler {
             // Other credentials: tried afresh, the whole queue at once.
             if apps[a].credentialError != nil { actions.holdChanges.append((app.appID, false)) }
             apps[a].credentialError = nil
+            heldApps.remove(a)
             apps[a].pruneGuard.reset()
         } else if apps[a].credentialError != nil {
             // The app changed in the registry (a new key under the same key id, say): one probe now.

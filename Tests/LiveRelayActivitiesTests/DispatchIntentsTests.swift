@@ -8,6 +8,7 @@ import LiveRelayService
 import LiveRelayStore
 import LiveRelayTestSupport
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import NIOPosix
@@ -138,23 +139,7 @@ import Testing
     @Test func aTakeoverClaimsPageAfterPageUntilNothingIsLeft() async throws {
         let service = ActivityService(
             store: store, clock: harness.wall, logger: logger, sink: RecordingPushSink(), intents: IntentLease(owner: "gone"))
-        for game in 0..<5 {
-            try await service.startActivity(
-                StartActivityRequest(
-                    appID: "app", activityID: "game-\(game)", attributesType: "Score", attributesJSON: "{}",
-                    contentStateJSON: #"{"s":0}"#, targets: Targets(allDevices: true)),
-                context: context()
-            ).get()
-            try await service.registerToken(
-                RegisterTokenRequest(
-                    appID: "app", kind: .update, token: hex(game), environment: .production, activityID: "game-\(game)",
-                    deviceID: "d"),
-                context: context()
-            ).get()
-            try await service.updateActivity(
-                UpdateActivityRequest(appID: "app", activityID: "game-\(game)", contentStateJSON: #"{"s":1}"#), context: context()
-            ).get()
-        }
+        for game in 0..<5 { _ = try await startAndUpdate(service, game: game) }
         let recorder = RecordingPushSink()
         let taker = intents("taker", limit: 2)
         taker.attach(recorder)
@@ -255,5 +240,83 @@ import Testing
         harness.wall.advance(by: .seconds(31))
         #expect(try await node2.claimUntilClear() == 1, "the update's intent (the start reached no token)")
         #expect(withKey.batches.map(\.timestamp) == [reply.timestamp])
+    }
+
+    /// A claim that takes long (a large backlog, a slow store) does not hold back the renewals:
+    /// while one claim waits, the held intents' leases are renewed on time.
+    @Test(.timeLimit(.minutes(1)))
+    func aLongClaimDoesNotHoldBackTheRenewals() async throws {
+        let gated = GatedClaimStore(inner: store)
+        let node = DispatchIntents(
+            configuration: DispatchIntents.Configuration(
+                lease: IntentLease(owner: "node-1", duration: .milliseconds(300)), takeOverAtStart: false,
+                claimInterval: .milliseconds(10)),
+            store: gated, clock: harness.wall, logger: logger, on: callLoop)
+        node.attach(RecordingPushSink())
+        let service = ActivityService(
+            store: store, clock: harness.wall, logger: logger, sink: node, intents: IntentLease(owner: "node-1"))
+        _ = try await startAndUpdate(service, game: 1)
+        #expect(node.heldIntents.count == 1)
+        gated.holdClaims()
+        let running = Task { try await node.run() }
+        defer { running.cancel() }
+        // The claim loop is stuck in its first claim; at a third of the 300 ms lease the renewals come.
+        while gated.waitingClaims == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while gated.renewals < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(gated.renewals >= 3, "renewals waited behind the claim")
+        #expect(gated.waitingClaims == 1, "the claim was still held meanwhile")
+        gated.releaseClaims()
+    }
+}
+
+/// The memory store, whose claims wait while held (a claim over a long backlog), counting renewals.
+final class GatedClaimStore: ActivityStore, @unchecked Sendable {
+    let inner: InMemoryActivityStore
+    private let state = NIOLockedValueBox((held: false, waiting: [EventLoopPromise<Void>](), renewals: 0))
+
+    init(inner: InMemoryActivityStore) { self.inner = inner }
+
+    func holdClaims() { state.withLockedValue { $0.held = true } }
+    func releaseClaims() {
+        let waiting = state.withLockedValue { state in
+            state.held = false
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for promise in waiting { promise.succeed() }
+    }
+    var waitingClaims: Int { state.withLockedValue { $0.waiting.count } }
+    var renewals: Int { state.withLockedValue { $0.renewals } }
+
+    func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        if mutation is RenewIntents { state.withLockedValue { $0.renewals += 1 } }
+        if mutation is ClaimIntents {
+            let gate: EventLoopPromise<Void>? = state.withLockedValue { state in
+                guard state.held else { return nil }
+                let promise = eventLoop.makePromise(of: Void.self)
+                state.waiting.append(promise)
+                return promise
+            }
+            if let gate { return gate.futureResult.flatMap { self.inner.apply(mutation, now: now, on: eventLoop) } }
+        }
+        return inner.apply(mutation, now: now, on: eventLoop)
+    }
+
+    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { inner.token(key, on: eventLoop) }
+    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> { inner.activity(key, on: eventLoop) }
+    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        inner.updateTokens(of: activity, on: eventLoop)
+    }
+    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
+        inner.pushToStartTokens(appID: appID, attributesType: attributesType, on: eventLoop)
+    }
+    func pushToStartTokens(
+        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<[Token]> {
+        inner.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
+    }
+    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
+        inner.usage(of: appIDs, now: now, on: eventLoop)
     }
 }
