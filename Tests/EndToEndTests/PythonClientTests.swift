@@ -319,12 +319,11 @@ final class ServerProcess {
     }
 
     /// - Parameter extraArguments: appended to `serve`'s arguments (for example `--store memory`).
+    /// `--port 0`: the port is the one the "listening on" line names. A port picked free here and
+    /// passed in could be taken meanwhile by the server's own in-process mock APNs (port 0 too).
     static func start(binary: URL, dataDir: URL, extraArguments: [String] = []) throws -> ServerProcess {
-        let port = try E2E.freePort()
-        return try launch(
-            binary: binary,
-            arguments: ["serve", "--host", "127.0.0.1", "--port", String(port), "--data-dir", dataDir.path] + extraArguments,
-            requestedPort: port)
+        try launch(
+            binary: binary, arguments: ["serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir.path] + extraArguments)
     }
 
     /// A `liverelay mock-apns` of its own process on a free port that knows the
