@@ -41,6 +41,9 @@ extension ActivityService {
         channelCall("DeleteChannel", appID: request.appID, context: context) { $0.delete(request, app: $1, context: context) }
     }
 
+    /// A channel RPC is a call of its app like the others: it counts against the app's
+    /// `calls_per_second` and goes through admission (its share of the calls in progress), so a
+    /// tenant cannot flood APNs's channel management or the channel store around its limits.
     private func channelCall<Reply>(
         _ method: String, appID: String, context: CallContext,
         _ call: (ChannelService, App) -> EventLoopFuture<Reply>
@@ -53,7 +56,15 @@ extension ActivityService {
                 guard let channels else {
                     return context.fail(Self.noChannels)
                 }
-                return call(channels, app)
+                if case let .refused(refusal) = quotas.admitCall(appID: appID, pushes: false, adding: nil) {
+                    return context.fail(refusal)
+                }
+                let ticket: AdmissionTicket
+                switch admission.admit(appID: appID, deadline: context.deadline) {
+                case let .failure(error): return context.fail(error)
+                case let .success(admitted): ticket = admitted
+                }
+                return call(channels, app).always { [admission] _ in admission.finish(ticket) }
             }
         }
     }

@@ -42,8 +42,8 @@ public struct ActivityService: LiveRelayService {
     private let serverVersion: String
     private let intents: IntentLease?
     private let pushToStartRetention: UnixTime.Duration?
-    private let admission: AdmissionGate
-    private let quotas: QuotaGate
+    let admission: AdmissionGate
+    let quotas: QuotaGate
     /// Internal for tests (which apps have a label of their own).
     let metrics = AppCallMetrics()
     /// The apps' broadcast channels; nil on a server that keeps none (a request naming one is FAILED_PRECONDITION).

@@ -40,9 +40,9 @@ struct BroadcastHarness {
     static let theirs = ChannelRecord(
         appID: "other.app", id: "dGhlaXJz", environment: .production, storagePolicy: .noStorage, createdAt: t0)
 
-    init(channels withChannels: Bool = true, budget: Int? = 2) {
+    init(channels withChannels: Bool = true, budget: Int? = 2, quotas: QuotaGate = QuotaGate()) {
         service = ActivityService(
-            store: store, clock: clock, logger: Logger(label: "broadcast-test"), sink: sink,
+            store: store, clock: clock, logger: Logger(label: "broadcast-test"), sink: sink, quotas: quotas,
             channels: withChannels
                 ? ChannelService(store: channels, managers: { _ in nil }, clock: clock, logger: Logger(label: "broadcast-test"))
                 : nil,
@@ -186,6 +186,29 @@ struct BroadcastHarness {
         }
         // Without a channel, the same server takes the update.
         _ = try await h.update(channel: nil, only: nil).get()
+    }
+
+    /// Channel RPCs are calls of their app: over its calls_per_second they are refused like the
+    /// others (CallRateExceeded), and another app's rate is untouched.
+    @Test func channelRPCsCountAgainstTheAppsCallRate() async throws {
+        let uptime = ManualUptime()
+        let quotas = QuotaGate(
+            settings: QuotaSettings(perApp: [appID: AppQuota(callsPerSecond: 2, burst: 2)]), refreshInterval: .seconds(2),
+            uptime: { uptime.read() })
+        let h = BroadcastHarness(quotas: quotas)
+        try await h.channels.create(BroadcastHarness.ours, limit: 10)
+        for _ in 0..<2 { _ = try await h.service.listChannels(ListChannelsRequest(appID: appID), context: h.context()).get() }
+        let refused = await rpcError(h.service.listChannels(ListChannelsRequest(appID: appID), context: h.context()))
+        #expect(refused?.status == .resourceExhausted)
+        #expect(refused?.details.reason == "CallRateExceeded")
+        let deleted = await rpcError(
+            h.service.deleteChannel(DeleteChannelRequest(appID: appID, channelID: ours.id), context: h.context()))
+        #expect(deleted?.details.reason == "CallRateExceeded")
+        #expect(try await h.channels.channel(appID: appID, channelID: ours.id) != nil, "the refused delete changed nothing")
+        _ = try await h.service.listChannels(ListChannelsRequest(appID: "other.app"), context: h.context(apps: .only(["other.app"])))
+            .get()
+        uptime.advance(.milliseconds(500))
+        _ = try await h.service.listChannels(ListChannelsRequest(appID: appID), context: h.context()).get()
     }
 
     @Test func theChannelRPCsGoThroughTheActivityService() async throws {
