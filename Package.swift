@@ -43,6 +43,7 @@ let package = Package(
             name: "LiveRelayMessages",
             dependencies: [
                 "CLiveRelayProto",
+                "LiveRelayEndpoint",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
@@ -102,6 +103,9 @@ let package = Package(
         // chunks, a map of both, a map by counter-issued key): the memory store's tables and the dispatcher's
         // lanes, pushes and calls. No dependencies.
         .target(name: "LiveRelayCollections"),
+        // The syntax of an APNs endpoint (apple or host:port), for the message layer and the APNs
+        // client alike, which import neither the other. No dependencies.
+        .target(name: "LiveRelayEndpoint"),
         // Capped exponential back-off with one jitter rule, for every wait after a failure. No I/O.
         .target(
             name: "LiveRelayBackoff",
@@ -222,6 +226,7 @@ let package = Package(
             name: "LiveRelayAPNs",
             dependencies: [
                 "COpenSSL",
+                "LiveRelayEndpoint",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]

@@ -13,7 +13,8 @@ let package = Package(
         // The modules under test, built here from the main package's sources (Sources/<name>
         // link to ../../Sources/<name>): the main package ships only the client library.
         .target(name: "CLiveRelayProto", linkerSettings: [.linkedLibrary("protobuf-c")]),
-        .target(name: "LiveRelayMessages", dependencies: ["CLiveRelayProto", .product(name: "NIOCore", package: "swift-nio")]),
+        .target(name: "LiveRelayEndpoint"),
+        .target(name: "LiveRelayMessages", dependencies: ["CLiveRelayProto", "LiveRelayEndpoint", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "LiveRelayWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
         // The checks every target shares: message round trips, the frame
         // stream driver, seed writing. No fuzzer entry point of its own.

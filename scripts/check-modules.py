@@ -28,7 +28,8 @@ PATH = [
     "LiveRelayAPNsClient",      # HTTP/2 to APNs over the OpenSSL handler
 ]
 # Values and codecs used all along the path; they import no path module.
-FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayCollections"]
+FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayCollections",
+               "LiveRelayEndpoint"]
 # Seams are imported by the module that implements them, which sits below them.
 IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayAdmin": {"LiveRelayService"}, "LiveRelayDispatch": {"LiveRelayPushOutlet"}}
 # Callers and test infrastructure: they use the path, nothing on the path uses them.
@@ -63,7 +64,10 @@ def imports(module: str) -> set[str]:
 def allowed(module: str) -> set[str]:
     if module in FOUNDATIONS:
         below = FOUNDATIONS[FOUNDATIONS.index(module) + 1:]
-        return set(below) if module not in ("LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayCollections") else set()
+        # APNs imports the endpoint syntax it shares with the message layer, and nothing else.
+        if module == "LiveRelayAPNs":
+            return {"LiveRelayEndpoint"}
+        return set(below) if module not in ("LiveRelayBackoff", "LiveRelayCollections", "LiveRelayEndpoint") else set()
     if module in CALLERS:
         return CALLERS[module]
     index = PATH.index(module)

@@ -1,3 +1,4 @@
+import LiveRelayEndpoint
 import NIOCore
 
 /// Where an app's pushes go, per token environment.

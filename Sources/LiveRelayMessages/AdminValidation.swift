@@ -2,6 +2,8 @@
 // Validation.swift. As there, each check names the field by its proto path and
 // builds the path only on failure.
 
+import LiveRelayEndpoint
+
 extension Rules {
     static let maxBundleID = 255
     /// Apple's team ids and key ids: exactly 10 of [A-Z0-9].
@@ -23,7 +25,7 @@ extension Rules {
     static let maxPageSize: UInt32 = 1000
     static let maxPageToken = 512
     /// The longest DNS name; an IPv6 literal in brackets is shorter.
-    static let maxEndpointHost = 253
+    static let maxEndpointHost = EndpointSyntax.maxHost
 
     /// [A-Z0-9]
     static var upperAlphanumericSet: ByteSet { ByteSet(low: 0x03FF_0000_0000_0000, high: 0x0000_0000_07FF_FFFE) }
@@ -76,7 +78,7 @@ extension Rules {
     }
 
     /// endpoint: absent (Apple's), "apple", or "host:port": the host a DNS name, a
-    /// dotted-quad IPv4 address or an IPv6 address in brackets (``isEndpointHost(_:)``),
+    /// dotted-quad IPv4 address or an IPv6 address in brackets (`EndpointSyntax`),
     /// the port 1-65535 in decimal digits. A URL (`https://h:443`) or a path
     /// (`h/x:443`) is refused here: the server would fail every connect to it.
     static func endpoint(_ value: String?, _ name: String = "endpoint") throws(MessageError) -> Endpoint {
@@ -93,7 +95,7 @@ extension Rules {
         if host.count > maxEndpointHost {
             throw MessageError(.invalidValue, field: name, detail: "\(detail): the host is longer than \(maxEndpointHost) bytes")
         }
-        if !isEndpointHost(host) {
+        if !EndpointSyntax.isHost(host) {
             throw MessageError(
                 .invalidValue, field: name,
                 detail: "\(detail): the host must be a DNS name, an IPv4 address or an IPv6 address in brackets ([::1])")
@@ -109,81 +111,6 @@ extension Rules {
             throw MessageError(.invalidValue, field: name, detail: "\(detail): the port must be a number from 1 to 65535")
         }
         return .hostPort
-    }
-
-    /// The host of a "host:port" endpoint, the grammar LiveRelayAPNs' `APNsDestination`
-    /// connects with (this module imports no APNs module; LiveRelayDomainTests checks
-    /// that the two agree):
-    ///
-    /// - a DNS name: dot-separated labels of 1-63 letters, digits, `-` and `_`, not
-    ///   starting or ending with `-`, 253 bytes at most (`_` is no host name
-    ///   character, but service names that container networks resolve use it);
-    /// - a dotted-quad IPv4 address: a name whose last label is all digits is one,
-    ///   and must be a valid one, without leading zeros (no top-level domain is numeric);
-    /// - an IPv6 address in brackets, without a zone: its own colons would make the
-    ///   port ambiguous without them.
-    static func isEndpointHost(_ host: ArraySlice<UInt8>) -> Bool {
-        if host.first == UInt8(ascii: "["), host.last == UInt8(ascii: "]"), host.count > 2 {
-            return isIPv6(host.dropFirst().dropLast())
-        }
-        guard !host.isEmpty, host.count <= maxEndpointHost else { return false }
-        let labels = host.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        if let last = labels.last, last.allSatisfy(isDigit) { return isIPv4(labels) }
-        let hyphen = UInt8(ascii: "-")
-        return labels.allSatisfy { label in
-            (1...63).contains(label.count) && label.first != hyphen && label.last != hyphen
-                && label.allSatisfy { c in
-                    isDigit(c) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(c)
-                        || c == hyphen || c == UInt8(ascii: "_")
-                }
-        }
-    }
-
-    private static func isDigit(_ c: UInt8) -> Bool { c &- UInt8(ascii: "0") < 10 }
-
-    private static func isHexDigit(_ c: UInt8) -> Bool {
-        isDigit(c) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(c) || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(c)
-    }
-
-    /// Four decimal numbers of 0-255 without leading zeros (which some parsers read as octal).
-    private static func isIPv4(_ parts: [ArraySlice<UInt8>]) -> Bool {
-        parts.count == 4
-            && parts.allSatisfy { part in
-                (1...3).contains(part.count) && part.allSatisfy(isDigit) && (part.count == 1 || part.first != UInt8(ascii: "0"))
-                    && part.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } <= 255
-            }
-    }
-
-    /// RFC 4291's text forms: eight groups of 1-4 hex digits, one run of them
-    /// compressed to `::` at most, an IPv4 address as the last two.
-    private static func isIPv6(_ address: ArraySlice<UInt8>) -> Bool {
-        let colon = UInt8(ascii: ":")
-        func groups(_ part: ArraySlice<UInt8>) -> [ArraySlice<UInt8>]? {
-            if part.isEmpty { return [] }
-            let groups = part.split(separator: colon, omittingEmptySubsequences: false)
-            return groups.contains(where: \.isEmpty) ? nil : groups
-        }
-        var compressed = false
-        var all: [ArraySlice<UInt8>]
-        if let at = address.indices.first(where: { $0 + 1 < address.endIndex && address[$0] == colon && address[$0 + 1] == colon }) {
-            guard let left = groups(address[..<at]), let right = groups(address[(at + 2)...]) else { return false }
-            // An IPv4 tail ends the address: never before a "::".
-            if right.isEmpty, let last = left.last, last.contains(UInt8(ascii: ".")) { return false }
-            all = left + right
-            compressed = true
-        } else {
-            guard let only = groups(address) else { return false }
-            all = only
-        }
-        var count = 0
-        if let last = all.last, last.contains(UInt8(ascii: ".")) {
-            guard isIPv4(last.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)) else { return false }
-            all.removeLast()
-            count = 2
-        }
-        guard all.allSatisfy({ (1...4).contains($0.count) && $0.allSatisfy(isHexDigit) }) else { return false }
-        count += all.count
-        return compressed ? count <= 7 : count == 8
     }
 
     /// An optional number that must lie in `range` when present.

@@ -1,5 +1,9 @@
-/// The syntax of a `host:port` APNs endpoint, shared by ``APNsDestination``
-/// (which connects to it) and ``APNsEndpoint`` (which names it in headers and logs).
+/// The syntax of a `host:port` APNs endpoint, in one place for everything
+/// that reads one: LiveRelayAPNs' `APNsDestination` (which connects to it) and
+/// `APNsEndpoint` (which names it in headers and logs), and the admin request's
+/// `endpoint` field in LiveRelayMessages (which refuses what the server could
+/// never connect to). A module of its own because neither of those imports
+/// the other: the message layer must not bring OpenSSL into the client library.
 ///
 /// The host is one of what a connect can use and a certificate can name:
 ///
@@ -10,16 +14,13 @@
 ///   digits is one, and must be a valid one (no top-level domain is numeric);
 /// - an IPv6 address in brackets (`[::1]`), as in a URL's authority: without
 ///   them the address's own colons make the port ambiguous.
-///
-/// LiveRelayMessages states the same grammar for the admin request's `endpoint`
-/// field (it imports no APNs module); LiveRelayDomainTests checks that the two agree.
-enum EndpointSyntax {
+public enum EndpointSyntax {
     /// The longest DNS name.
-    static let maxHost = 253
+    public static let maxHost = 253
 
     /// The host (an IPv6 address without its brackets) and the port of `text`, or
     /// nil when it is not `host:port` with a host and a port of 1-65535 as above.
-    static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
+    public static func hostAndPort(_ text: String) -> (host: String, port: Int)? {
         let bytes = Array(text.utf8)
         guard let colon = bytes.lastIndex(of: UInt8(ascii: ":")) else { return nil }
         let host = bytes[..<colon]
@@ -27,17 +28,22 @@ enum EndpointSyntax {
         guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy(isDigit) else { return nil }
         let port = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
         guard (1...65535).contains(port) else { return nil }
+        guard isHost(host) else { return nil }
+        let bracketed = host.first == UInt8(ascii: "[")
+        return (String(decoding: bracketed ? host.dropFirst().dropLast() : host, as: UTF8.self), port)
+    }
+
+    /// Whether `host` (the part before the port's colon) is a host as above, an IPv6
+    /// address in its brackets.
+    public static func isHost(_ host: ArraySlice<UInt8>) -> Bool {
         if host.first == UInt8(ascii: "["), host.last == UInt8(ascii: "]"), host.count > 2 {
-            let address = host.dropFirst().dropLast()
-            guard isIPv6(address) else { return nil }
-            return (String(decoding: address, as: UTF8.self), port)
+            return isIPv6(host.dropFirst().dropLast())
         }
-        guard isNameOrIPv4(host) else { return nil }
-        return (String(decoding: host, as: UTF8.self), port)
+        return isNameOrIPv4(host)
     }
 
     /// `host:port`, with an IPv6 host in brackets again.
-    static func authority(host: String, port: Int) -> String {
+    public static func authority(host: String, port: Int) -> String {
         host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
