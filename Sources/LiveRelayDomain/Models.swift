@@ -304,6 +304,13 @@ public struct StoredReply: Hashable, Sendable {
 
 /// An idempotency key of one activity, with what it was first used for.
 public struct IdempotencyRecord: Hashable, Sendable {
+    /// How many records an activity keeps: those of its newest keyed calls (by
+    /// their timestamps, which only grow within an activity); putting one more
+    /// evicts the oldest. Without a cap an activity receiving millions of keyed
+    /// updates would grow without bound. A resend whose key was evicted is a new
+    /// call: it is sent again, with a newer timestamp.
+    public static let keptPerActivity = 1_000
+
     public var appID: String
     public var activityID: String
     public var key: String

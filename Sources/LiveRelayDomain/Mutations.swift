@@ -72,12 +72,16 @@ public enum StoreWrite: Hashable, Sendable {
     case putActivity(Activity)
     /// Forget an activity and its idempotency records (its tokens are deleted by their own writes).
     case deleteActivity(ActivityKey)
+    /// Insert or replace the record with this (app, activity, key); then, if
+    /// the activity has more than ``IdempotencyRecord/keptPerActivity``,
+    /// delete those of its oldest calls (lowest reply timestamps) over the cap.
     case putIdempotencyRecord(IdempotencyRecord)
     /// Store `account` as the final account (``StoredReply/account``) of the
     /// idempotency record of the activity's call that stamped `timestamp`:
     /// nothing for a call made without a key (it has no record) or whose
     /// activity was purged since. A call's timestamp is unique within its
-    /// activity, so this names one call's record without knowing its key.
+    /// activity, so this names one call's record without knowing its key; the
+    /// stores index records by it, so a settle does not scan the activity's.
     case settleReply(ActivityKey, timestamp: Int64, account: EnqueueResult)
     /// Record a call's pushes, and delete the intents of the activity it
     /// supersedes (``DispatchIntent/isSuperseded(by:)``).

@@ -7,7 +7,7 @@ import LiveRelayPushOutlet
 /// must match, the storage of the memory store (one per app, ``AppShards``),
 /// and the state domain tests run rules against. Tokens, by far the most
 /// numerous rows, are kept compact (``TokenTable``); activities and
-/// idempotency records, one or a few per activity, are `RecordMap`s (a
+/// idempotency records (``ActivityRecords``) are `RecordMap`s (a
 /// dictionary of them stalls the call that grows it past 786,432 activities
 /// for 0.6 s, past 1,572,864 for 2.8 s);
 /// intents are a dictionary with the intents of each activity beside it, so
@@ -19,7 +19,7 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
     /// The tokens and their indexes, compact (``TokenTable``).
     private var tokens = TokenTable()
     private var activities = RecordMap<ActivityKey, Activity>()
-    private var records = RecordMap<ActivityKey, [String: IdempotencyRecord]>()
+    private var records = RecordMap<ActivityKey, ActivityRecords>()
     /// The activities by the minute of their sweep deadline (``SweepIndex``).
     private var sweepIndex = SweepIndex()
     private var intents: [IntentKey: DispatchIntent] = [:]
@@ -79,12 +79,9 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
             activities[key] = nil
             records[key] = nil
         case let .putIdempotencyRecord(record):
-            records[ActivityKey(appID: record.appID, activityID: record.activityID), default: [:]][record.key] = record
+            records[ActivityKey(appID: record.appID, activityID: record.activityID), default: ActivityRecords()].put(record)
         case let .settleReply(activity, timestamp, account):
-            // A scan of one activity's keys: a handful.
-            for (key, record) in records[activity] ?? [:] where record.reply.timestamp == timestamp {
-                records[activity]?[key]?.reply.account = account
-            }
+            records[activity]?.settle(timestamp: timestamp, account: account)
         case let .putIntent(intent):
             for timestamp in intentsByActivity[intent.key.activity] ?? [] {
                 var key = intent.key
@@ -109,8 +106,11 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
     public func forEachWrite(_ body: (StoreWrite) -> Void) {
         tokens.forEachToken { body(.putToken($0)) }
         for (_, activity) in activities { body(.putActivity(activity)) }
-        for (_, byKey) in records {
-            for (_, record) in byKey { body(.putIdempotencyRecord(record)) }
+        for (_, activityRecords) in records {
+            // Oldest first: each put keeps the newest, so none the state holds is evicted.
+            for record in activityRecords.byKey.values.sorted(by: { $0.reply.timestamp < $1.reply.timestamp }) {
+                body(.putIdempotencyRecord(record))
+            }
         }
         // Newest first: a put deletes only older intents it supersedes, so none the state holds is lost.
         for intent in intents.values.sorted(by: { $0.key.timestamp > $1.key.timestamp }) { body(.putIntent(intent)) }

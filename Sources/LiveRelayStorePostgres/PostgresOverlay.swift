@@ -213,7 +213,20 @@ struct PostgresOverlay {
             reply_state = excluded.reply_state, reply_summary = excluded.reply_summary, created_at = excluded.created_at,
             reply_targets = excluded.reply_targets, reply_account = excluded.reply_account
         """
-    /// A scan of each activity's records (the primary key's prefix): a handful per activity.
+    /// Deletes each activity's records beyond its newest `$3` calls
+    /// (``IdempotencyRecord/keptPerActivity``): the cut is found by walking the
+    /// timestamp index from the newest, at most `$3` + 1 entries, and is NULL
+    /// (nothing deleted) while the activity has no more than `$3`.
+    static let evictRecordsSQL = """
+        DELETE FROM idempotency_records r
+        USING (
+            SELECT k.a, k.x, (
+                SELECT i.reply_timestamp FROM idempotency_records i WHERE i.app_id = k.a AND i.activity_id = k.x
+                ORDER BY i.reply_timestamp DESC OFFSET $3 LIMIT 1) AS cut
+            FROM unnest($1::text[], $2::text[]) AS k(a, x)) c
+        WHERE r.app_id = c.a AND r.activity_id = c.x AND r.reply_timestamp <= c.cut
+        """
+    /// One lookup per call in the timestamp index (schema version 5).
     static let settleRecordsSQL = """
         UPDATE idempotency_records r SET reply_account = k.ac
         FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[]) AS k(a, x, ts, ac)
@@ -292,6 +305,14 @@ struct PostgresOverlay {
             b.append(r.map(\.reply.targetsJSON))
             b.append(r.map { $0.reply.account.map(StoredReply.accountJSON) ?? "" }); b.append(r.map { $0.reply.account == nil })
             try await run(Self.putRecordsSQL, b)
+            var activities: [ActivityKey] = []
+            for record in r where activities.last?.appID != record.appID || activities.last?.activityID != record.activityID {
+                activities.append(ActivityKey(appID: record.appID, activityID: record.activityID))
+            }
+            var e = PostgresBindings(capacity: 3)
+            e.append(activities.map(\.appID)); e.append(activities.map(\.activityID))
+            e.append(Int64(IdempotencyRecord.keptPerActivity))
+            try await run(Self.evictRecordsSQL, e)
         }
         if !settlements.isEmpty {
             let settled = settlements.sorted {

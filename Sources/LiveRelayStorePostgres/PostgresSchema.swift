@@ -128,6 +128,12 @@ enum PostgresSchema {
                 INCLUDE (hex, environment, expires_at) WHERE kind = 0
             """,
         ],
+        // 5: an activity's idempotency records by call timestamp: a settle finds its call's
+        // record with one lookup, and a put evicts the oldest calls' records over
+        // IdempotencyRecord.keptPerActivity (PostgresOverlay.evictRecordsSQL) from the index's end.
+        [
+            "CREATE INDEX idempotency_records_timestamp ON idempotency_records (app_id, activity_id, reply_timestamp)"
+        ],
     ]
 
     /// The version this build writes.

@@ -146,6 +146,12 @@ enum SQLiteSchema {
                 AND hex <> NEW.hex;
         END;
         """,
+        // 5: an activity's idempotency records by call timestamp: a settle finds its call's
+        // record with one lookup, and a put evicts the oldest calls' records over
+        // IdempotencyRecord.keptPerActivity (SQLiteTables.SQL.evictRecords) from the index's end.
+        """
+        CREATE INDEX idempotency_records_timestamp ON idempotency_records (app_id, activity_id, reply_timestamp);
+        """,
     ]
 
     /// The version this build writes.

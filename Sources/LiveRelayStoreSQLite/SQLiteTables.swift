@@ -22,7 +22,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 36
+        static let count = 37
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -104,7 +104,18 @@ struct SQLiteTables {
             """
             INSERT OR REPLACE INTO idempotency_records (\(recordColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """)
-        /// A scan of the activity's records (the primary key's prefix): a handful per activity.
+        /// Deletes the activity's records beyond its newest `?3` calls
+        /// (``IdempotencyRecord/keptPerActivity``): the subquery walks the
+        /// timestamp index from the newest, at most `?3` + 1 entries, and finds
+        /// nothing (so deletes nothing) while the activity has no more than `?3`.
+        static let evictRecords = SQLiteQuery(
+            36,
+            """
+            DELETE FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2 AND reply_timestamp <= (
+                SELECT reply_timestamp FROM idempotency_records WHERE app_id = ?1 AND activity_id = ?2
+                ORDER BY reply_timestamp DESC LIMIT 1 OFFSET ?3)
+            """)
+        /// One lookup in the timestamp index (schema version 5).
         static let settleRecord = SQLiteQuery(
             28, "UPDATE idempotency_records SET reply_account = ?4 WHERE app_id = ?1 AND activity_id = ?2 AND reply_timestamp = ?3")
 
@@ -320,6 +331,9 @@ struct SQLiteTables {
                 s.bind(9, record.createdAt.milliseconds)
                 s.bind(10, record.reply.targetsJSON)
                 s.bind(11, record.reply.account.map(StoredReply.accountJSON))
+            }
+            try db.run(SQL.evictRecords) {
+                $0.bind(1, record.appID); $0.bind(2, record.activityID); $0.bind(3, Int64(IdempotencyRecord.keptPerActivity))
             }
         case let .settleReply(activity, timestamp, account):
             try db.run(SQL.settleRecord) {

@@ -238,6 +238,8 @@ func expectMadeOwnerOnly(_ path: String, logs: LogRecorder, sourceLocation: Sour
             (SQL.token, "PRIMARY KEY"),
             (SQL.activity, "PRIMARY KEY"),
             (SQL.record, "PRIMARY KEY"),
+            (SQL.settleRecord, "idempotency_records_timestamp"),
+            (SQL.evictRecords, "idempotency_records_timestamp"),
         ]
         for (query, index) in expectations {
             let sql = query.text

@@ -26,6 +26,7 @@ enum StoreBehaviourSuite {
             StoreBehaviour(description: "rotation and removal re-index", run: rotationReindexes),
             StoreBehaviour(description: "a refused mutation writes nothing", run: refusalWritesNothing),
             StoreBehaviour(description: "idempotency records survive between calls", run: replays),
+            StoreBehaviour(description: "an activity keeps the records of its newest keyed calls only", run: recordsAreCapped),
             StoreBehaviour(description: "concurrent starts of one activity: exactly one wins", run: concurrentStarts),
             StoreBehaviour(description: "concurrent registrations all land", run: concurrentRegistrations),
             StoreBehaviour(description: "concurrent updates get distinct increasing timestamps", run: concurrentUpdates),
@@ -132,6 +133,28 @@ enum StoreBehaviourSuite {
         let stored = try await store.activity(order1, on: group.any()).get()
         #expect(stored?.lastTimestamp == t0.seconds + 4)
         #expect(stored?.state == .starting)
+        try await store.close()
+    }
+
+    /// ``IdempotencyRecord/keptPerActivity``: the records of the oldest calls are
+    /// evicted, so resending their keys makes new calls; the newest still replay.
+    static func recordsAreCapped(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let cap = IdempotencyRecord.keptPerActivity
+        try await apply(store, StartActivity(start(), app: app))
+        for i in 0..<5 { try await apply(store, ChangeActivity(update(key: "old-\(i)"), app: app)) }
+        // Concurrent, so the SQL stores put many records per transaction.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<cap { group.addTask { _ = try await apply(store, ChangeActivity(update(key: "new-\(i)"), app: app)) } }
+            try await group.waitForAll()
+        }
+        for i in [0, 1, cap / 2, cap - 1] {
+            #expect(try await apply(store, ChangeActivity(update(key: "new-\(i)"), app: app)).replayed != nil, "new-\(i)")
+        }
+        let last = try await store.activity(order1, on: group.any()).get()?.lastTimestamp
+        let resent = try await apply(store, ChangeActivity(update(key: "old-0"), app: app))
+        #expect(resent.replayed == nil)
+        #expect(resent.accepted?.reply.timestamp == last.map { $0 + 1 })
         try await store.close()
     }
 
