@@ -112,18 +112,32 @@ extension RegistryError {
 /// bad key is refused with a clear message and never fails the first push.
 /// The trust certificate likewise: it must hold at least one X.509
 /// certificate, read as the APNs client's TLS context will read it, or every
-/// connection to the endpoint would fail.
+/// connection to the endpoint would fail. A key file outside the directories
+/// the operator allows, or an endpoint the operator does not allow
+/// (``CredentialAllowance``), is refused before anything is read.
 enum CredentialsCheck {
-    static func registered(_ request: Admin.PutAPNsCredentialsRequest) throws(RPCError) -> RegisteredCredentials {
+    static func registered(
+        _ request: Admin.PutAPNsCredentialsRequest, allowance: CredentialAllowance
+    ) throws(RPCError) -> RegisteredCredentials {
         let teamID = request.teamID ?? "", keyID = request.keyID ?? ""
+        let endpoint = request.endpoint ?? "apple"
+        var keyFile: String?
+        do {
+            try allowance.endpoint(endpoint)
+            keyFile = try request.privateKeyFile.map { path throws(CredentialRefusal) in try allowance.keyFile(path) }
+        } catch {
+            throw RPCError(
+                .invalidArgument, error.description,
+                details: ErrorDetails(fieldViolations: [FieldViolation(field: error.field, description: error.detail)]))
+        }
         let source: RegisteredCredentials.KeySource
         do {
             if let pem = request.privateKeyPEM {
                 let text = String(decoding: pem, as: UTF8.self)
                 _ = try APNsSigningKey(pkcs8PEM: text, keyID: keyID, teamID: teamID)
                 source = .stored(pem: text)
-            } else if let path = request.privateKeyFile {
-                _ = try APNsSigningKey(contentsOfFile: path, keyID: keyID, teamID: teamID)
+            } else if let path = request.privateKeyFile, let keyFile {
+                _ = try APNsSigningKey(contentsOfFile: keyFile, keyID: keyID, teamID: teamID)
                 source = .file(path: path)
             } else if let name = request.privateKeyEnv {
                 guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
@@ -147,7 +161,6 @@ enum CredentialsCheck {
                 .invalidArgument, "\(which): not a usable APNs signing key (a P-256 private key in PKCS#8 PEM, as Apple's .p8): \(error)",
                 details: ErrorDetails(fieldViolations: [FieldViolation(field: which, description: "not a P-256 PKCS#8 private key")]))
         }
-        let endpoint = request.endpoint ?? "apple"
         do {
             _ = try APNsDestination(parsing: endpoint)
         } catch {

@@ -13,7 +13,9 @@ import NIOCore
 ///
 /// What the registry cannot know is injected by the composition root: how a
 /// key is minted (random bytes and SHA-256 live with the server's
-/// authenticator), and what an app uses on this node (``AppUsageFigures``).
+/// authenticator), what an app uses on this node (``AppUsageFigures``), and
+/// the key files and endpoints the operator allows credentials to name
+/// (``CredentialAllowance``; by default Apple's endpoint and no key file).
 public struct RegistryAdminService: AdminService {
     /// A new key: its plaintext (`lrk_<key_id>_<64 hex>`), its id and the SHA-256 of its secret.
     public typealias KeyMinter = @Sendable () -> (plaintext: String, keyID: String, secretSHA256: String)
@@ -22,15 +24,17 @@ public struct RegistryAdminService: AdminService {
     private let clock: any WallClock
     private let mintKey: KeyMinter
     private let usage: @Sendable (String) -> AppUsageFigures
+    private let allowance: CredentialAllowance
 
     public init(
         registry: any TenantRegistry, clock: any WallClock = SystemClock(), mintKey: @escaping KeyMinter,
-        usage: @escaping @Sendable (String) -> AppUsageFigures
+        usage: @escaping @Sendable (String) -> AppUsageFigures, credentials allowance: CredentialAllowance = CredentialAllowance()
     ) {
         self.registry = registry
         self.clock = clock
         self.mintKey = mintKey
         self.usage = usage
+        self.allowance = allowance
     }
 
     // MARK: Apps
@@ -78,7 +82,7 @@ public struct RegistryAdminService: AdminService {
     ) -> EventLoopFuture<Admin.AppReply> {
         let credentials: RegisteredCredentials
         do {
-            credentials = try CredentialsCheck.registered(request)
+            credentials = try CredentialsCheck.registered(request, allowance: allowance)
         } catch {
             return context.eventLoop.makeFailedFuture(error)
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayComposition
 import LiveRelayDomain
 import LiveRelayOps
@@ -28,8 +29,9 @@ struct Serve: AsyncParsableCommand {
             Without --config: a development setup in --data-dir (default \(DevSetup.defaultDataDirectory)):
             a self-signed certificate (cert.pem, key.pem), an API key for the app
             "dev.app" (printed once, on the first start) and an in-process mock
-            APNs for dev.app. SIGTERM or SIGINT shut down gracefully (GOAWAY,
-            in-flight calls finish).
+            APNs for dev.app; apps added through the admin API may name key
+            files in the data directory and any APNs endpoint. SIGTERM or
+            SIGINT shut down gracefully (GOAWAY, in-flight calls finish).
 
             The operations port (plain HTTP, loopback by default): GET /metrics
             (Prometheus text format), GET /healthz (the process is alive),
@@ -73,6 +75,13 @@ struct Serve: AsyncParsableCommand {
                   "apns": {"team_id", "key_id", "key_file",
                            "endpoint": "apple" | "HOST:PORT",
                            "trust_certificate"}}]
+              "credential_key_directories": [paths]   where the admin
+                  API's private_key_file (and the registry's key files)
+                  may be; default none: refused
+              "credential_endpoints": ["HOST:PORT"]   APNs endpoints the
+                  admin API and the registry may name besides apple;
+                  default none ("allow_any_credential_endpoint": true:
+                  any, for tests); "apps" are allowed their own
               "null_service": true   empty OK replies (benchmarks)
             """
     )
@@ -345,6 +354,9 @@ struct Serve: AsyncParsableCommand {
                     certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)))
             description.seedKeys = try Self.seedKeys(prepared.keyFile, path: prepared.keyFilePath)
             description.store = StoreSelection(kind: .sqlite, dataDirectory: prepared.dataDirectory)
+            // One machine's setup for trying things and for tests: key files in its data
+            // directory, and any endpoint (a mock APNs of its own on whatever port it got).
+            description.credentialAllowance = try Self.developmentAllowance(dataDirectory: prepared.dataDirectory)
             return (
                 description,
                 Setup(announcement: prepared.announcement, isDevelopment: true, ops: try opsAddress(file: nil, defaultPort: 0))
@@ -389,9 +401,19 @@ struct Serve: AsyncParsableCommand {
         description.admission = try file.admissionLimits
         (description.quotaDefaults, description.quotaNodes) = try QuotaConfiguration.defaults(section: file.quotas)
         description.seedApps = try (file.apps ?? []).map { try RegistrySeed.app($0, base: base) }
+        description.credentialAllowance = try file.credentialAllowance(base: base)
         // A key file that cannot be read stops the start here rather than failing the app's every push.
-        for app in description.seedApps { _ = try PushingApp(app) }
+        let allowance = description.credentialAllowance.allowing(seeds: description.seedApps)
+        for app in description.seedApps { _ = try PushingApp(app, allowance: allowance) }
         return (description, Setup(ops: try opsAddress(file: file.ops, defaultPort: 9090)))
+    }
+
+    private static func developmentAllowance(dataDirectory: String) throws -> CredentialAllowance {
+        do {
+            return try CredentialAllowance(keyDirectories: [dataDirectory], anyEndpoint: true)
+        } catch {
+            throw CLIError("\(error)")
+        }
     }
 
     private static func tlsContext(_ configuration: TLSConfiguration) throws -> TLSContext {

@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayComposition
 import LiveRelayTLS
 import LiveRelayWire
@@ -23,7 +24,9 @@ import NIOCore
 ///               "max_unsent_reply_bytes": 1048576, "max_connections": 10000,
 ///               "max_connections_per_key": 1000, "push_to_start_retention_days": 30 },
 ///   "admission": { "max_in_flight_per_app": 32, "max_in_flight": 512, "busy_window_ms": 1000,
-///                  "retry_after_ms": 50, "refuse_unreachable_deadlines": true }
+///                  "retry_after_ms": 50, "refuse_unreachable_deadlines": true },
+///   "credential_key_directories": ["/etc/liverelay/apns-keys"],
+///   "credential_endpoints": ["apns-relay.internal:8443"]
 /// }
 /// ```
 ///
@@ -87,6 +90,12 @@ struct ServeConfigurationFile: Decodable {
     var admission: Admission?
     /// Every app's quotas (``QuotaConfiguration``); an app's own "quotas" override them.
     var quotas: QuotaConfiguration?
+    /// Directories an app's `private_key_file` (admin API, registry) may be in; none by default.
+    var credentialKeyDirectories: [String]?
+    /// `host:port` APNs endpoints an app's credentials may name besides Apple's; none by default.
+    var credentialEndpoints: [String]?
+    /// Any endpoint at all, asked for by name (test and development setups).
+    var allowAnyCredentialEndpoint: Bool?
 
     /// How much work the service accepts before refusing calls (``AdmissionLimits``):
     /// "enabled" (default true), "max_in_flight_per_app" (32, while other apps are busy too),
@@ -133,6 +142,8 @@ struct ServeConfigurationFile: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
         case limits, nullService = "null_service", store, apps, dispatch, admission, quotas
+        case credentialKeyDirectories = "credential_key_directories", credentialEndpoints = "credential_endpoints"
+        case allowAnyCredentialEndpoint = "allow_any_credential_endpoint"
     }
 
     var storeKind: StoreKind? {
@@ -185,6 +196,19 @@ struct ServeConfigurationFile: Decodable {
         }
         configuration.trustRoots = .pem(.file(DevSetup.absolute(clientCA, relativeTo: base)))
         return configuration
+    }
+
+    /// The key files and endpoints an app's credentials may name (``CredentialAllowance``):
+    /// the directories made absolute against `base`, the endpoints checked. The file's own
+    /// `apps` are allowed besides (the server adds its seed).
+    func credentialAllowance(base: String) throws -> CredentialAllowance {
+        do {
+            return try CredentialAllowance(
+                keyDirectories: (credentialKeyDirectories ?? []).map { DevSetup.absolute($0, relativeTo: base) },
+                endpoints: credentialEndpoints ?? [], anyEndpoint: allowAnyCredentialEndpoint ?? false)
+        } catch {
+            throw CLIError("\(error)")
+        }
     }
 
     /// The protocol settings and timeouts, checked against the protocol's valid ranges.

@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayAPNsClient
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayMockAPNs
@@ -29,15 +30,24 @@ package struct PushingApp: Sendable {
 
     /// A registered app's signing key read from where the registry says (the
     /// PEM it keeps, a file, an environment variable), its endpoint and trust.
-    package init(_ app: RegisteredApp) throws {
+    /// A key file or an endpoint that `allowance` (this node's configuration)
+    /// does not allow is refused before anything is read or connected to: the
+    /// registry may have been written by another node or an older build.
+    package init(_ app: RegisteredApp, allowance: CredentialAllowance) throws {
         guard let credentials = app.credentials else { throw SetupError("app \(app.id) has no APNs credentials") }
+        let keyFile: String?
+        do {
+            keyFile = try allowance.check(credentials)
+        } catch {
+            throw SetupError("app \(app.id): not allowed on this node: \(error)")
+        }
         let key: APNsSigningKey
         do {
             switch credentials.keySource {
             case let .stored(pem):
                 key = try APNsSigningKey(pkcs8PEM: pem, keyID: credentials.keyID, teamID: credentials.teamID)
             case let .file(path):
-                key = try APNsSigningKey(contentsOfFile: path, keyID: credentials.keyID, teamID: credentials.teamID)
+                key = try APNsSigningKey(contentsOfFile: keyFile ?? path, keyID: credentials.keyID, teamID: credentials.teamID)
             case let .environment(name):
                 guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
                     throw SetupError("app \(app.id): the environment variable \(name) holding its APNs key is not set")

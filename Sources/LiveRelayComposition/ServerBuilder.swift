@@ -88,9 +88,11 @@ package enum ServerBuilder {
         let authenticator = ReloadableAuthenticator(try APIKeyAuthenticator(keys: []), onUse: { keyUsage.note($0) })
         let quotas = QuotaGate(settings: QuotaSettings(defaults: description.quotaDefaults, nodes: description.quotaNodes))
         let priorityBudget = PriorityBudgetGate()
+        // What the operator allows, and what the seed names (the operator wrote it too).
+        let allowance = description.credentialAllowance.allowing(seeds: description.seedApps)
         var parts = TenantRuntime.Parts(
             authenticator: authenticator, activities: nil, apns: nil, quotas: quotas, priorityBudget: priorityBudget,
-            defaultQuota: description.quotaDefaults, nodes: description.quotaNodes)
+            defaultQuota: description.quotaDefaults, nodes: description.quotaNodes, credentials: allowance)
         // Between the store and the RPC server: see the start order above.
         var middle: [any Service] = [ChannelStoreService(channelStore)]
         let service: any LiveRelayService
@@ -135,7 +137,7 @@ package enum ServerBuilder {
                 registry: registry, mintKey: AdminWiring.mintKey,
                 usage: { [dispatcher = parts.apns?.dispatcher] appID in
                     AdminWiring.usage(appID: appID, dispatcher: dispatcher, quotas: quotas)
-                }),
+                }, credentials: allowance),
             logger: logger)
         tenants.attach(server)
 

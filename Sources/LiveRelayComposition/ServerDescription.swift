@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayMockAPNs
@@ -76,6 +77,10 @@ package struct ServerDescription: Sendable {
     /// registry at start as a seed, which never undoes what an admin changed.
     package var seedApps: [RegisteredApp] = []
     package var seedKeys: [RegisteredAPIKey] = []
+    /// The key files and endpoints an app's credentials may name, through the admin API and
+    /// from the registry alike (``CredentialAllowance``); the seed's own are allowed besides.
+    /// By default Apple's endpoint and no key file.
+    package var credentialAllowance = CredentialAllowance()
 
     /// The operations port (/metrics, /healthz, /readyz); nil: none.
     package var ops: Ops?

@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayAPNsClient
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayBackoff
 import LiveRelayDispatch
 import LiveRelayDomain
@@ -33,14 +34,18 @@ package final class TenantRuntime: Service, Sendable {
         var priorityBudget: PriorityBudgetGate
         var defaultQuota: AppQuota
         var nodes: Int
+        /// The key files and endpoints this node's configuration allows an app's credentials to name.
+        var credentials = CredentialAllowance()
     }
 
     private struct Applied {
         var snapshot = RegistrySnapshot()
         /// The apps whose dispatch settings were last configured, to configure only what changed.
         var configured: [String: RegisteredApp] = [:]
-        /// Apps with credentials this node cannot use (a key file or variable it lacks).
-        var unservable: Set<String> = []
+        /// Apps with credentials this node cannot use (a key file or variable it lacks, or a key
+        /// file or endpoint its configuration does not allow), as they were when refused: an app
+        /// is tried again at every snapshot, and logged again only when its settings change.
+        var unservable: [String: RegisteredApp] = [:]
     }
 
     package let registry: any TenantRegistry
@@ -142,7 +147,7 @@ package final class TenantRuntime: Service, Sendable {
         }
         guard let previous else { return }
         applyKeys(snapshot, previous: previous.snapshot)
-        applyApps(snapshot, configured: previous.configured)
+        applyApps(snapshot, previous: previous)
         logger.info(
             "tenant registry applied",
             metadata: ["version": "\(snapshot.version)", "apps": "\(snapshot.apps.count)", "keys": "\(snapshot.keys.count)"])
@@ -185,7 +190,7 @@ package final class TenantRuntime: Service, Sendable {
     /// cannot use (a `file:` or `env:` key only some nodes have). An app without credentials
     /// is servable: its pushes fail `AppNotConfigured` on every node alike.
     package func canServe(appID: String) -> Bool {
-        !applied.withLockedValue { $0.unservable.contains(appID) }
+        applied.withLockedValue { $0.unservable[appID] == nil }
     }
 
     package static func principal(_ key: RegisteredAPIKey) -> Principal {
@@ -202,7 +207,8 @@ package final class TenantRuntime: Service, Sendable {
         }
     }
 
-    private func applyApps(_ snapshot: RegistrySnapshot, configured: [String: RegisteredApp]) {
+    private func applyApps(_ snapshot: RegistrySnapshot, previous: Applied) {
+        let configured = previous.configured
         var quotas = parts.quotas.settings
         quotas.defaults = parts.defaultQuota
         quotas.nodes = parts.nodes
@@ -214,15 +220,17 @@ package final class TenantRuntime: Service, Sendable {
 
         // Routes and queues before the directory: an app's first call finds its queue ready.
         var nowConfigured = configured
-        var unservable: Set<String> = []
+        var unservable: [String: RegisteredApp] = [:]
         if let apns = parts.apns {
             for app in snapshot.apps.values.sorted(by: { $0.id < $1.id }) where configured[app.id] != app {
                 guard app.credentials != nil else { continue }
                 do {
-                    try apns.configure(try PushingApp(app))
+                    try apns.configure(try PushingApp(app, allowance: parts.credentials))
                     nowConfigured[app.id] = app
                 } catch {
-                    unservable.insert(app.id)
+                    unservable[app.id] = app
+                    guard previous.unservable[app.id] != app else { continue }
+                    // The error says what failed (a path, a variable's name, an endpoint), never the key.
                     logger.error(
                         "app \(app.id): this node cannot use its APNs credentials; its pushes are left for a node that can",
                         metadata: ["app": "\(app.id)", "error": "\(error)"])

@@ -16,10 +16,13 @@ struct RegistryAdminServiceTests {
     let loop = MultiThreadedEventLoopGroup.singleton.next()
     let admin = Principal(keyID: "adminkey0001", apps: .only([]), allowedMethods: [], isAdmin: true)
 
-    func service(usage: @escaping @Sendable (String) -> AppUsageFigures = { _ in AppUsageFigures() }) -> RegistryAdminService {
+    func service(
+        usage: @escaping @Sendable (String) -> AppUsageFigures = { _ in AppUsageFigures() },
+        credentials: CredentialAllowance = CredentialAllowance()
+    ) -> RegistryAdminService {
         RegistryAdminService(
             registry: registry, mintKey: { ("lrk_mintedkeyabc_secret", "mintedkeyabc", String(repeating: "a", count: 64)) },
-            usage: usage)
+            usage: usage, credentials: credentials)
     }
 
     var context: CallContext { CallContext(principal: admin, eventLoop: loop, deadline: nil, requestID: RequestID(1)) }
@@ -126,7 +129,7 @@ struct RegistryAdminServiceTests {
     /// A trust certificate that does not parse would fail every connection to the
     /// endpoint: it is refused by the node that answers, before anything is stored.
     @Test func aTrustCertificateThatDoesNotParseIsRefusedBeforeAnythingIsStored() async throws {
-        let admin = service()
+        let admin = service(credentials: try CredentialAllowance(keyDirectories: [], endpoints: ["127.0.0.1:2197"]))
         _ = try await wait(admin.createApp(Admin.CreateAppRequest(appID: "orders", bundleID: "com.example.orders"), context: context))
         let key = Array(try APNsSigningKey.generate(keyID: "KEY1234567", teamID: "TEAM123456").pkcs8PEM.utf8)
         func put(trust: String) -> Admin.PutAPNsCredentialsRequest {

@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
+import LiveRelayAdmin
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayOps
@@ -104,7 +105,7 @@ struct ServerBuilderTests {
     @Test func aKeyThatCannotBeReadIsRefusedNamingItsApp() throws {
         let broken = try Self.description().seedApps[1]
         #expect {
-            _ = try PushingApp(broken)
+            _ = try PushingApp(broken, allowance: CredentialAllowance().allowing(seeds: [broken]))
         } throws: { error in
             "\(error)".contains("app broken")
         }
