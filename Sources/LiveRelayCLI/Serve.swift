@@ -60,7 +60,9 @@ struct Serve: AsyncParsableCommand {
               "limits": {"max_frame_size", "max_requests_in_flight",
                   "idle_timeout_ms", "hello_timeout_ms", "drain_time_ms",
                   "max_unsent_reply_bytes", "max_connections",
-                  "max_connections_per_key", "push_to_start_retention_days"}
+                  "max_connections_per_key", "max_buffered_request_bytes",
+                  "max_buffered_request_bytes_per_key",
+                  "push_to_start_retention_days"}
               "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
               "admission": {"enabled": true, "max_in_flight_per_app": 32,
                   "max_in_flight": 512, "busy_window_ms": 1000,
@@ -392,6 +394,7 @@ struct Serve: AsyncParsableCommand {
         description.maxUnsentReplyBytes = try file.maxUnsentReplyBytes
         description.maxConnections = try file.maxConnections
         description.maxConnectionsPerKey = try file.maxConnectionsPerKey
+        (description.maxBufferedRequestBytes, description.maxBufferedRequestBytesPerKey) = try file.bufferedRequestBytes
         if file.nullService == true { description.calls = .null }
         description.store = StoreSelection(
             kind: try file.storeKind ?? .sqlite, postgresURL: file.store?.postgresURL, dataDirectory: dataDirectory)

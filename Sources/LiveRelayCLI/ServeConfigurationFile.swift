@@ -61,6 +61,8 @@ struct ServeConfigurationFile: Decodable {
         var maxUnsentReplyBytes: Int?
         var maxConnections: Int?
         var maxConnectionsPerKey: Int?
+        var maxBufferedRequestBytes: Int?
+        var maxBufferedRequestBytesPerKey: Int?
         var pushToStartRetentionDays: Int?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
@@ -68,6 +70,8 @@ struct ServeConfigurationFile: Decodable {
             case idleTimeoutMilliseconds = "idle_timeout_ms", helloTimeoutMilliseconds = "hello_timeout_ms"
             case drainTimeMilliseconds = "drain_time_ms", maxUnsentReplyBytes = "max_unsent_reply_bytes"
             case maxConnections = "max_connections", maxConnectionsPerKey = "max_connections_per_key"
+            case maxBufferedRequestBytes = "max_buffered_request_bytes"
+            case maxBufferedRequestBytesPerKey = "max_buffered_request_bytes_per_key"
             case pushToStartRetentionDays = "push_to_start_retention_days"
         }
     }
@@ -260,6 +264,21 @@ struct ServeConfigurationFile: Decodable {
             guard let count = self.limits?.maxConnectionsPerKey else { return 1_000 }
             guard count >= 1 else { throw CLIError("limits.max_connections_per_key must be at least 1") }
             return count
+        }
+    }
+
+    /// Bytes of partial request frames buffered across all connections and
+    /// across one API key's (`RPCServer.Configuration.maxBufferedRequestBytes`,
+    /// `maxBufferedRequestBytesPerKey`): 64 MiB and 16 MiB by default.
+    var bufferedRequestBytes: (all: Int, perKey: Int) {
+        get throws {
+            let all = self.limits?.maxBufferedRequestBytes ?? 64 << 20
+            let perKey = self.limits?.maxBufferedRequestBytesPerKey ?? min(16 << 20, all)
+            guard all >= 65_536 else { throw CLIError("limits.max_buffered_request_bytes must be at least 65536") }
+            guard perKey >= 65_536, perKey <= all else {
+                throw CLIError("limits.max_buffered_request_bytes_per_key must be at least 65536 and at most max_buffered_request_bytes")
+            }
+            return (all, perKey)
         }
     }
 

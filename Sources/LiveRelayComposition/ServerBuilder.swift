@@ -131,7 +131,9 @@ package enum ServerBuilder {
                 eventLoopGroup: description.rpcThreads.map { .createNew(numberOfThreads: $0) }
                     ?? .shared(MultiThreadedEventLoopGroup.singleton),
                 maxDrainTime: description.drainTime, maxUnsentReplyBytes: description.maxUnsentReplyBytes,
-                maxConnections: description.maxConnections, maxConnectionsPerKey: description.maxConnectionsPerKey),
+                maxConnections: description.maxConnections, maxConnectionsPerKey: description.maxConnectionsPerKey,
+                maxBufferedRequestBytes: description.maxBufferedRequestBytes,
+                maxBufferedRequestBytesPerKey: description.maxBufferedRequestBytesPerKey),
             service: service, authenticator: authenticator,
             admin: RegistryAdminService(
                 registry: registry, mintKey: AdminWiring.mintKey,

@@ -43,6 +43,9 @@ package struct ServerDescription: Sendable {
     package var maxUnsentReplyBytes = 1 << 20
     package var maxConnections = 10_000
     package var maxConnectionsPerKey = 1_000
+    /// Bytes of partial request frames buffered across all connections, and across one API key's.
+    package var maxBufferedRequestBytes = 64 << 20
+    package var maxBufferedRequestBytesPerKey = 16 << 20
     /// The RPC side's event-loop threads; nil: NIO's shared group (one per core).
     package var rpcThreads: Int?
 

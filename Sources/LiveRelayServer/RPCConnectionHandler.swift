@@ -58,6 +58,16 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     private let limiter: ConnectionLimiter?
     /// The key whose slot this connection holds, until the connection closes and gives it back.
     private var countedKeyID: String?
+    /// Bounds the partial frames buffered across connections; nil: no bound.
+    private let requestMemory: RequestMemoryBudget?
+    private let memoryHolder: RequestMemoryBudget.Holder?
+    /// The frame (by ``framesDecoded`` when its header was read) whose payload
+    /// this connection has reserved memory for.
+    private var reservedFrame: Int?
+    /// Frames the decoder has returned.
+    private var framesDecoded = 0
+    /// The pending frame's reservation waits: nothing more is read until it is granted.
+    private var awaitingMemory = false
     /// Where every timestamp the state machine sees comes from. Injected so a
     /// test can run the handler on an `EmbeddedEventLoop` and move deadlines
     /// with the loop's virtual time; the server always reads the real clock.
@@ -81,8 +91,8 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     /// passed the high water mark), so a peer that sends but does not read its
     /// replies gets no more requests decoded, and the server buffers no more for it.
     private var repliesBacklogged = false
-    /// Reads and decoding wait while either holds.
-    private var holdingRequests: Bool { readingPaused || repliesBacklogged }
+    /// Reads and decoding wait while any holds.
+    private var holdingRequests: Bool { readingPaused || repliesBacklogged || awaitingMemory }
     private var needsDecode = false
     private var readPending = false
     private var inReadBatch = false
@@ -125,6 +135,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         metrics: ServerMetrics,
         shutdownFlag: ShutdownFlag? = nil,
         limiter: ConnectionLimiter? = nil,
+        requestMemory: RequestMemoryBudget? = nil,
         admin: (any AdminService)? = nil,
         clock: @escaping () -> NIODeadline = { .now() }
     ) {
@@ -135,6 +146,8 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         self.metrics = metrics
         self.shutdownFlag = shutdownFlag
         self.limiter = limiter
+        self.requestMemory = requestMemory
+        self.memoryHolder = requestMemory?.makeHolder()
         self.clock = clock
         self.stateMachine = ServerConnectionStateMachine(configuration: configuration, now: clock())
         self.decoder = configuration.makeFrameDecoder()
@@ -150,6 +163,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     public func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimer()
         releaseKeySlot()
+        releaseRequestMemory()
         self.context = nil
     }
 
@@ -180,6 +194,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         cancelTimer()
         apply(stateMachine.peerClosed())
         releaseKeySlot()
+        releaseRequestMemory()
         for call in calls.values { call.cancellation.cancel() }
         calls.removeAll()
         outbound = nil
@@ -228,6 +243,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         inReadBatch = true
         decoder.append(unwrapInboundIn(data))
         decodeFrames()
+        reserveForPendingFrame()
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
@@ -254,6 +270,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         while !holdingRequests, !decoderFailed, !closing {
             do {
                 guard let frame = try decoder.nextFrame() else { break }
+                framesDecoded += 1
                 apply(stateMachine.receive(frame, now: clock()))
             } catch {
                 decoderFailed = true
@@ -284,6 +301,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         if needsDecode {
             needsDecode = false
             decodeFrames()
+            reserveForPendingFrame()
         }
         if readPending, !holdingRequests, let context {
             readPending = false
@@ -374,6 +392,48 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             keptBytes += piece.utf8.count
         }
         return kept + marker
+    }
+
+    // MARK: Request memory
+
+    /// Keeps this connection's reservation in step with its decoder: gives back
+    /// the reservation of a frame that was returned, and reserves the payload of
+    /// a frame whose header was read, or stops reading until that is granted.
+    private func reserveForPendingFrame() {
+        guard let requestMemory, let memoryHolder, !closing, !awaitingMemory, let context else { return }
+        let pending = decoder.pendingPayloadLength
+        if let reserved = reservedFrame, reserved != framesDecoded || pending == nil {
+            reservedFrame = nil
+            requestMemory.release(memoryHolder)
+        }
+        guard reservedFrame == nil, let pending, !decoderFailed else { return }
+        let frame = framesDecoded
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        let granted = requestMemory.reserve(pending, for: memoryHolder, keyID: principal?.keyID) {
+            loop.execute { handler.value.requestMemoryGranted(frame: frame) }
+        }
+        if granted {
+            reservedFrame = frame
+        } else {
+            awaitingMemory = true
+            metrics.readsHeldForMemory.increment()
+        }
+    }
+
+    private func requestMemoryGranted(frame: Int) {
+        guard awaitingMemory else { return }
+        awaitingMemory = false
+        reservedFrame = frame
+        needsDecode = true
+        if !applying { resumeRequests() }
+    }
+
+    private func releaseRequestMemory() {
+        guard let requestMemory, let memoryHolder else { return }
+        reservedFrame = nil
+        awaitingMemory = false
+        requestMemory.release(memoryHolder)
     }
 
     /// Gives the key's slot back, once, whichever way the connection ends

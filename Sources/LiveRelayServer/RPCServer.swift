@@ -58,6 +58,14 @@ public final class RPCServer: Service, Sendable {
         /// more is answered GOAWAY TOO_MANY_CONNECTIONS: a caller whose pool or
         /// retries run away cannot take the global allowance from other keys. At least 1.
         public var maxConnectionsPerKey: Int
+        /// Bytes of partial request frames all connections may hold at once
+        /// (``RequestMemoryBudget``); a connection whose next frame does not fit
+        /// stops reading until it does. Sized so that the connection limits
+        /// cannot take the process past the shipped 1 GiB memory limit.
+        public var maxBufferedRequestBytes: Int
+        /// The same for the connections of one API key, so that one caller
+        /// cannot take the whole budget from the others.
+        public var maxBufferedRequestBytesPerKey: Int
 
         public init(
             host: String = "127.0.0.1",
@@ -69,7 +77,9 @@ public final class RPCServer: Service, Sendable {
             backlog: Int32 = 256,
             maxUnsentReplyBytes: Int = 1 << 20,
             maxConnections: Int = 10_000,
-            maxConnectionsPerKey: Int = 1_000
+            maxConnectionsPerKey: Int = 1_000,
+            maxBufferedRequestBytes: Int = 64 << 20,
+            maxBufferedRequestBytesPerKey: Int = 16 << 20
         ) {
             self.host = host
             self.port = port
@@ -81,6 +91,8 @@ public final class RPCServer: Service, Sendable {
             self.maxUnsentReplyBytes = max(2, maxUnsentReplyBytes)
             self.maxConnections = max(1, maxConnections)
             self.maxConnectionsPerKey = max(1, maxConnectionsPerKey)
+            self.maxBufferedRequestBytes = max(1, maxBufferedRequestBytes)
+            self.maxBufferedRequestBytesPerKey = max(1, maxBufferedRequestBytesPerKey)
         }
     }
 
@@ -93,6 +105,8 @@ public final class RPCServer: Service, Sendable {
     /// Counts connections against `maxConnections` and `maxConnectionsPerKey`
     /// (internal so tests can wait for a closed connection's slot to come back).
     let limiter: ConnectionLimiter
+    /// Bounds the partial request frames buffered (internal so tests can read it).
+    let requestMemory: RequestMemoryBudget
     private let bound = OnceValue<SocketAddress>()
     /// The running server's connections; nil before `run()` and after it returns.
     private let tracker = NIOLockedValueBox<ConnectionTracker?>(nil)
@@ -113,6 +127,8 @@ public final class RPCServer: Service, Sendable {
         self.limiter = ConnectionLimiter(
             maxConnections: configuration.maxConnections, maxConnectionsPerKey: configuration.maxConnectionsPerKey
         )
+        self.requestMemory = RequestMemoryBudget(
+            limit: configuration.maxBufferedRequestBytes, perKeyLimit: configuration.maxBufferedRequestBytesPerKey)
     }
 
     /// The address `run()` is listening on, once it is (with port 0, the port
@@ -193,6 +209,7 @@ public final class RPCServer: Service, Sendable {
         let metrics = self.metrics
         let shutdownFlag = tracker.shutdownFlag
         let limiter = self.limiter
+        let requestMemory = self.requestMemory
         // The listener runs on the tracker's loop, so accepted channels reach it without a hop.
         return ServerBootstrap(group: serverLoop, childGroup: group)
             .serverChannelOption(.backlog, value: configuration.backlog)
@@ -225,6 +242,7 @@ public final class RPCServer: Service, Sendable {
                             metrics: metrics,
                             shutdownFlag: shutdownFlag,
                             limiter: limiter,
+                            requestMemory: requestMemory,
                             admin: admin
                         )
                     )

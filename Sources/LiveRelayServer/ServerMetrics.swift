@@ -23,6 +23,9 @@ final class ServerMetrics: Sendable {
     let connectionsRefusedOverGlobalLimit: Counter
     /// Connections answered GOAWAY TOO_MANY_CONNECTIONS: their key had `maxConnectionsPerKey` open.
     let connectionsRefusedOverKeyLimit: Counter
+    /// Times a connection stopped reading until its partial frame's bytes fit
+    /// the request memory budget (``RequestMemoryBudget``).
+    let readsHeldForMemory: Counter
     private let requests: [[Counter]]
     private let latency: [Timer]
     private let goAways: [Counter]
@@ -37,6 +40,7 @@ final class ServerMetrics: Sendable {
         authenticationFailures = Counter(label: "liverelay_authentication_failures_total")
         connectionsRefusedOverGlobalLimit = Counter(label: "liverelay_connections_refused_total", dimensions: [("limit", "global")])
         connectionsRefusedOverKeyLimit = Counter(label: "liverelay_connections_refused_total", dimensions: [("limit", "per_key")])
+        readsHeldForMemory = Counter(label: "liverelay_connection_reads_held_for_memory_total")
         requests = Self.methodLabels.map { method in
             StatusCode.allCases.map { status in
                 Counter(label: "liverelay_rpc_requests_total", dimensions: [("method", method), ("status", status.description)])

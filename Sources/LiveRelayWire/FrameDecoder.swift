@@ -42,6 +42,14 @@ public struct FrameDecoder: Sendable {
     /// Bytes received but not yet returned as frames.
     public var bufferedBytes: Int { self.buffer.readableBytes }
 
+    /// The payload length of the frame whose header has been read and which has
+    /// not been returned yet, nil between frames: what a receiver reserves
+    /// memory for before reading the rest of a large frame.
+    public var pendingPayloadLength: Int? {
+        guard case .awaitingPayload(let header, _) = self.state else { return nil }
+        return Int(header.length)
+    }
+
     /// Adds bytes from the network. Decoding happens in `nextFrame()`.
     public mutating func append(_ bytes: ByteBuffer) {
         if case .failed = self.state { return }

@@ -69,7 +69,9 @@ final class TestServer: Sendable {
         helloTimeout: TimeAmount = .seconds(10),
         maxDrainTime: TimeAmount = .seconds(10),
         maxConnections: Int = 10_000,
-        maxConnectionsPerKey: Int = 1_000
+        maxConnectionsPerKey: Int = 1_000,
+        maxBufferedRequestBytes: Int = 64 << 20,
+        maxBufferedRequestBytesPerKey: Int = 16 << 20
     ) async throws -> TestServer {
         let configuration = RPCServer.Configuration(
             host: "127.0.0.1",
@@ -78,7 +80,9 @@ final class TestServer: Sendable {
             connection: ServerConnectionStateMachine.Configuration(settings: settings, helloTimeout: helloTimeout),
             maxDrainTime: maxDrainTime,
             maxConnections: maxConnections,
-            maxConnectionsPerKey: maxConnectionsPerKey
+            maxConnectionsPerKey: maxConnectionsPerKey,
+            maxBufferedRequestBytes: maxBufferedRequestBytes,
+            maxBufferedRequestBytesPerKey: maxBufferedRequestBytesPerKey
         )
         let server = RPCServer(configuration: configuration, service: service, authenticator: authenticator, logger: testLogger)
         let group = ServiceGroup(

@@ -19,6 +19,22 @@ func rawFrame(type: UInt8, id: UInt32 = 0, flags: UInt8 = 0, payload: [UInt8]) -
         #expect(result.frames == sampleFrames)
     }
 
+    @Test func thePendingPayloadLengthIsKnownFromTheHeaderUntilTheFrameIsReturned() throws {
+        var decoder = FrameDecoder(expectPreface: false)
+        let frame = encoded([sampleFrames.first { if case .request = $0 { true } else { false } }!])
+        let length = frame.count - Wire.frameHeaderSize
+        #expect(decoder.pendingPayloadLength == nil)
+        decoder.append(ByteBuffer(bytes: frame[..<(Wire.frameHeaderSize - 1)]))
+        #expect(try decoder.nextFrame() == nil)
+        #expect(decoder.pendingPayloadLength == nil, "not before the whole header")
+        decoder.append(ByteBuffer(bytes: frame[(Wire.frameHeaderSize - 1)..<(Wire.frameHeaderSize + 1)]))
+        #expect(try decoder.nextFrame() == nil)
+        #expect(decoder.pendingPayloadLength == length)
+        decoder.append(ByteBuffer(bytes: frame[(Wire.frameHeaderSize + 1)...]))
+        #expect(try decoder.nextFrame() != nil)
+        #expect(decoder.pendingPayloadLength == nil)
+    }
+
     @Test func everySplitPointWithPreface() {
         let bytes = Wire.preface + encoded(sampleFrames)
         for split in 0...bytes.count {
