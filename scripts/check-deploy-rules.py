@@ -160,6 +160,8 @@ def systemd():
     check(int(unit["TimeoutStopSec"][0]) >= shutdown_seconds(config),
           f"liverelay.service: TimeoutStopSec must be at least drain_time_ms + the dispatcher's drain grace +"
           f" {MARGIN_SECONDS} s ({shutdown_seconds(config):g} s)")
+    check("time-sync.target" in " ".join(unit.get("After", [])),
+          "liverelay.service: After= must name time-sync.target (the sweep and provider tokens read the wall clock)")
     check(int(unit["LimitNOFILE"][0]) > config["limits"]["max_connections"],
           "liverelay.service: LimitNOFILE must exceed limits.max_connections")
     credentials = {c.split(":", 1)[0] for c in unit.get("LoadCredential", [])}

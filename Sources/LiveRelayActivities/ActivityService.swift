@@ -34,7 +34,8 @@ public struct ActivityService: LiveRelayService {
     public static let version = "1.0"
 
     private let store: any ActivityStore
-    private let clock: any WallClock
+    /// The source of "now" for every rule (the sweeper reads it too).
+    public let clock: any WallClock
     private let logger: Logger
     private let sink: any PushSink
     /// Replaced whole when the tenant registry changes (``reconfigure(apps:)``): a call reads it once.
@@ -333,9 +334,11 @@ public struct ActivityService: LiveRelayService {
 
     // MARK: Housekeeping
 
-    /// One expiry sweep (at most `limit` activities and tokens; by default the store's ``ActivityStore/sweepLimit``).
-    public func sweep(limit: Int? = nil, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
-        let swept = store.apply(Sweep(limit: limit ?? store.sweepLimit), now: clock.now(), on: eventLoop).map { report in
+    /// One expiry sweep (at most `limit` activities and tokens; by default the store's
+    /// ``ActivityStore/sweepLimit``) at `now`, by default the clock's (``ActivitySweeper`` passes
+    /// its ``SweepClock``'s).
+    public func sweep(limit: Int? = nil, at now: UnixTime? = nil, on eventLoop: any EventLoop) -> EventLoopFuture<SweepReport> {
+        let swept = store.apply(Sweep(limit: limit ?? store.sweepLimit), now: now ?? clock.now(), on: eventLoop).map { report in
             if !report.isEmpty {
                 self.logger.info(
                     "swept activities and tokens",

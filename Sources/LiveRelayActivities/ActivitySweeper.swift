@@ -1,3 +1,6 @@
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 
@@ -10,19 +13,31 @@ import ServiceLifecycle
 /// long dead tokens and records linger.
 /// In the server's `ServiceGroup` it stops right after the RPC server, before
 /// the store closes under it.
+/// It sweeps at its ``SweepClock``'s time, so a forward jump of the wall clock
+/// does not expire every live activity at once; while it holds back it logs
+/// an error each turn and reports the gap in `liverelay_sweep_clock_held_back_seconds`.
 public struct ActivitySweeper: Service {
     private let service: ActivityService
     private let interval: TimeAmount
     private let limit: Int?
     private let eventLoop: any EventLoop
+    private let monotonic: @Sendable () -> NIODeadline
+    private let sweepClock = NIOLockedValueBox(SweepClock())
+    private let heldBack = Gauge(label: "liverelay_sweep_clock_held_back_seconds")
+    private let logger: Logger
 
+    /// - Parameter monotonic: the monotonic clock the wall clock is checked against (tests move it).
     public init(
-        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int? = nil, on eventLoop: any EventLoop
+        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int? = nil, on eventLoop: any EventLoop,
+        monotonic: @escaping @Sendable () -> NIODeadline = { .now() },
+        logger: Logger = Logger(label: "liverelay.sweep")
     ) {
         self.service = service
         self.interval = interval
         self.limit = limit
         self.eventLoop = eventLoop
+        self.monotonic = monotonic
+        self.logger = logger
     }
 
     public func run() async throws {
@@ -42,8 +57,19 @@ public struct ActivitySweeper: Service {
     /// the service logs it and the next turn tries again). Returns the passes that found work.
     @discardableResult
     public func sweepUntilClear() async throws -> Int {
+        let wall = service.clock.now()
+        let monotonicMilliseconds = monotonic().uptimeNanoseconds / 1_000_000
+        let (now, held) = sweepClock.withLockedValue {
+            $0.sweepTime(wall: wall, monotonicMilliseconds: Int64(truncatingIfNeeded: monotonicMilliseconds))
+        }
+        heldBack.record(Double(held?.milliseconds ?? 0) / 1000)
+        if let held {
+            logger.error(
+                "the wall clock jumped forward: the expiry sweep holds back (fix the clock, or restart to accept it)",
+                metadata: ["ahead_seconds": "\(held.milliseconds / 1000)", "sweeping_at_ms": "\(now.milliseconds)"])
+        }
         var passes = 0
-        while let report = try? await service.sweep(limit: limit, on: eventLoop).get(), !report.isEmpty {
+        while let report = try? await service.sweep(limit: limit, at: now, on: eventLoop).get(), !report.isEmpty {
             passes += 1
             try Task.checkCancellation()
         }
