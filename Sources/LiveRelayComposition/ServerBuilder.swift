@@ -65,7 +65,7 @@ package enum ServerBuilder {
         let logger = description.logger
         var selection = description.store
         if case .activities = description.calls {} else { selection.kind = .memory }
-        let (store, storeDescription) = try await selection.open(logger: logger)
+        let (store, storeDescription) = try await selection.open(logger: logger, clock: description.clock)
         let registry = try await selection.openRegistry(logger: logger)
         let channelStore = try await selection.openChannels(logger: logger)
 

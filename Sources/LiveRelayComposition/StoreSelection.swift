@@ -1,3 +1,4 @@
+import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
 import LiveRelayStorePostgres
@@ -102,7 +103,12 @@ package struct StoreSelection: Sendable {
         return directory
     }
 
-    package func open(logger: Logger) async throws -> (store: any ActivityStore, description: String) {
+    /// Opens the store; `clock` is the one the rules read (PostgreSQL keeps intent leases in its own, measured against it).
+    package func open(
+        logger: Logger, clock: any WallClock = SystemClock()
+    ) async throws -> (
+        store: any ActivityStore, description: String
+    ) {
         switch kind {
         case .memory:
             return (InMemoryActivityStore(), "in-memory store")
@@ -117,7 +123,7 @@ package struct StoreSelection: Sendable {
         case .postgres:
             let configuration = try postgresConfiguration()
             do {
-                let store = try await PostgresActivityStore(configuration: configuration, logger: logger)
+                let store = try await PostgresActivityStore(configuration: configuration, logger: logger, clock: clock)
                 return (store, "PostgreSQL store \(configuration)")
             } catch {
                 throw SetupError("cannot open the PostgreSQL store \(configuration): \(error)")

@@ -80,21 +80,27 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
 
     let client: PostgresClient
     let logger: Logger
+    /// The database's clock against the rules' (``PostgresClock``): intent leases are kept in the database's.
+    let databaseClock: PostgresClock
     private let runTask: Task<Void, Never>
+    private var clockTask: Task<Void, Never>?
     private let lanes: [PostgresJobQueue]
     private var laneTasks: [Task<Void, Never>] = []
     private let counters = NIOLockedValueBox(Statistics())
 
-    /// Connects, migrates the schema and starts the lanes.
+    /// Connects, migrates the schema, measures the database's clock against
+    /// `clock` (the one the rules' `now` comes from) and starts the lanes.
     ///
     /// Throws if the server cannot be reached within `startupTimeout`, refuses
     /// the credentials, or holds a newer schema.
     public init(
         configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "liverelay.postgres"),
-        startupTimeout: Duration = .seconds(30)
+        startupTimeout: Duration = .seconds(30), clock: any WallClock = SystemClock()
     ) async throws {
         self.configuration = configuration
         self.logger = logger
+        let databaseClock = PostgresClock(clock: clock)
+        self.databaseClock = databaseClock
         let client = PostgresClient(configuration: configuration.client, backgroundLogger: logger)
         self.client = client
         runTask = Task { await client.run() }
@@ -102,7 +108,16 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
             let schema = configuration.schema
             openedSchemaVersion = try await withDeadline(startupTimeout, "connecting to \(configuration)") {
                 try await client.withConnection { connection in
-                    try await PostgresSchema.migrate(connection, schema: schema, now: SystemClock().now().milliseconds, logger: logger)
+                    let version = try await PostgresSchema.migrate(
+                        connection, schema: schema, now: SystemClock().now().milliseconds, logger: logger)
+                    let session = PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger)
+                    let offset = try await databaseClock.measure(on: session)
+                    if abs(offset) > 1_000 {
+                        logger.warning(
+                            "this node's clock and the PostgreSQL server's differ: intent leases use the server's",
+                            metadata: ["database_ahead_ms": "\(offset)"])
+                    }
+                    return version
                 }
             }
         } catch let error as DeadlineExceeded {
@@ -116,11 +131,26 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
             throw error
         }
         lanes = (0..<configuration.lanes).map { _ in PostgresJobQueue() }
-        let runner = PostgresBatchRunner(client: client, configuration: configuration, logger: logger, counters: counters)
+        let runner = PostgresBatchRunner(
+            client: client, configuration: configuration, logger: logger, counters: counters, clock: databaseClock)
         laneTasks = lanes.map { queue in
             Task { [maxBatch = configuration.maxBatch] in
                 while let batch = await queue.take(max: maxBatch) {
                     await runner.run(batch)
+                }
+            }
+        }
+        clockTask = Task { [client, configuration, logger] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: PostgresClock.refreshInterval)
+                do {
+                    try await client.withConnection { connection in
+                        try await databaseClock.measure(
+                            on: PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger))
+                    }
+                } catch {
+                    // The next turn measures again; leases use the last offset meanwhile.
+                    logger.debug("could not read the database's clock", metadata: ["error": "\(error)"])
                 }
             }
         }
@@ -267,11 +297,14 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     public func close() async throws {
         for lane in lanes { lane.close() }
         for task in laneTasks { await task.value }
+        clockTask?.cancel()
+        await clockTask?.value
         runTask.cancel()
         await runTask.value
     }
 
     deinit {
+        clockTask?.cancel()
         for lane in lanes { lane.close() }
         runTask.cancel()
     }

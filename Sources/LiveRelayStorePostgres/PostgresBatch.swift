@@ -84,6 +84,8 @@ struct PostgresBatchRunner: Sendable {
     let configuration: PostgresStoreConfiguration
     let logger: Logger
     let counters: NIOLockedValueBox<PostgresActivityStore.Statistics>
+    /// The database's clock offset, for the leases the batch writes and compares.
+    let clock: PostgresClock
     let metrics = StoreMetrics(store: "postgres")
 
     enum Failure: Equatable {
@@ -154,8 +156,9 @@ struct PostgresBatchRunner: Sendable {
             let progress = Progress()
             let started = ContinuousClock.now
             do {
-                let planned = try await client.withConnection { [configuration, logger] connection in
-                    let session = PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger)
+                let planned = try await client.withConnection { [configuration, logger, clock] connection in
+                    let session = PostgresSession(
+                        connection, timeout: configuration.statementTimeout, logger: logger, clockOffset: clock.offsetMilliseconds)
                     return try await transaction(batch, on: session, progress: progress)
                 }
                 counters.withLockedValue {

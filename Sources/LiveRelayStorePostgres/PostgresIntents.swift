@@ -128,7 +128,7 @@ struct PostgresIntentOverlay {
         let order = { (a: IntentKey, b: IntentKey) in (a.appID, a.activityID, a.timestamp) < (b.appID, b.activityID, b.timestamp) }
         func supersessionBindings(_ newer: [DispatchIntent]) -> PostgresBindings {
             var b = keyBindings(newer.map(\.key))
-            b.append(newer.map { $0.owner ?? "" }); b.append(newer.map(\.createdAt.milliseconds))
+            b.append(newer.map { $0.owner ?? "" }); b.append(newer.map { session.databaseTime($0.createdAt.milliseconds) })
             return b
         }
         // ``DispatchIntent/isSuperseded(by:)``: an older update to the tokens alone goes once a newer one reaches
@@ -141,7 +141,7 @@ struct PostgresIntentOverlay {
         if !withChannels.isEmpty {
             let query = PostgresQuery(unsafeSQL: Self.supersedableSQL, binds: supersessionBindings(withChannels))
             for row in try await session.query(query) {
-                let older = PostgresTables.intent(try row.decode(PostgresTables.IntentRow.self))
+                let older = PostgresTables.intent(try row.decode(PostgresTables.IntentRow.self), on: session)
                 if let newest = superseding[older.key.activity], older.isSuperseded(by: newest) { superseded.append(older.key) }
             }
         }
@@ -157,19 +157,19 @@ struct PostgresIntentOverlay {
             b.append(put.map { ByteBuffer(bytes: $0.encodedTargets ?? []) }); b.append(put.map { $0.targets == nil })
             b.append(put.map(\.createdAt.milliseconds))
             b.append(put.map { $0.owner ?? "" }); b.append(put.map { $0.owner == nil })
-            b.append(put.map(\.leaseUntil.milliseconds))
+            b.append(put.map { session.databaseTime($0.leaseUntil.milliseconds) })
             try await run(Self.putSQL, b)
         }
         if !leases.isEmpty {
             let leased = leases.sorted { order($0.key, $1.key) }
             var b = keyBindings(leased.map(\.key))
-            b.append(leased.map(\.value.owner)); b.append(leased.map(\.value.until.milliseconds))
+            b.append(leased.map(\.value.owner)); b.append(leased.map { session.databaseTime($0.value.until.milliseconds) })
             try await run(Self.leaseSQL, b)
         }
         if !renewals.isEmpty {
             let renewed = renewals.sorted { order($0.key, $1.key) }
             var b = keyBindings(renewed.map(\.key))
-            b.append(renewed.map(\.value.owner)); b.append(renewed.map(\.value.until.milliseconds))
+            b.append(renewed.map(\.value.owner)); b.append(renewed.map { session.databaseTime($0.value.until.milliseconds) })
             try await run(Self.renewSQL, b)
         }
     }
@@ -194,16 +194,18 @@ extension PostgresTables {
         owner: String, upTo: Int64, now: Int64, limit: Int, on session: PostgresSession
     ) async throws -> [DispatchIntent] {
         var binds = PostgresBindings(capacity: 4)
-        binds.append(owner); binds.append(upTo); binds.append(Int64(limit)); binds.append(now)
+        binds.append(owner); binds.append(session.databaseTime(upTo)); binds.append(Int64(limit))
+        binds.append(session.databaseTime(now))
         var found: [DispatchIntent] = []
         for row in try await session.query(PostgresQuery(unsafeSQL: claimableIntentsSQL, binds: binds)) {
-            found.append(intent(try row.decode(IntentRow.self)))
+            found.append(intent(try row.decode(IntentRow.self), on: session))
         }
         return found
     }
 
     /// What cannot be read becomes the intent's ``DispatchIntent/damage``, so the claim reports and drops it.
-    static func intent(_ r: IntentRow) -> DispatchIntent {
+    /// The lease is read in the node's time (``PostgresSession/nodeTime(_:)``).
+    static func intent(_ r: IntentRow, on session: PostgresSession) -> DispatchIntent {
         let event = APNsEvent(rawValue: r.4)
         let decoded = r.10.map { DispatchIntent.decodeTargets(Array(buffer: $0)) }
         let targets = decoded.map { $0?.targets }
@@ -211,7 +213,8 @@ extension PostgresTables {
             key: IntentKey(appID: r.0, activityID: r.1, timestamp: r.2), event: event ?? .update,
             payload: APNsPayload(bytes: Array(buffer: r.5)), topic: r.6, priority: Int(r.7), expiration: r.8,
             expiresAt: r.9.map(UnixTime.init(milliseconds:)), targets: targets ?? nil,
-            createdAt: UnixTime(milliseconds: r.11), owner: r.12, leaseUntil: UnixTime(milliseconds: r.13), version: Int(r.3))
+            createdAt: UnixTime(milliseconds: r.11), owner: r.12, leaseUntil: UnixTime(milliseconds: session.nodeTime(r.13)),
+            version: Int(r.3))
         if event == nil { intent.damage = "IntentDamaged(event \(r.4))" }
         if case .some(nil) = targets { intent.damage = "IntentDamaged(targets)" }
         intent.withUpdateTokens = decoded??.withUpdateTokens ?? false

@@ -16,13 +16,25 @@ struct PostgresSession: Sendable {
     let connection: PostgresConnection
     let timeout: Duration
     let logger: Logger
+    /// Database time minus the node's (``PostgresClock``): intent lease times
+    /// written to rows get it added, those read from rows subtracted.
+    let clockOffset: Int64
     private let closed = NIOLockedValueBox(false)
 
-    init(_ connection: PostgresConnection, timeout: Duration, logger: Logger) {
+    init(_ connection: PostgresConnection, timeout: Duration, logger: Logger, clockOffset: Int64 = 0) {
         self.connection = connection
         self.timeout = timeout
         self.logger = logger
+        self.clockOffset = clockOffset
     }
+
+    /// A node time as the database's, for a lease column or a bound compared with one.
+    func databaseTime(_ milliseconds: Int64) -> Int64 {
+        milliseconds == .max || milliseconds == .min ? milliseconds : milliseconds &+ clockOffset
+    }
+
+    /// A lease time read from a row, as the node's.
+    func nodeTime(_ milliseconds: Int64) -> Int64 { milliseconds &- clockOffset }
 
     /// Whether a statement timed out and the connection was closed.
     var isAbandoned: Bool { closed.withLockedValue { $0 } }
