@@ -34,10 +34,29 @@ extension ActivityService {
     /// a durable intent, the plan (every push `queued`, not `complete`), since
     /// whether its pushes are in flight, waiting to be resumed or lost is not
     /// known here. Nothing is sent again either way: the intent, if any, does that.
+    ///
+    /// The account covers the pushes the call's intent went out to, which for
+    /// an update resumed after a crash are the activity's tokens as the resume
+    /// read them: fewer than the call targeted if some were removed, rotated
+    /// or pruned in between (those count failed, ``tokenRemovedBeforeResume``),
+    /// more if tokens registered in between (they got the push: `targeted` is
+    /// the account's total). Either way the summary adds up: `targeted` =
+    /// delivered + failed + pruned + superseded + expired.
     static func replayed(_ reply: StoredReply) -> DeliverySummary {
-        guard let account = reply.account ?? (reply.targeted == 0 ? EnqueueResult() : nil) else { return planned(reply) }
-        return summary(planned(reply), after: account)
+        guard var account = reply.account ?? (reply.targeted == 0 ? EnqueueResult() : nil) else { return planned(reply) }
+        var planned = planned(reply)
+        let total = account.total
+        if total < reply.targeted {
+            account.failures[tokenRemovedBeforeResume, default: 0] += reply.targeted - total
+        } else if total > reply.targeted {
+            planned.targeted = UInt32(clamping: total)
+        }
+        return summary(planned, after: account)
     }
+
+    /// The failure reason of a token a call targeted that was gone (removed,
+    /// rotated or pruned) when its update was resumed after a crash.
+    static let tokenRemovedBeforeResume = "TokenRemovedBeforeResume"
 
     /// `targeted` and `unresolved` come from the rule; the rest is the sink's account.
     static func summary(_ planned: DeliverySummary, after result: EnqueueResult) -> DeliverySummary {

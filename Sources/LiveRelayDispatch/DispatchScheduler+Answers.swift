@@ -75,12 +75,17 @@ extension DispatchScheduler {
                     tokenIsDead = false
                 } else {
                     // Pruned now, later (held by the guard) or, if this answer trips the guard, not at all.
+                    let released = actions.prunes.count
                     credentials = judge(verdict, prune: dead, app: a, now: now, &actions)
-                    tokenIsDead = credentials == nil
+                    tokenIsDead = credentials == nil && actions.prunes[released...].contains(dead)
                 }
                 if !tokenIsDead, credentials != nil || isSuspended(a, now: now) {
                     // The app's configuration is in doubt, not the token: held with the app's other pushes.
                     putBack(id, &lane)
+                } else if !tokenIsDead, verdict != .accepted {
+                    // The guard holds the prune until its verdict (and drops it if it trips): the push
+                    // failed with APNs's reason, and counts as pruned only if its token is pruned now.
+                    finish(id, .failed(reason: reason), &actions)
                 } else if tokenIsDead {
                     let pruned = PushOutcome.pruned(reason: reason)
                     finish(id, pruned, &actions)

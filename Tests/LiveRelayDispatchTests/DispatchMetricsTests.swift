@@ -47,7 +47,8 @@ struct DispatchMetricsTests {
             try test.expectCounter("liverelay_dispatch_pushes_total", dimensions).totalValue
         }
         #expect(try count([("app", "app-a"), ("outcome", "pruned"), ("reason", "Unregistered")]) == 2)
-        #expect(try count([("app", "app-a"), ("outcome", "pruned"), ("reason", "BadDeviceToken")]) == 1)
+        // Answered before the mass-prune guard's verdict: failed with APNs's reason, its prune held.
+        #expect(try count([("app", "app-a"), ("outcome", "failed"), ("reason", "BadDeviceToken")]) == 1)
         #expect(try count([("app", "app-a"), ("outcome", "failed"), ("reason", "BadPriority")]) == 1)
         #expect(try count([("app", "app-a"), ("outcome", "delivered")]) == 1)
         #expect(try count([("app", "other"), ("outcome", "failed"), ("reason", "AppNotConfigured")]) == 2)

@@ -19,8 +19,9 @@ import Testing
         FinalCase(status: 200, reason: nil, expected: EnqueueResult(delivered: 1)),
         FinalCase(status: 410, reason: "Unregistered", expected: EnqueueResult(pruned: 1)),
         FinalCase(status: 410, reason: "ExpiredToken", expected: EnqueueResult(pruned: 1)),
-        FinalCase(status: 400, reason: "BadDeviceToken", expected: EnqueueResult(pruned: 1)),
-        FinalCase(status: 400, reason: "DeviceTokenNotForTopic", expected: EnqueueResult(pruned: 1)),
+        // The mass-prune guard holds a rejection's prune until it has a verdict: failed, not pruned.
+        FinalCase(status: 400, reason: "BadDeviceToken", expected: EnqueueResult(failures: ["BadDeviceToken": 1])),
+        FinalCase(status: 400, reason: "DeviceTokenNotForTopic", expected: EnqueueResult(failures: ["DeviceTokenNotForTopic": 1])),
         FinalCase(status: 400, reason: "BadTopic", expected: EnqueueResult(failures: ["BadTopic": 1])),
         FinalCase(status: 404, reason: "BadPath", expected: EnqueueResult(failures: ["BadPath": 1])),
         FinalCase(status: 413, reason: "PayloadTooLarge", expected: EnqueueResult(failures: ["PayloadTooLarge": 1])),
