@@ -107,10 +107,10 @@ wait_for() { # file pattern seconds
     return 1
 }
 
-start_server() { # name args... ; sets PORT_<name> and PID_<name>; SERVER_DATA: another data directory
+start_server() { # name args... ; sets PORT_<name> and PID_<name>; SERVER_DATA: another data directory; PIN: taskset CPU list
     local name=$1
     shift
-    timeout --signal=TERM "$LIFETIME" "$LR" serve --data-dir "${SERVER_DATA:-$WORK/data}" --port 0 --log-level warning "$@" \
+    ${PIN:+taskset -c "$PIN"} timeout --signal=TERM "$LIFETIME" "$LR" serve --data-dir "${SERVER_DATA:-$WORK/data}" --port 0 --log-level warning "$@" \
         >"$WORK/logs/$name.out" 2>"$WORK/logs/$name.err" &
     local pid=$!
     PIDS+=("$pid")
@@ -138,7 +138,12 @@ CA="$WORK/data/cert.pem"
 # key made here, so one key may act for both apps), once with admission at its defaults and
 # once with admission off at the same flood rate, for comparison. The SQLite store is where
 # calls queue: each is a durable write, and the flood fills the writer's queue.
+# On a machine with two CPUs or more the server runs on CPU 0 and both generators on CPU 1
+# (taskset), so that the generators' load does not land on the server's core and rounds
+# compare: the figures in docs/BENCHMARKS.md are taken that way.
 OVERLOAD_RESULTS="$WORK/overload"
+SERVER_CPU="" GENERATOR_CPU=""
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0 GENERATOR_CPU=1; fi
 run_overload() {
     mkdir -p "$OVERLOAD_RESULTS"
     local key
@@ -154,10 +159,10 @@ run_overload() {
  "api_key_file": "$WORK/overload-keys.json", "data_dir": "$WORK/overload-$name",
  "store": {"kind": "sqlite"}, "admission": $admission}
 JSON
-        SERVER_DATA="$WORK/overload-$name" start_server "overload_$name" --config "$WORK/overload-$name/config.json"
+        PIN=$SERVER_CPU SERVER_DATA="$WORK/overload-$name" start_server "overload_$name" --config "$WORK/overload-$name/config.json"
         local port_var="PORT_overload_$name" pid_var="PID_overload_$name"
         log "overload isolation, admission $name: liverelay bench overload ${capacity[*]}"
-        timeout --signal=KILL $((7 * (WARMUP + DURATION) + 180)) "$LR" bench overload --port "${!port_var}" --ca-file "$CA" \
+        ${GENERATOR_CPU:+taskset -c "$GENERATOR_CPU"} timeout --signal=KILL $((7 * (WARMUP + DURATION) + 180)) "$LR" bench overload --port "${!port_var}" --ca-file "$CA" \
             --api-key "$key" --server-pid "${!pid_var}" --duration "$DURATION" --warmup "$WARMUP" --json "${capacity[@]}" \
             >"$OVERLOAD_RESULTS/$name.json" 2>"$WORK/logs/overload-$name.err" || {
             log "overload scenario ($name) failed:"
@@ -205,15 +210,47 @@ out = [f"Run of {when}, `scripts/bench.sh overload` (DURATION={duration} s measu
        "Quiet alone p50 / p99 ms | Quiet under the flood p50 / p99 ms | Quiet p99 flood / alone (each round) | The same from the send | Goal ≤ 1.5x | "
        "Server RSS MiB: before / max during / after the floods | Server CPU in the flood (% of a core) |",
        "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|"] + rows
+null_path = os.path.join(results, "null.json")
+on_path = os.path.join(results, "on.json")
+if os.path.exists(null_path) and os.path.exists(on_path):
+    null = json.load(open(null_path))
+    on = json.load(open(on_path))
+    refusal_cpu = on["rounds"][on["median_round"]].get("server_cpu_us_per_noisy_call")
+    null_cpu = null.get("server_cpu_us_per_call")
+    if refusal_cpu and null_cpu:
+        out += ["", f"Server CPU per noisy call in the flood (refusals, and the admitted calls among them), admission at its defaults: "
+                f"{refusal_cpu:.1f} µs; the null service's per call at the same asked rate, on the same CPU: {null_cpu:.1f} µs "
+                f"(**{refusal_cpu / null_cpu:.2f}x**, goal ≤ 2x)."]
 print("\n".join(out))
 PY
     cat "$tables"
+}
+
+# What a refusal costs, against what the null service's whole call costs: the null service
+# on the server's CPU, RegisterToken open loop at the rate the noisy app asked for.
+overload_null_cost() {
+    local asked
+    asked=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(int(r["rounds"][r["median_round"]]["noisy_flood"]["asked_rate"]))' "$OVERLOAD_RESULTS/on.json")
+    PIN=$SERVER_CPU start_server null_pinned --null-service
+    local key
+    key=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$WORK/logs/null_pinned.out" | head -1)
+    [ -n "$key" ] && LIVERELAY_API_KEY=$key
+    log "overload: the null service at the noisy app's rate ($asked calls/s)"
+    ${GENERATOR_CPU:+taskset -c "$GENERATOR_CPU"} timeout --signal=KILL $((WARMUP + DURATION + 120)) "$LR" bench --port "$PORT_null_pinned" \
+        --ca-file "$CA" --server-pid "$PID_null_pinned" --name null-at-flood-rate --warmup "$WARMUP" --duration "$DURATION" \
+        --rate "$asked" --connections 4 --mix register --json >"$OVERLOAD_RESULTS/null.json" 2>"$WORK/logs/overload-null.err" || {
+        log "the null service run failed:"
+        tail -20 "$WORK/logs/overload-null.err" >&2
+        return 1
+    }
+    kill -TERM "$PID_null_pinned" 2>/dev/null || true
 }
 
 if [ "$MODE" = overload ]; then
     # The null server only made the development certificate; the scenario wants the cores.
     kill -TERM "$PID_null" 2>/dev/null || true
     run_overload
+    overload_null_cost
     overload_tables
     log "overload scenario finished in $(($(date +%s) - STARTED)) s; raw reports in $OVERLOAD_RESULTS"
     exit 0

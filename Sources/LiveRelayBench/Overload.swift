@@ -148,6 +148,9 @@ public struct OverloadReport: Sendable, Codable {
         /// The same from the actual send: the server's part, without the generators' lag.
         public var quietServiceP99Ratio: Double
         public var serverCPUPercentDuringFlood: Double?
+        /// The server's CPU during the flood per noisy call answered (mostly refusals; the
+        /// quiet app's calls are in it too): what refusing costs, at most.
+        public var serverCPUUsPerNoisyCall: Double?
     }
 
     public var description: String
@@ -259,7 +262,7 @@ public struct OverloadRun: Sendable {
                     quietAlone: OverloadReport.Side(alone), quietFlood: OverloadReport.Side(quiet), noisyFlood: OverloadReport.Side(noisy),
                     quietP99Ratio: alone.latencyUs.p99 > 0 ? quiet.latencyUs.p99 / alone.latencyUs.p99 : .infinity,
                     quietServiceP99Ratio: alone.serviceTimeUs.p99 > 0 ? quiet.serviceTimeUs.p99 / alone.serviceTimeUs.p99 : .infinity,
-                    serverCPUPercentDuringFlood: noisy.serverCPUPercent))
+                    serverCPUPercentDuringFlood: noisy.serverCPUPercent, serverCPUUsPerNoisyCall: noisy.serverCPUUsPerCall))
         }
         let after = serverPID.flatMap { processMemory(pid: $0) }
         let order = rounds.indices.sorted { rounds[$0].quietP99Ratio < rounds[$1].quietP99Ratio }
