@@ -92,7 +92,17 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     /// replies gets no more requests decoded, and the server buffers no more for it.
     private var repliesBacklogged = false
     /// Reads and decoding wait while any holds.
-    private var holdingRequests: Bool { readingPaused || repliesBacklogged || awaitingMemory }
+    private var holdingRequests: Bool { readingPaused || repliesBacklogged || awaitingMemory || yieldedTurn }
+    /// This connection decoded ``framesPerTurn`` frames in a row and let the event loop's
+    /// other connections have their turn: the rest are decoded (and the socket read again)
+    /// in a task queued behind them.
+    private var yieldedTurn = false
+
+    /// The most frames decoded in one go before the other connections of the event loop
+    /// get theirs. One read can bring hundreds of pipelined calls; decoding all of them
+    /// before the next connection is read would let a flooding caller add their whole cost
+    /// to every other caller's latency.
+    static let framesPerTurn = 64
     private var needsDecode = false
     private var readPending = false
     private var inReadBatch = false
@@ -267,16 +277,35 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         guard !decoding else { return }
         decoding = true
         defer { decoding = false }
+        var decodedThisTurn = 0
         while !holdingRequests, !decoderFailed, !closing {
+            if decodedThisTurn == Self.framesPerTurn {
+                yieldTurn()
+                break
+            }
             do {
                 guard let frame = try decoder.nextFrame() else { break }
                 framesDecoded += 1
+                decodedThisTurn += 1
                 apply(stateMachine.receive(frame, now: clock()))
             } catch {
                 decoderFailed = true
                 logger.debug("malformed input", metadata: ["error": "\(error)"])
                 apply(stateMachine.receiveDecodingError(error, now: clock()))
             }
+        }
+    }
+
+    /// Lets the event loop serve its other connections, then decodes on.
+    private func yieldTurn() {
+        guard let context else { return }
+        yieldedTurn = true
+        context.eventLoop.assumeIsolated().execute {
+            self.yieldedTurn = false
+            // Replies of the turn so far go out before the next turn's.
+            self.flushNow()
+            self.needsDecode = true
+            if !self.applying { self.resumeRequests() }
         }
     }
 

@@ -404,3 +404,24 @@ struct RPCConnectionHandlerTests {
         #expect(try connection.writtenFrames() == [])
     }
 }
+
+/// A connection decodes a long pipeline in turns, so the event loop's other connections are read in between.
+@Suite struct DecodingTurnTests {
+    static func responses(_ frames: [Frame]) -> Int {
+        frames.filter { if case .response = $0 { true } else { false } }.count
+    }
+
+    @Test func aLongPipelineIsAnsweredInTurnsWithTheLoopsOtherWorkBetween() throws {
+        let connection = try EmbeddedConnection(service: NullLiveRelayService())
+        _ = try connection.hello()
+        try connection.send((1...200).map { ping(RequestID(rawValue: UInt32($0))) })
+        // Before the loop runs its queued tasks: the first turn only.
+        var flushed: [ByteBuffer] = []
+        while let buffer = try connection.channel.readOutbound(as: ByteBuffer.self) { flushed.append(buffer) }
+        #expect(Self.responses(try connection.frames(in: flushed)) == RPCConnectionHandler.framesPerTurn)
+        // The turns queued behind the loop's other work answer the rest, in order.
+        let rest = try connection.writtenFrames()
+        #expect(Self.responses(rest) == 200 - RPCConnectionHandler.framesPerTurn)
+        if case let .response(id, _) = rest.first { #expect(id == RequestID(rawValue: UInt32(RPCConnectionHandler.framesPerTurn + 1))) }
+    }
+}
