@@ -204,7 +204,7 @@ for name in ["on", "off"]:
                 f'{mib(r.get("server_rss_before_flood_bytes"))} / {mib(r.get("server_rss_max_during_flood_bytes"))} / '
                 f'{mib(r.get("server_rss_after_flood_bytes"))} | ' + ("n/a" if cpu is None else f"{cpu:.0f}%") + " |")
 out = [f"Run of {when}, `scripts/bench.sh overload` (DURATION={duration} s measured after WARMUP={warmup} s per phase, "
-       "3 rounds), release build, SQLite store, 2 vCPUs shared by the server, both load generators and other work. "
+       "3 rounds), release build, SQLite store; the server on CPU 0 and both load generators on CPU 1 when there are two. "
        "Figures are the median round's (the round whose ratio is the median).", "",
        "| Admission | Capacity, calls/s (noisy app alone) | Noisy asked / sent / OK, calls/s | Noisy refused | Refusals answered (from the send) p50 / p99 ms | "
        "Quiet alone p50 / p99 ms | Quiet under the flood p50 / p99 ms | Quiet p99 flood / alone (each round) | The same from the send | Goal ≤ 1.5x | "
