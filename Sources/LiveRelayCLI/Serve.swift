@@ -356,9 +356,10 @@ struct Serve: AsyncParsableCommand {
                     certificateChain: .file(prepared.certificatePath), privateKey: .file(prepared.privateKeyPath)))
             description.seedKeys = try Self.seedKeys(prepared.keyFile, path: prepared.keyFilePath)
             description.store = StoreSelection(kind: .sqlite, dataDirectory: prepared.dataDirectory)
-            // One machine's setup for trying things and for tests: key files in its data
-            // directory, and any endpoint (a mock APNs of its own on whatever port it got).
-            description.credentialAllowance = try Self.developmentAllowance(dataDirectory: prepared.dataDirectory)
+            // One machine's setup for trying things and for tests: any key file on the machine
+            // (development nodes sharing a PostgreSQL registry each seed dev.app with a key in
+            // their own data directory) and any endpoint (a mock APNs on whatever port it got).
+            description.credentialAllowance = try Self.developmentAllowance()
             return (
                 description,
                 Setup(announcement: prepared.announcement, isDevelopment: true, ops: try opsAddress(file: nil, defaultPort: 0))
@@ -411,9 +412,9 @@ struct Serve: AsyncParsableCommand {
         return (description, Setup(ops: try opsAddress(file: file.ops, defaultPort: 9090)))
     }
 
-    private static func developmentAllowance(dataDirectory: String) throws -> CredentialAllowance {
+    private static func developmentAllowance() throws -> CredentialAllowance {
         do {
-            return try CredentialAllowance(keyDirectories: [dataDirectory], anyEndpoint: true)
+            return try CredentialAllowance(keyDirectories: ["/"], anyEndpoint: true)
         } catch {
             throw CLIError("\(error)")
         }
