@@ -61,11 +61,9 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
     /// Bounds the partial frames buffered across connections; nil: no bound.
     private let requestMemory: RequestMemoryBudget?
     private let memoryHolder: RequestMemoryBudget.Holder?
-    /// The frame (by ``framesDecoded`` when its header was read) whose payload
-    /// this connection has reserved memory for.
-    private var reservedFrame: Int?
-    /// Frames the decoder has returned.
-    private var framesDecoded = 0
+    /// The payload of the frame the decoder is reading is reserved in `requestMemory`
+    /// (given back once the decoder returns that frame).
+    private var holdsReservation = false
     /// The pending frame's reservation waits: nothing more is read until it is granted.
     private var awaitingMemory = false
     /// Where every timestamp the state machine sees comes from. Injected so a
@@ -253,7 +251,6 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         inReadBatch = true
         decoder.append(unwrapInboundIn(data))
         decodeFrames()
-        reserveForPendingFrame()
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
@@ -272,11 +269,15 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Pulls frames out of the decoder while reading is not paused.
+    /// Pulls frames out of the decoder while reading is not paused, then reserves
+    /// the payload of the frame left half read.
     private func decodeFrames() {
         guard !decoding else { return }
         decoding = true
-        defer { decoding = false }
+        defer {
+            decoding = false
+            reserveForPendingFrame()
+        }
         var decodedThisTurn = 0
         while !holdingRequests, !decoderFailed, !closing {
             if decodedThisTurn == Self.framesPerTurn {
@@ -285,7 +286,7 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
             }
             do {
                 guard let frame = try decoder.nextFrame() else { break }
-                framesDecoded += 1
+                if holdsReservation { releaseRequestMemory() }
                 decodedThisTurn += 1
                 apply(stateMachine.receive(frame, now: clock()))
             } catch {
@@ -330,7 +331,6 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
         if needsDecode {
             needsDecode = false
             decodeFrames()
-            reserveForPendingFrame()
         }
         if readPending, !holdingRequests, let context {
             readPending = false
@@ -425,42 +425,39 @@ public final class RPCConnectionHandler: ChannelDuplexHandler {
 
     // MARK: Request memory
 
-    /// Keeps this connection's reservation in step with its decoder: gives back
-    /// the reservation of a frame that was returned, and reserves the payload of
-    /// a frame whose header was read, or stops reading until that is granted.
+    /// Reserves the payload of the frame whose header the decoder has read, or
+    /// stops reading until that is granted.
     private func reserveForPendingFrame() {
-        guard let requestMemory, let memoryHolder, !closing, !awaitingMemory, let context else { return }
-        let pending = decoder.pendingPayloadLength
-        if let reserved = reservedFrame, reserved != framesDecoded || pending == nil {
-            reservedFrame = nil
-            requestMemory.release(memoryHolder)
-        }
-        guard reservedFrame == nil, let pending, !decoderFailed else { return }
-        let frame = framesDecoded
+        guard let requestMemory, let memoryHolder, !holdsReservation, !awaitingMemory, !closing, !decoderFailed,
+            let pending = decoder.pendingPayloadLength, let context
+        else { return }
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
-        let granted = requestMemory.reserve(pending, for: memoryHolder, keyID: principal?.keyID) {
-            loop.execute { handler.value.requestMemoryGranted(frame: frame) }
-        }
-        if granted {
-            reservedFrame = frame
+        if requestMemory.reserve(
+            pending, for: memoryHolder, keyID: principal?.keyID,
+            granted: {
+                loop.execute { handler.value.requestMemoryGranted() }
+            })
+        {
+            holdsReservation = true
         } else {
             awaitingMemory = true
             metrics.readsHeldForMemory.increment()
         }
     }
 
-    private func requestMemoryGranted(frame: Int) {
+    private func requestMemoryGranted() {
         guard awaitingMemory else { return }
         awaitingMemory = false
-        reservedFrame = frame
+        holdsReservation = true
         needsDecode = true
         if !applying { resumeRequests() }
     }
 
+    /// Gives back the reservation, or ends its wait: for a frame that is whole, and on close.
     private func releaseRequestMemory() {
         guard let requestMemory, let memoryHolder else { return }
-        reservedFrame = nil
+        holdsReservation = false
         awaitingMemory = false
         requestMemory.release(memoryHolder)
     }

@@ -12,9 +12,6 @@ struct ActivityRecords: Sendable {
     /// Ascending.
     private var timestamps: [Int64] = []
 
-    var isEmpty: Bool { byKey.isEmpty }
-    var count: Int { byKey.count }
-
     subscript(key: String) -> IdempotencyRecord? { byKey[key] }
 
     /// Puts `record`, replacing the one with its key; then evicts the oldest

@@ -334,7 +334,7 @@ import Testing
 }
 
 /// A store whose every commit fails with `error` (by default: ends without an answer).
-final class UnknownOutcomeStore: ActivityStore {
+final class UnknownOutcomeStore: MemoryReadsStore {
     let reads = InMemoryActivityStore()
     let error: ActivityStoreError
 
@@ -344,23 +344,6 @@ final class UnknownOutcomeStore: ActivityStore {
         eventLoop.makeFailedFuture(error)
     }
 
-    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { reads.token(key, on: eventLoop) }
-    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> { reads.activity(key, on: eventLoop) }
-    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        reads.updateTokens(of: activity, on: eventLoop)
-    }
-    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        reads.pushToStartTokens(appID: appID, attributesType: attributesType, on: eventLoop)
-    }
-    func pushToStartTokens(
-        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<[Token]> {
-        reads.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
-    }
-
-    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        reads.usage(of: appIDs, now: now, on: eventLoop)
-    }
 }
 
 @Suite struct PushSinkTests {

@@ -159,8 +159,9 @@ import Testing
 
 /// A store that holds every write until the test releases it, then applies it to a
 /// real in-memory store: calls stay "in flight" exactly as long as the test says.
-final class HeldStore: ActivityStore, @unchecked Sendable {
+final class HeldStore: MemoryReadsStore, @unchecked Sendable {
     let inner = InMemoryActivityStore()
+    var reads: InMemoryActivityStore { inner }
     private let lock = NIOLock()
     private var held: [@Sendable () -> Void] = []
 
@@ -182,23 +183,6 @@ final class HeldStore: ActivityStore, @unchecked Sendable {
         for write in writes { write() }
     }
 
-    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { inner.token(key, on: eventLoop) }
-    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> { inner.activity(key, on: eventLoop) }
-    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        inner.updateTokens(of: activity, on: eventLoop)
-    }
-    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        inner.pushToStartTokens(appID: appID, attributesType: attributesType, on: eventLoop)
-    }
-    func pushToStartTokens(
-        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<[Token]> {
-        inner.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
-    }
-
-    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        inner.usage(of: appIDs, now: now, on: eventLoop)
-    }
 }
 
 /// A monotonic clock the test moves, far ahead of the real one so that deadlines made

@@ -271,8 +271,9 @@ import Testing
 }
 
 /// The memory store, whose claims wait while held (a claim over a long backlog), counting renewals.
-final class GatedClaimStore: ActivityStore, @unchecked Sendable {
+final class GatedClaimStore: MemoryReadsStore, @unchecked Sendable {
     let inner: InMemoryActivityStore
+    var reads: InMemoryActivityStore { inner }
     private let state = NIOLockedValueBox((held: false, waiting: [EventLoopPromise<Void>](), renewals: 0))
 
     init(inner: InMemoryActivityStore) { self.inner = inner }
@@ -303,20 +304,4 @@ final class GatedClaimStore: ActivityStore, @unchecked Sendable {
         return inner.apply(mutation, now: now, on: eventLoop)
     }
 
-    func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> { inner.token(key, on: eventLoop) }
-    func activity(_ key: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<Activity?> { inner.activity(key, on: eventLoop) }
-    func updateTokens(of activity: ActivityKey, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        inner.updateTokens(of: activity, on: eventLoop)
-    }
-    func pushToStartTokens(appID: String, attributesType: String, on eventLoop: any EventLoop) -> EventLoopFuture<[Token]> {
-        inner.pushToStartTokens(appID: appID, attributesType: attributesType, on: eventLoop)
-    }
-    func pushToStartTokens(
-        appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<[Token]> {
-        inner.pushToStartTokens(appID: appID, externalUserIDs: externalUserIDs, attributesType: attributesType, on: eventLoop)
-    }
-    func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        inner.usage(of: appIDs, now: now, on: eventLoop)
-    }
 }
