@@ -65,6 +65,16 @@ let package = Package(
         .systemLibrary(name: "COpenSSL"),
         // The system SQLite 3 (libsqlite3), with inline shims for what Swift cannot import (SQLITE_TRANSIENT).
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // libnghttp2, the APNs client's HTTP/2 engine, with a shim over its API's renames between releases.
+        .systemLibrary(name: "CNGHTTP2", path: "Sources/CNGHTTP2"),
+        // An HTTP/2 client session driven by libnghttp2 with no I/O: bytes in, bytes out, events as values.
+        .target(
+            name: "LiveRelayHTTP2",
+            dependencies: [
+                "CNGHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // TLS over OpenSSL 3 as a SwiftNIO channel handler, for both server and client roles.
         .target(
             name: "LiveRelayTLS",
@@ -237,12 +247,10 @@ let package = Package(
             dependencies: [
                 "LiveRelayAPNs",
                 "LiveRelayBackoff",
+                "LiveRelayHTTP2",
                 "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -387,6 +395,7 @@ let package = Package(
                 "LiveRelayPushOutlet",
                 "LiveRelayDispatch",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -557,10 +566,21 @@ let package = Package(
             dependencies: ["LiveRelayTestSupport", "LiveRelayAPNs", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .testTarget(
+            name: "LiveRelayHTTP2Tests",
+            dependencies: ["LiveRelayHTTP2", "LiveRelayTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
             name: "LiveRelayAPNsClientTests",
             dependencies: ["LiveRelayTestSupport",
-                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayMessages", "LiveRelayMockAPNs", "LiveRelayTLS",
+                "LiveRelayAPNsClient", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayHTTP2", "LiveRelayMessages", "LiveRelayMockAPNs",
+                "LiveRelayTLS",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

@@ -16,6 +16,8 @@ let package = Package(
         .target(name: "LiveRelayEndpoint"),
         .target(name: "LiveRelayMessages", dependencies: ["CLiveRelayProto", "LiveRelayEndpoint", .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "LiveRelayWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")]),
+        .systemLibrary(name: "CNGHTTP2", path: "Sources/CNGHTTP2"),
+        .target(name: "LiveRelayHTTP2", dependencies: ["CNGHTTP2", .product(name: "NIOCore", package: "swift-nio")]),
         // The checks every target shares: message round trips, the frame
         // stream driver, seed writing. No fuzzer entry point of its own.
         .target(
@@ -38,6 +40,10 @@ let package = Package(
         .executableTarget(name: "FuzzAdminRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
         // The three broadcast channel requests; byte 0 of an input picks the type.
         .executableTarget(name: "FuzzChannelRequest", dependencies: ["FuzzSupport", "CFuzzerDriver"]),
+        // Server bytes into the APNs client's HTTP/2 session (libnghttp2), with streams open.
+        .executableTarget(
+            name: "FuzzHTTP2Session",
+            dependencies: ["FuzzSupport", "CFuzzerDriver", "LiveRelayHTTP2", .product(name: "NIOCore", package: "swift-nio")]),
     ],
     swiftLanguageModes: [.v6]
 )

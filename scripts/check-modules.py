@@ -29,7 +29,7 @@ PATH = [
 ]
 # Values and codecs used all along the path; they import no path module.
 FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayCollections",
-               "LiveRelayEndpoint"]
+               "LiveRelayEndpoint", "LiveRelayHTTP2"]
 # Seams are imported by the module that implements them, which sits below them.
 IMPLEMENTS = {"LiveRelayActivities": {"LiveRelayService"}, "LiveRelayAdmin": {"LiveRelayService"}, "LiveRelayDispatch": {"LiveRelayPushOutlet"}}
 # Callers and test infrastructure: they use the path, nothing on the path uses them.

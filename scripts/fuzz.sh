@@ -15,7 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 all_targets=(FuzzFrameDecoder FuzzRegisterTokenRequest FuzzStartActivityRequest
-  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest FuzzAdminRequest FuzzChannelRequest)
+  FuzzUpdateActivityRequest FuzzEndActivityRequest FuzzPingRequest FuzzAdminRequest FuzzChannelRequest
+  FuzzHTTP2Session)
 seconds=20
 make_seeds=0
 targets=()

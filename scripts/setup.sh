@@ -18,18 +18,19 @@ esac
 
 # Building and serving: the system libraries Package.swift links, with their
 # headers (libprotobuf-c for CLiveRelayProto, libssl/libcrypto 3 for COpenSSL,
-# libsqlite3 for CSQLite), and the openssl command with which an operator makes
+# libsqlite3 for CSQLite, libnghttp2 for CNGHTTP2), and the openssl command with which an operator makes
 # the certificates and keys of a production config.
-serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev openssl)
+serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev libnghttp2-dev openssl)
 # The tests on top:
 # pkg-config: the system libraries' compiler and linker flags, for builds by hand (swift build does not call it).
 # protobuf-compiler: protoc, for the contract check of the hand-written descriptors and the Python interop peer.
 # postgresql: the throwaway server of the PostgreSQL store's tests (scripts/postgres.sh).
 # nghttp2-client: h2load, the independent HTTP/2 load generator of the mock APNs tests and benchmark.
+# nghttp2-server: nghttpd, the independent HTTP/2 server the APNs client's interop tests run against.
 # procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
 # systemd: systemd-analyze, with which scripts/check-deploy.sh verifies Deploy/systemd/liverelay.service.
 # valgrind: callgrind, which counts instructions for scripts/instruction-gate.sh (and <valgrind/callgrind.h>).
-test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client procps systemd valgrind)
+test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client nghttp2-server procps systemd valgrind)
 
 debian_packages=("${serve_packages[@]}")
 if [ "$mode" = all ]; then

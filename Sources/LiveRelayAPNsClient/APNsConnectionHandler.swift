@@ -1,8 +1,7 @@
 import LiveRelayAPNs
+import LiveRelayHTTP2
 import LiveRelayTLS
 import NIOCore
-import NIOHPACK
-import NIOHTTP2
 
 /// A request waiting for, or travelling on, a stream.
 ///
@@ -51,29 +50,26 @@ protocol APNsConnectionDelegate: AnyObject, Sendable {
     func bounced(_ pending: APNsPendingRequest, from id: Int)
 }
 
-/// The handler of one APNs connection, after `NIOHTTP2Handler` in frame mode:
-/// it sees every frame (SETTINGS, PING, GOAWAY on the root stream; HEADERS,
-/// DATA, RST_STREAM of each push's stream), owns the connection's
-/// ``APNsConnectionStateMachine`` and carries out its actions. Bytes and frames
-/// only; every decision is the state machine's.
+/// The handler of one APNs connection, above the TLS handler: it owns the
+/// connection's HTTP/2 session (``HTTP2ClientSession``, libnghttp2 with no I/O)
+/// and its ``APNsConnectionStateMachine``, feeds the session the server's bytes,
+/// writes what the session has to send, and turns the session's events into the
+/// state machine's inputs and each push's answer. Bytes and events only; every
+/// decision is the state machine's, every frame nghttp2's.
 ///
-/// Why frames and not a child channel per stream: a push is one small request
-/// and one small answer, and a stream channel (its pipeline, handlers, promises
-/// and activation) cost more CPU than the rest of the push together; measured
-/// in docs/BENCHMARKS.md. Stream ids are ours to allocate (odd, increasing in
-/// write order); nio-http2 still enforces the protocol on every frame.
-final class APNsConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+/// Streams are opened only when the state machine grants a slot, and their
+/// frames are taken from the session at once: no request waits unseen inside
+/// nghttp2, so the send-by check and GOAWAY accounting see every one.
+final class APNsConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// One push in flight on this connection.
     struct Stream {
         var pending: APNsPendingRequest
         var generation: Int
-        var http2ID: HTTP2StreamID
-        /// False until the HEADERS reached the socket: a stream whose HEADERS never left was not sent.
-        var headersWritten = false
+        /// The state machine's name for it.
+        var key: APNsConnectionStateMachine.StreamKey
         var status: Int?
         var apnsID: String?
         /// A `retry-after` in delay-seconds; APNs sends none, a proxy in front of it may.
@@ -81,28 +77,46 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         var responseBody: [UInt8] = []
         /// `apns-channel-id` of a broadcast's or a management call's answer (never read for a push).
         var channelID: String?
-        /// RST_STREAM from the server.
-        var resetByPeer: HTTP2ErrorCode?
 
         /// Keeps up to 64 KiB of the answer's body (APNs's are a short JSON reason); the rest is dropped.
-        mutating func append(body buffer: ByteBuffer) {
-            guard responseBody.count + buffer.readableBytes <= 64 * 1024 else { return }
-            responseBody.append(contentsOf: buffer.readableBytesView)
+        mutating func append(body bytes: [UInt8]) {
+            guard responseBody.count + bytes.count <= 64 * 1024 else { return }
+            responseBody.append(contentsOf: bytes)
+        }
+
+        /// One field of the answer's headers. A final `:status` replaces an informational
+        /// one; every other field keeps its first value (trailers add nothing).
+        mutating func read(name: String, value: String) {
+            let isDevicePush = pending.request.isDevicePush
+            switch name {
+            case ":status" where status.map({ $0 < 200 }) ?? true: status = Int(value)
+            case "apns-id" where apnsID == nil: apnsID = value
+            case "retry-after" where retryAfterSeconds == nil:
+                retryAfterSeconds = APNsResponse.retryAfterSeconds(parsing: value)
+            // The channel endpoints name their id header apns-request-id.
+            case "apns-request-id" where !isDevicePush && apnsID == nil: apnsID = value
+            case "apns-channel-id" where !isDevicePush && channelID == nil: channelID = value
+            default: break
+            }
         }
     }
 
     let id: Int
     private var machine: APNsConnectionStateMachine
+    private let session: HTTP2ClientSession
     private let authority: String
     private let tokenSource: ProviderTokenSource
     private let delegate: APNsConnectionDelegate
     private let tickInterval: TimeAmount
-    private var streams: [APNsConnectionStateMachine.StreamKey: Stream] = [:]
-    private var keysByHTTP2ID: [HTTP2StreamID: APNsConnectionStateMachine.StreamKey] = [:]
+    /// By HTTP/2 stream id, which every session event names: one lookup per event.
+    private var streams: [Int32: Stream] = [:]
+    /// Streams submitted whose HEADERS have not left the session yet, in id order
+    /// (nearly always empty: a push's frames are taken as soon as it is submitted).
+    private var unsent: [(http2ID: Int32, key: APNsConnectionStateMachine.StreamKey)] = []
     /// The fields every push of a call shares, built once per call and token.
     private var requestHeaders = APNsRequestHeaders()
-    /// Client streams are odd; each new one above the last (RFC 9113 §5.1.1).
-    private var nextStreamID = 1
+    /// What the session gave to write and is not yet written: a batch's pushes leave in one write.
+    private var output = ByteBuffer()
     private var context: ChannelHandlerContext?
     private var ticker: RepeatedTask?
     private var lastError: String?
@@ -119,9 +133,10 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
     init(
         id: Int, timeouts: APNsConnectionStateMachine.Timeouts, tickInterval: TimeAmount, authority: String,
         tokenSource: ProviderTokenSource, delegate: APNsConnectionDelegate
-    ) {
+    ) throws {
         self.id = id
         self.machine = APNsConnectionStateMachine(timeouts: timeouts, now: .now())
+        self.session = try HTTP2ClientSession()
         self.authority = authority
         self.tokenSource = tokenSource
         self.delegate = delegate
@@ -132,6 +147,7 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        output = context.channel.allocator.buffer(capacity: 4096)
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         ticker = context.eventLoop.scheduleRepeatedTask(initialDelay: tickInterval, delay: tickInterval) { _ in
             let handler = loopBound.value
@@ -146,70 +162,34 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         deliverFinished()
     }
 
-    /// nio-http2 sends five events per push (its stream created, the connection's and
-    /// the stream's windows as its DATA leaves, the stream closed, the connection's
-    /// window after it). They are told apart by their type before the one cast that
-    /// succeeds: a `switch` of `as` patterns makes a failed runtime cast for every
-    /// pattern before the match, 8 casts per push. A stream's creation,
-    /// which tells this handler nothing (it opened the stream), goes no further.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        let eventType = ObjectIdentifier(type(of: event))
-        if eventType == ObjectIdentifier(NIOHTTP2WindowUpdatedEvent.self) {
-            windowUpdated(event as! NIOHTTP2WindowUpdatedEvent, context: context)
-            return
-        }
-        if eventType == ObjectIdentifier(StreamClosedEvent.self) {
-            let closed = event as! StreamClosedEvent
-            streamClosed(closed.streamID, reason: closed.reason)
-            return
-        }
-        if eventType == ObjectIdentifier(NIOHTTP2StreamCreatedEvent.self) { return }
-        switch event {
-        case let tls as TLSEvent:
-            if case .handshakeCompleted(let negotiated) = tls {
-                guard negotiated == "h2" else {
-                    lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"
-                    context.close(promise: nil)
-                    return
-                }
-                run(machine.connected(now: .now()))
+        if case .handshakeCompleted(let negotiated) = event as? TLSEvent {
+            guard negotiated == "h2" else {
+                lastError = "ALPN negotiated \(negotiated ?? "nothing"), APNs needs h2"
+                context.close(promise: nil)
+                return
             }
-            context.fireUserInboundEventTriggered(event)
-        default:
-            context.fireUserInboundEventTriggered(event)
+            // The preface and our SETTINGS.
+            writeOutput()
+            run(machine.connected(now: .now()))
         }
-    }
-
-    /// Each push's stream carries one small answer within its own window; only the
-    /// connection's, which every answer body spends, needs giving back.
-    private func windowUpdated(_ window: NIOHTTP2WindowUpdatedEvent, context: ChannelHandlerContext) {
-        guard window.streamID == .rootStream, let size = window.inboundWindowSize,
-            let increment = HTTP2InboundWindow.increment(windowSize: size, target: HTTP2InboundWindow.defaultSize)
-        else { return }
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-            promise: nil)
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         reading = true
-        let frame = unwrapInboundIn(data)
-        let now = NIODeadline.now()
-        guard frame.streamID == .rootStream else {
-            machine.frameReceived(now: now)
-            streamFrame(frame)
+        do {
+            try session.receive(unwrapInboundIn(data))
+        } catch {
+            fail("\(error)")
             return
         }
-        switch frame.payload {
-        case .settings(.settings(let settings)):
-            let limit = settings.last { $0.parameter == .maxConcurrentStreams }?.value
-            run(machine.settingsReceived(maxConcurrentStreams: limit, now: now))
-        case .ping(let data, ack: true):
-            machine.pingAckReceived(data: data.integer, now: now)
-        case .goAway(let lastStreamID, _, _):
-            run(machine.goAwayReceived(lastStreamID: Int(lastStreamID), now: now))
-        default:
-            machine.frameReceived(now: now)
+        machine.frameReceived(now: .now())
+        handleEvents()
+        // Acknowledgements, window updates, and a GOAWAY if the server broke the protocol.
+        writeOutput()
+        if session.isFinished {
+            fail("the HTTP/2 session ended")
         }
     }
 
@@ -219,15 +199,11 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         context.fireChannelReadComplete()
     }
 
-    /// TLS and I/O errors end the connection. HTTP/2 errors do not by themselves:
-    /// nio-http2 has already answered them, a stream error with RST_STREAM (a late
-    /// frame on a stream we reset must not cost the other pushes in flight) and a
-    /// connection error with GOAWAY, after which the server closes the connection
-    /// (and the PING and response timeouts cover one that does not).
+    /// TLS and I/O errors end the connection. HTTP/2 errors never arrive here:
+    /// nghttp2 answers a stream error with RST_STREAM (the other pushes go on) and a
+    /// connection error with GOAWAY, after which the session is finished.
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is any NIOHTTP2Error { return }
-        if lastError == nil { lastError = "\(error)" }
-        context.close(promise: nil)
+        fail("\(error)")
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -239,23 +215,23 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
+    private func fail(_ error: String) {
+        if lastError == nil { lastError = error }
+        context?.close(promise: nil)
+    }
+
     // MARK: Requests
 
-    /// Opens a stream for each, in order, each flushed on its own: nio-http2 sends a
-    /// stream's HEADERS at write time but its DATA only at a flush, and then in no
-    /// particular order across streams, so one flush for a batch would put every
-    /// HEADERS ahead of every DATA. A server that sends GOAWAY in the middle of such a
-    /// burst then sees DATA for streams it refused before DATA for streams it kept:
-    /// swift-nio-http2 as a server (the mock) took that for a connection error and
-    /// dropped the rest of the read, leaving pushes it had promised to answer without
-    /// their bodies until they timed out. A flush per push keeps each stream's frames
-    /// together, and costs no system call: ``FlushCoalescingHandler`` below makes one
-    /// TLS write of each run.
+    /// Opens a stream for each, in order, and writes them in one go: each push's
+    /// HEADERS and DATA are taken from the session right after it is submitted, so
+    /// a push's frames stay together (a server that sends GOAWAY in the middle of a
+    /// burst sees whole requests, never DATA of a stream it refused ahead of one it
+    /// kept), and the batch is one write.
     func send(_ requests: [APNsPendingRequest]) {
         for pending in requests {
             open(pending)
-            context?.flush()
         }
+        writeOutput()
     }
 
     /// Opens a stream for `pending`, or hands it back to the pool when there is no slot.
@@ -267,11 +243,8 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             finish(pending, .failure(.expiredBeforeSending))
             return
         }
-        guard let context, nextStreamID <= Int(Int32.max),
-            case .opened(let key) = machine.openStream(now: .now())
-        else {
+        guard context != nil, case .opened(let key) = machine.openStream(now: .now()) else {
             delegate.bounced(pending, from: id)
-            if nextStreamID > Int(Int32.max) { closeGracefully() }  // ids spent: a new connection takes over
             return
         }
         let token: (token: String, generation: Int)
@@ -282,84 +255,93 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             finish(pending, .failure(.connectFailed("provider token: \(error)")))
             return
         }
-        let http2ID = HTTP2StreamID(nextStreamID)
-        nextStreamID += 2
-        streams[key] = Stream(pending: pending, generation: token.generation, http2ID: http2ID)
-        keysByHTTP2ID[http2ID] = key
-
         let headers = requestHeaders.headers(
             for: pending.request, authority: authority, token: token.token, generation: token.generation)
-        // The call's one buffer, shared by every stream of its fan-out (nio-http2 only reads it).
-        let body = pending.request.payload.buffer
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.write(
-            wrapOutboundOut(
-                HTTP2Frame(
-                    streamID: http2ID, payload: .headers(.init(headers: headers, endStream: body.readableBytes == 0)))), promise: written)
-        if body.readableBytes > 0 {
-            context.write(
-                wrapOutboundOut(
-                    HTTP2Frame(
-                        streamID: http2ID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))), promise: nil)
+        let http2ID: Int32
+        do {
+            // The call's one buffer, shared by every stream of its fan-out (the session only reads it).
+            http2ID = try session.submitRequest(headers, body: pending.request.payload.buffer)
+        } catch {
+            // Stream ids spent, or a GOAWAY already in: never sent, and a new connection takes over.
+            run(machine.streamClosed(key, now: .now()))
+            delegate.bounced(pending, from: id)
+            closeGracefully()
+            return
         }
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        written.futureResult.whenComplete { result in
-            let handler = loopBound.value
-            switch result {
-            case .success:
-                guard handler.streams[key] != nil else { return }
-                handler.streams[key]!.headersWritten = true
-                handler.machine.streamIDAssigned(key, http2ID: Int(http2ID))
-            case .failure:
-                // nio-http2 refused the stream (a GOAWAY came first, the connection closed): never sent.
-                handler.streamEnded(key, .failure(.refusedByGoAway))
+        streams[http2ID] = Stream(pending: pending, generation: token.generation, key: key)
+        takeOutput()
+        // From the moment its HEADERS leave the session, the server may have it.
+        if http2ID <= session.headersSentThrough {
+            machine.streamIDAssigned(key, http2ID: Int(http2ID))
+        } else {
+            unsent.append((http2ID, key))
+        }
+    }
+
+    /// Moves what the session has to send into `output`, and acts on what that did
+    /// (HEADERS sent, streams closed by our resets).
+    private func takeOutput() {
+        do {
+            try session.write(into: &output)
+        } catch {
+            fail("\(error)")
+            return
+        }
+        if !unsent.isEmpty { markUnsentAsSent() }
+        handleEvents()
+    }
+
+    /// Streams that waited inside the session and have now been sent. The session
+    /// sends a client's HEADERS in stream id order, so one number tells. (The
+    /// machine ignores a stream that failed meanwhile.)
+    private func markUnsentAsSent() {
+        let sentThrough = session.headersSentThrough
+        let sent = unsent.prefix { $0.http2ID <= sentThrough }
+        for stream in sent { machine.streamIDAssigned(stream.key, http2ID: Int(stream.http2ID)) }
+        unsent.removeFirst(sent.count)
+    }
+
+    /// Takes the session's output and writes everything held.
+    private func writeOutput() {
+        takeOutput()
+        guard let context, output.readableBytes > 0 else { return }
+        let bytes = output
+        output = context.channel.allocator.buffer(capacity: 4096)
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
+    }
+
+    // MARK: Session events
+
+    private func handleEvents() {
+        for event in session.takeEvents() {
+            switch event {
+            case .headerField(let http2ID, let name, let value):
+                guard let index = streams.index(forKey: http2ID) else { continue }  // failed already
+                streams.values[index].read(name: name, value: value)
+            case .data(let http2ID, let bytes):
+                guard let index = streams.index(forKey: http2ID) else { continue }
+                streams.values[index].append(body: bytes)
+            case .endOfStream(let http2ID):
+                guard let index = streams.index(forKey: http2ID) else { continue }
+                complete(at: index)
+            case .streamClosed(let http2ID, let errorCode):
+                streamClosed(http2ID, errorCode: errorCode)
+            case .settings(let limit):
+                run(machine.settingsReceived(maxConcurrentStreams: limit, now: .now()))
+            case .pingAcknowledged(let data):
+                machine.pingAckReceived(data: data, now: .now())
+            case .goAway(let lastStreamID, _):
+                run(machine.goAwayReceived(lastStreamID: Int(lastStreamID), now: .now()))
             }
         }
     }
 
-    /// A frame of one push's stream. The stream is changed where it is stored and
-    /// moved out when it ends: copying it (its request, promise and strings) per
-    /// frame would be a visible share of a push's CPU.
-    private func streamFrame(_ frame: HTTP2Frame) {
-        guard let key = keysByHTTP2ID[frame.streamID], let index = streams.index(forKey: key) else { return }  // failed already
-        switch frame.payload {
-        case .headers(let headers):
-            Self.read(headers.headers, into: &streams.values[index])
-            if headers.endStream { complete(at: index) }
-        case .data(let data):
-            if case .byteBuffer(let buffer) = data.data {
-                streams.values[index].append(body: buffer)
-            }
-            if data.endStream { complete(at: index) }
-        case .rstStream(let code):
-            streams.values[index].resetByPeer = code
-        default:
-            break
-        }
-    }
-
-    /// The fields of an answer's first header block, in one pass (names arrive lowercase, RFC 9113 §8.2.1).
-    private static func read(_ headers: HPACKHeaders, into stream: inout Stream) {
-        guard stream.status == nil else { return }  // trailers
-        let isDevicePush = stream.pending.request.isDevicePush
-        for (name, value, _) in headers {
-            switch name {
-            case ":status": stream.status = Int(value)
-            case "apns-id": stream.apnsID = value
-            case "retry-after": stream.retryAfterSeconds = APNsResponse.retryAfterSeconds(parsing: value)
-            // The channel endpoints name their id header apns-request-id.
-            case "apns-request-id" where !isDevicePush: stream.apnsID = stream.apnsID ?? value
-            case "apns-channel-id" where !isDevicePush: stream.channelID = value
-            default: break
-            }
-        }
-    }
-
-    /// The answer is complete: a response, or a malformed one.
-    private func complete(at index: Dictionary<APNsConnectionStateMachine.StreamKey, Stream>.Index) {
-        let (key, stream) = streams.remove(at: index)
+    /// The answer is complete: a response, or a malformed one. The stream is moved
+    /// out, not copied (its request, promise and strings), once, when it ends.
+    private func complete(at index: Dictionary<Int32, Stream>.Index) {
+        let stream = streams.remove(at: index).value
         guard let status = stream.status else {
-            ended(stream, key, .failure(.malformedResponse("no :status")))
+            ended(stream, .failure(.malformedResponse("no :status")))
             return
         }
         let parsed =
@@ -368,36 +350,27 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
             : APNsResponse(managementStatus: status, requestID: stream.apnsID, channelID: stream.channelID, body: stream.responseBody)
         if var response = parsed {
             response.retryAfterSeconds = stream.retryAfterSeconds
-            ended(stream, key, .success(response))
+            ended(stream, .success(response))
         } else {
-            ended(stream, key, .failure(.malformedResponse("status \(status) without a JSON reason")))
+            ended(stream, .failure(.malformedResponse("status \(status) without a JSON reason")))
         }
     }
 
-    /// nio-http2 closed a stream: after its answer (nothing left to do), or without one.
-    private func streamClosed(_ http2ID: HTTP2StreamID, reason: HTTP2ErrorCode?) {
-        guard let key = keysByHTTP2ID.removeValue(forKey: http2ID), let stream = streams[key] else { return }
-        // Not processed, so safe to send elsewhere: REFUSED_STREAM, a GOAWAY that excluded
-        // the stream (nio-http2 closes those with CANCEL, no RST_STREAM seen), or HEADERS
-        // that never left.
-        let unprocessed =
-            stream.resetByPeer == .refusedStream || (stream.resetByPeer == nil && reason == .cancel)
-            || !stream.headersWritten
-        streamEnded(key, .failure(unprocessed ? .refusedByGoAway : .connectionLost))
+    /// The session closed a stream: after its answer (nothing left to do), or without one.
+    private func streamClosed(_ http2ID: Int32, errorCode: UInt32) {
+        guard let stream = streams.removeValue(forKey: http2ID) else { return }  // answered or failed already
+        // Not processed, so safe to send elsewhere: REFUSED_STREAM (a reset, or a GOAWAY
+        // that left the stream out), or HEADERS that never left.
+        let unprocessed = errorCode == Self.refusedStream || !machine.isSent(stream.key)
+        ended(stream, .failure(unprocessed ? .refusedByGoAway : .connectionLost))
     }
 
-    /// A stream has its answer, or ended without one.
-    private func streamEnded(_ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>) {
-        guard let stream = streams.removeValue(forKey: key) else { return }  // already failed (timeout, GOAWAY)
-        ended(stream, key, result)
-    }
+    /// RFC 9113 §7: REFUSED_STREAM, "the stream was not processed".
+    private static let refusedStream: UInt32 = 0x7
 
     /// `stream`, already out of `streams`, is over with `result`.
-    private func ended(
-        _ stream: Stream, _ key: APNsConnectionStateMachine.StreamKey, _ result: Result<APNsResponse, APNsTransportError>
-    ) {
-        keysByHTTP2ID[stream.http2ID] = nil
-        let actions = machine.streamClosed(key, now: .now())
+    private func ended(_ stream: Stream, _ result: Result<APNsResponse, APNsTransportError>) {
+        let actions = machine.streamClosed(stream.key, now: .now())
         if case .success(let response) = result, response.disposition == .refreshProviderTokenAndRetry {
             // Before the dispatcher sees the answer, so its retry carries the new token.
             tokenSource.reportExpired(generation: stream.generation)
@@ -447,24 +420,33 @@ final class APNsConnectionHandler: ChannelDuplexHandler {
         for action in actions {
             switch action {
             case .failStreams(let keys, let error):
-                for key in keys {
-                    guard let stream = streams.removeValue(forKey: key) else { continue }
-                    keysByHTTP2ID[stream.http2ID] = nil
-                    if error == .timedOut, stream.headersWritten {
-                        // The server may still answer; tell it not to bother.
-                        context?.writeAndFlush(
-                            wrapOutboundOut(HTTP2Frame(streamID: stream.http2ID, payload: .rstStream(.cancel))),
-                            promise: nil)
-                    }
+                // The machine names streams by its keys; these are few (timeouts, a GOAWAY, a close).
+                let failing = Set(keys)
+                for (http2ID, stream) in streams where failing.contains(stream.key) {
+                    streams[http2ID] = nil
+                    // The server may still answer; tell it not to bother.
+                    if error == .timedOut { session.resetStream(http2ID) }
                     finish(stream.pending, .failure(error))
                 }
+                writeOutput()
             case .sendPing(let data):
-                context?.writeAndFlush(
-                    wrapOutboundOut(
-                        HTTP2Frame(
-                            streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: data), ack: false))), promise: nil)
+                do {
+                    try session.submitPing(data)
+                    writeOutput()
+                } catch {
+                    fail("\(error)")
+                }
             case .closeConnection(let reason):
-                if lastError == nil, reason == .pingTimeout { lastError = "PING not answered" }
+                switch reason {
+                case .goAwayDrained, .closedByUser:
+                    // Our GOAWAY first: the server learns we are done rather than seeing the connection drop.
+                    session.terminate()
+                    writeOutput()
+                case .pingTimeout:
+                    if lastError == nil { lastError = "PING not answered" }
+                case .connectionLost:
+                    break
+                }
                 context?.close(promise: nil)
             case .capacityChanged:
                 reportPhase()

@@ -5,7 +5,6 @@ import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP2
 import NIOPosix
 
 /// How an ``APNsConnectionPool`` reaches APNs.
@@ -204,7 +203,7 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(OpenSSLHandler(context: tlsContext, role: .client, serverHostname: host))
-                    let handler = APNsConnectionHandler(
+                    let handler = try APNsConnectionHandler(
                         id: id, timeouts: configuration.timeouts, tickInterval: configuration.tickInterval,
                         authority: authority, tokenSource: tokenSource, delegate: self)
                     try sync.addHandlers(Self.handlers(above: handler))
@@ -220,30 +219,10 @@ public final class APNsConnectionPool: APNsTransport, APNsConnectionDelegate, @u
     }
 
     /// An APNs connection's handlers above TLS, in pipeline order: flush coalescing,
-    /// nio-http2 in frame mode (the connection handler runs every stream itself,
-    /// see APNsConnectionHandler), then `connection`. Also what
+    /// then `connection` (its HTTP/2 session inside). Also what
     /// ``APNsConnectionProbe`` counts, so the gate measures what runs.
     static func handlers(above connection: APNsConnectionHandler) -> [any ChannelHandler] {
-        [FlushCoalescingHandler(), NIOHTTP2Handler(mode: .client, connectionConfiguration: http2Configuration), connection]
-    }
-
-    /// nio-http2's settings for an APNs connection.
-    private static var http2Configuration: NIOHTTP2Handler.ConnectionConfiguration {
-        var settings = NIOHTTP2Handler.ConnectionConfiguration()
-        settings.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),  // APNs never pushes
-            HTTP2Setting(parameter: .initialWindowSize, value: 1 << 20),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 14),
-        ]
-        // Every request header is ours, built by APNsRequestHeaders from
-        // validated values: nio-http2 checking each push's header block
-        // again would be ~5% of a push's CPU. Answers are read
-        // defensively by APNsConnectionHandler (no `:status`, a bad one or
-        // an unreadable body is a malformed response), so nothing relies on
-        // nio-http2 validating them either.
-        settings.headerBlockValidation = .disabled
-        settings.contentLengthValidation = .disabled
-        return settings
+        [FlushCoalescingHandler(), connection]
     }
 
     private func describe(_ error: any Error) -> String {

@@ -2,7 +2,7 @@ import LiveRelayAPNs
 import NIOCore
 
 /// One APNs connection's handlers as the pool builds them (flush coalescing,
-/// nio-http2 in frame mode, the connection handler), without the socket and
+/// the connection handler with its HTTP/2 session), without the socket and
 /// TLS below them and without a pool above: so that the instruction-count gate
 /// (`Tests/Support/InstructionCounts`) can count what a push costs the client,
 /// both ways through HTTP/2, on an `EmbeddedChannel`.
@@ -11,8 +11,8 @@ package final class APNsConnectionProbe {
     package let handlers: [any ChannelHandler]
     private let connection: APNsConnectionHandler
 
-    package init(tokenSource: ProviderTokenSource, authority: String) {
-        connection = APNsConnectionHandler(
+    package init(tokenSource: ProviderTokenSource, authority: String) throws {
+        connection = try APNsConnectionHandler(
             id: 0, timeouts: .init(), tickInterval: .hours(1), authority: authority, tokenSource: tokenSource,
             delegate: NoPool())
         handlers = APNsConnectionPool.handlers(above: connection)

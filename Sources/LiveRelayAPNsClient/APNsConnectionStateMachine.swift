@@ -182,21 +182,29 @@ public struct APNsConnectionStateMachine: Sendable {
         return .opened(key)
     }
 
-    /// The stream's HEADERS reached the socket under this HTTP/2 id: from now on
+    /// The stream's HEADERS left for the server under this HTTP/2 id: from now on
     /// the server may have it.
     public mutating func streamIDAssigned(_ key: StreamKey, http2ID: Int) {
         streams[key]?.http2ID = http2ID
     }
 
+    /// True once the stream's HEADERS have left (``streamIDAssigned(_:http2ID:)``):
+    /// a stream that ends without an answer may then have been processed.
+    public func isSent(_ key: StreamKey) -> Bool {
+        streams[key]?.http2ID != nil
+    }
+
     /// The stream ended, answered or not; what the request got is the caller's business.
-    /// Returns the pool update, and the close when it was the last stream of a draining connection.
+    /// Returns the close when it was the last stream of a draining connection. A ready
+    /// connection's freed slot is no action: the pool counts a stream's end from the
+    /// requests it hears finished, and neither the phase nor the limit changed (an
+    /// action here would be an allocation per push, for nothing).
     public mutating func streamClosed(_ key: StreamKey, now: NIODeadline) -> [Action] {
         guard streams.removeValue(forKey: key) != nil else { return [] }
         lastActivity = now
         switch phase {
-        case .ready: return [.capacityChanged(available: availableStreams)]
         case .draining: return streams.isEmpty ? [.closeConnection(.goAwayDrained)] : []
-        case .connecting, .closed: return []
+        case .ready, .connecting, .closed: return []
         }
     }
 

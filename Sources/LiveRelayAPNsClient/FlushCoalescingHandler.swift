@@ -2,25 +2,25 @@ import NIOCore
 
 /// Turns the flushes of one event-loop turn into one.
 ///
-/// Every APNs push is its own HTTP/2 stream, opened from its own event-loop task,
-/// and each stream flushes when it has written its HEADERS and DATA. Without this
-/// handler each of those flushes reaches the TLS handler, which seals a TLS record
-/// and makes a `write` system call per push; a dispatcher sending thousands of
-/// pushes per second then spends most of its time there. Placed below the HTTP/2
-/// handler, it lets the frames of every stream opened in the same turn leave in
-/// one flush at the end of the turn (after the tasks already queued), which costs
-/// no latency worth the name. (Inside a read, swift-nio-http2 already coalesces.)
+/// The connection handler writes once per batch the pool hands it and once per
+/// read (the acknowledgements and window updates the HTTP/2 session owes), each
+/// followed by a flush. Without this handler each of those flushes reaches the
+/// TLS handler, which seals a TLS record and makes a `write` system call; a
+/// dispatcher handing over many small batches per turn would spend most of its
+/// time there. Placed below the connection handler, it lets every write of a turn
+/// leave in one flush at the end of the turn (after the tasks already queued),
+/// which costs no latency worth the name.
 ///
 /// Except when the turn is long: a burst of a thousand pushes handed over at once
 /// would keep the first one in memory until the last was encoded, hundreds of
 /// milliseconds on a loaded machine, long enough for a push checked against its
 /// send-by time to leave after it. So once ``maximumWritesPerFlush`` writes are
-/// held, they go at once; that is still one TLS record of pushes per flush.
+/// held, they go at once.
 final class FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
 
-    /// About 32 pushes (a HEADERS and a DATA frame each): some 10 KB, under one TLS record's 16 KB.
+    /// Writes held before a flush goes at once: each is a batch of pushes or a read's replies.
     static let defaultMaximumWritesPerFlush = 64
 
     let maximumWritesPerFlush: Int

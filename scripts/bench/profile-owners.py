@@ -3,7 +3,8 @@
 
 Reads `perf script -F comm,tid,ip,sym,dso` output (recorded with -g). Each sample
 goes to the first frame, from the leaf up, that belongs to a known owner:
-nio-http2 (NIOHTTP2, NIOHPACK), tls (libssl, libcrypto, LiveRelayTLS),
+http2 (libnghttp2, the APNs client's HTTP/2; NIOHTTP2 and NIOHPACK, the mock's),
+tls (libssl, libcrypto, LiveRelayTLS),
 liverelay (any other LiveRelay module), nio (NIOCore, NIOPosix), other packages
 (metrics, logging), told apart by the module a Swift symbol is defined in. Frames of
 the Swift runtime, libc and the standard library's generic code belong to nobody, so
@@ -41,6 +42,8 @@ def owner(symbol, dso):
         return "kernel"
     if "libssl" in dso or "libcrypto" in dso:
         return "tls"
+    if "libnghttp2" in dso:
+        return "http2"
     module = module_of(symbol)
     if module is None:
         return None  # C, the runtime, or the standard library's generic code (`$ss...`)
@@ -49,10 +52,10 @@ def owner(symbol, dso):
     if module.startswith("LiveRelay"):
         return "liverelay"
     if module in ("NIOHTTP2", "NIOHPACK"):
-        return "nio-http2"
+        return "http2"
     if module.startswith("NIO"):
         # NIOCore's types specialized or extended by nio-http2 (its stream buffers) are nio-http2's.
-        return "nio-http2" if "NIOHTTP2" in symbol or "NIOHPACK" in symbol else "nio"
+        return "http2" if "NIOHTTP2" in symbol or "NIOHPACK" in symbol else "nio"
     return "other packages"
 
 

@@ -3,7 +3,7 @@
 # pushing to a `liverelay mock-apns` of its own process, both on loopback; a warm-up call,
 # then `perf record -g` on the server while 3 more calls each fan out to 100,000 tokens and
 # wait for every APNs answer. Prints the server's CPU per call (divide by 100,000 for per
-# push) and how its samples split by owner (scripts/bench/profile-owners.py: nio-http2, TLS, our
+# push) and how its samples split by owner (scripts/bench/profile-owners.py: HTTP/2 (libnghttp2), TLS, our
 # code, NIO, kernel), and writes the profile's top symbols to OUTDIR/top.txt. Everything
 # it starts stops by itself (timeouts) or when it ends.
 #

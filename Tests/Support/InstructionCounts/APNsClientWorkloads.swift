@@ -4,9 +4,9 @@ import LiveRelayTLS
 import NIOCore
 import NIOEmbedded
 
-/// The APNs client's side of a push: the connection handler and nio-http2 in
-/// frame mode (`APNsConnectionProbe`, the pool's pipeline without TLS), on an
-/// `EmbeddedChannel`. Each iteration opens 100 streams (HEADERS and DATA out),
+/// The APNs client's side of a push: the connection handler and its HTTP/2
+/// session, libnghttp2 (`APNsConnectionProbe`, the pool's pipeline without TLS),
+/// on an `EmbeddedChannel`. Each iteration opens 100 streams (HEADERS and DATA out),
 /// then reads their answers (a HEADERS frame `:status 200` each, and the
 /// connection window given back) and hands them to a sink. Counted per push.
 /// The server's frames are made outside the count, and what the client writes
@@ -56,7 +56,7 @@ enum APNsClientWorkloads {
     static func pushes(iterations: Int) throws -> () throws -> Int {
         let warmUp = 3
         let key = try APNsSigningKey.generate(keyID: "BENCHKEY01", teamID: "BENCHTEAM1")
-        let probe = APNsConnectionProbe(tokenSource: ProviderTokenSource(key: key), authority: "api.push.apple.com")
+        let probe = try APNsConnectionProbe(tokenSource: ProviderTokenSource(key: key), authority: "api.push.apple.com")
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.addHandler(DroppingHead())
         try channel.pipeline.syncOperations.addHandlers(probe.handlers)

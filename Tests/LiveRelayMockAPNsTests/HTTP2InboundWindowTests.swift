@@ -1,4 +1,4 @@
-import LiveRelayAPNs
+import LiveRelayMockAPNs
 import Testing
 
 @Suite("HTTP/2 inbound window top-ups")

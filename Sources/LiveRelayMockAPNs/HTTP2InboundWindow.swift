@@ -1,8 +1,7 @@
-/// Inbound flow control for the two HTTP/2 ends of an APNs connection that run
-/// swift-nio-http2 in frame mode (our APNs client and the mock APNs). In that mode
-/// nio-http2 tracks the windows but sends no WINDOW_UPDATE: that is its stream
-/// multiplexer's job, which neither end uses (a child channel per stream cost more
-/// than the push). So each end tops its windows up itself, from the window sizes
+/// Inbound flow control for the mock APNs, which runs swift-nio-http2 in frame
+/// mode. In that mode nio-http2 tracks the windows but sends no WINDOW_UPDATE:
+/// that is its stream multiplexer's job, which the mock does not use (a child
+/// channel per stream cost more than the push). So it tops its windows up itself, from the window sizes
 /// nio-http2 reports in `NIOHTTP2WindowUpdatedEvent`: back up to `target` once a
 /// window has fallen to half of it, as nio-http2's own window manager does.
 /// Without it the connection's 65,535-byte window is spent after some 2,400 error
