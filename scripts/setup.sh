@@ -30,7 +30,12 @@ serve_packages=(libprotobuf-c-dev libssl-dev libsqlite3-dev libnghttp2-dev opens
 # procps: pgrep, with which the benchmark scripts find a server's pid for its CPU and memory.
 # systemd: systemd-analyze, with which scripts/check-deploy.sh verifies Deploy/systemd/liverelay.service.
 # valgrind: callgrind, which counts instructions for scripts/instruction-gate.sh (and <valgrind/callgrind.h>).
-test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client nghttp2-server procps systemd valgrind)
+# python3-venv: the virtual environments in which clients/python/scripts/test.sh installs the Python client and its
+#   pinned test tools from PyPI.
+# golang-go, golang-google-protobuf-dev, protoc-gen-go: the Go client (clients/go), built, generated and tested
+#   offline against Debian's Go protobuf runtime.
+test_packages=(pkg-config protobuf-compiler postgresql nghttp2-client nghttp2-server procps systemd valgrind python3-venv
+  golang-go golang-google-protobuf-dev protoc-gen-go)
 
 debian_packages=("${serve_packages[@]}")
 if [ "$mode" = all ]; then

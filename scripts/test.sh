@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command that runs every test on a fresh Debian 12 machine:
-# installs what is missing, builds, runs the Swift test suite (unit, contract
-# and Python interop tests) and a short bounded run of every fuzz target.
+# installs what is missing, builds, runs the Python and Go client packages'
+# suites, the Swift test suite (unit, contract and Python interop tests) and a
+# short bounded run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,11 @@ bash scripts/check-deploy.sh
 swift format lint --strict -r --configuration .swift-format Sources Tests Fuzz/Sources
 
 swift build --build-tests
+# The client packages against real `liverelay serve` processes (.build/debug/liverelay, just built):
+# Python (mypy --strict, then its suite with the lowest and the newest protobuf it allows, in venvs of
+# its own) and Go (gofmt, go vet, the staleness check of its generated code, its tests; offline).
+bash clients/python/scripts/test.sh
+bash clients/go/scripts/test.sh
 # A hung test must fail the run with a clear message, not run into the CI's own limit.
 # The end-to-end suites drive child processes with blocking waits, which hold the test
 # runner's threads: beside the unit suites they starve time-bounded async tests (the
