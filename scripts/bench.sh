@@ -22,6 +22,7 @@
 #   scripts/bench.sh mock-apns [options]        # the mock APNs under h2load and aioapns
 #   scripts/bench.sh intent-resume [BINARY]     # a restart resuming 1,000 dispatch intents
 #   scripts/bench.sh profile [BINARY] [OUTDIR]  # perf of the dispatcher, split by owner
+#   scripts/bench.sh pg-fresh [BINARY]          # RegisterToken on a never-analysed PostgreSQL database
 #
 # Environment (all, gate, overload):
 #   DURATION    measured seconds per scenario (default 10)
@@ -42,10 +43,10 @@ MODE=${1:-all}
 [ $# -gt 0 ] && shift
 case $MODE in
 all | gate | overload) ;;
-rpc | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile)
+rpc | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile | pg-fresh)
     exec bash "$ROOT/scripts/bench/$MODE.sh" "$@" ;;
 *)
-    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile)" >&2
+    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile, pg-fresh)" >&2
     exit 2 ;;
 esac
 cd "$ROOT"
