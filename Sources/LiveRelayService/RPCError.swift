@@ -12,7 +12,12 @@ public struct RPCError: Error, Hashable, Sendable, CustomStringConvertible {
         self.status = status
         self.message = message
         self.details = details
+        // Every INVALID_ARGUMENT carries a reason (docs/PROTOCOL.md, section 7): a request
+        // the rules refuse is `InvalidField` unless its maker named another (`PayloadTooLarge`).
+        if status == .invalidArgument && details.reason.isEmpty { self.details.reason = Self.invalidFieldReason }
     }
+
+    public static let invalidFieldReason = "InvalidField"
 
     /// INVALID_ARGUMENT naming the field that failed validation.
     public init(_ error: MessageError) {

@@ -180,11 +180,11 @@ func expectStatus(t *testing.T, err error, status Status, reason string) *Error 
 }
 
 // expectInvalid checks for INVALID_ARGUMENT: the field violations name the
-// fields; the reason, when there is one, is InvalidField (PROTOCOL.md section 7).
+// fields and the reason is InvalidField (PROTOCOL.md section 7).
 func expectInvalid(t *testing.T, err error) *Error {
 	t.Helper()
 	var e *Error
-	if !errors.As(err, &e) || e.Status != InvalidArgument || (e.Reason != "" && e.Reason != "InvalidField") || e.Processing != Answered {
+	if !errors.As(err, &e) || e.Status != InvalidArgument || e.Reason != "InvalidField" || e.Processing != Answered {
 		t.Fatalf("got %v, want INVALID_ARGUMENT", err)
 	}
 	return e

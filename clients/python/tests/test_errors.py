@@ -45,8 +45,7 @@ def test_invalid_argument_names_each_field(client: liverelay.Client, dev: Dev) -
     error = expect(liverelay.InvalidArgumentError, Status.INVALID_ARGUMENT, lambda: client.register_token(
         app_id=dev.app_id, kind=pb.TOKEN_KIND_PUSH_TO_START, token="NOT-HEX", environment=pb.ENVIRONMENT_SANDBOX,
         attributes_type=ATTRS))
-    # docs/PROTOCOL.md names the reason InvalidField; the server leaves it empty for now.
-    assert error.reason in ("", "InvalidField")
+    assert error.reason == "InvalidField"
     assert "token" in error.violations and "16...512" in error.violations["token"]
     error = expect(liverelay.InvalidArgumentError, Status.INVALID_ARGUMENT, lambda: start(
         client, dev.app_id, targets=pb.Targets(push_to_start_tokens=[token(), "ABCDEF12"])))
