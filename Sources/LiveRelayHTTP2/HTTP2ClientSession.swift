@@ -187,7 +187,7 @@ public final class HTTP2ClientSession {
         return events
     }
 
-    /// False once the session is over: it sent or received a GOAWAY that ends it,
+    /// True once the session is over: it sent or received a GOAWAY that ends it,
     /// or a protocol error, and has nothing left to write.
     public var isFinished: Bool {
         nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
