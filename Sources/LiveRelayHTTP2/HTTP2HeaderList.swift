@@ -1,7 +1,8 @@
 /// A request's header fields as one run of bytes and their bounds: what
 /// `nghttp2_submit_request` reads (it copies them), built without a string or
 /// an array per field. The APNs client keeps the fields every push of a call
-/// shares in one list and appends each push's own to a copy of it.
+/// shares in one list and writes each push's own values at its end (a template:
+/// ``setValue(ofField:valuePrefix:value:)``, ``truncateBytes(to:)``).
 public struct HTTP2HeaderList: Sendable, Equatable {
     struct Field: Sendable, Equatable {
         var nameStart: Int
@@ -64,17 +65,6 @@ public struct HTTP2HeaderList: Sendable, Equatable {
     /// before the list is used.
     public mutating func truncateBytes(to count: Int) {
         bytes.removeSubrange(count...)
-    }
-
-    public mutating func append(contentsOf other: HTTP2HeaderList) {
-        let offset = bytes.count
-        bytes.append(contentsOf: other.bytes)
-        fields.reserveCapacity(fields.count + other.fields.count)
-        for var field in other.fields {
-            field.nameStart += offset
-            field.valueStart += offset
-            fields.append(field)
-        }
     }
 
     /// The fields in order, as strings: for tests and logs, not for the send path.
