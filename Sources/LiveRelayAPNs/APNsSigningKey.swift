@@ -72,6 +72,36 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible, CustomDebugStri
         }
     }
 
+    /// Lowercase hex SHA-256 of the public key's DER (SubjectPublicKeyInfo): admin replies
+    /// show it so that an operator can tell two keys apart, or match one with its `.p8`
+    /// (`openssl pkey -pubout -outform DER | sha256sum`), without the key being revealed.
+    public var publicKeySHA256: String {
+        get throws(APNsKeyError) {
+            ERR_clear_error()
+            let length = i2d_PUBKEY(key.pointer, nil)
+            guard length > 0 else { throw APNsKeyError.fromQueue("encoding the public key") }
+            var der = [UInt8](repeating: 0, count: Int(length))
+            let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+                var cursor = buffer.baseAddress
+                return i2d_PUBKEY(key.pointer, &cursor)
+            }
+            guard written == length else { throw APNsKeyError.fromQueue("encoding the public key") }
+            var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+            var size: UInt32 = 0
+            guard EVP_Digest(der, der.count, &digest, &size, EVP_sha256(), nil) == 1 else {
+                throw APNsKeyError.fromQueue("hashing the public key")
+            }
+            let hex = Array("0123456789abcdef".utf8)
+            var text = [UInt8]()
+            text.reserveCapacity(Int(size) * 2)
+            for byte in digest.prefix(Int(size)) {
+                text.append(hex[Int(byte >> 4)])
+                text.append(hex[Int(byte & 0x0f)])
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+    }
+
     /// A provider token (ES256 JWT) issued at `issuedAt` (UNIX seconds).
     ///
     /// Callers should not sign per request: APNs answers 429

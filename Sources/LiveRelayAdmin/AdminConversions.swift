@@ -39,9 +39,16 @@ extension Admin.App {
             credentials: app.credentials.map {
                 Admin.APNsCredentialsInfo(
                     teamID: $0.teamID, keyID: $0.keyID, endpoint: $0.endpoint, keySource: $0.keySource.description,
-                    updatedAtMS: $0.updatedAt.milliseconds)
+                    publicKeySHA256: Self.publicKeySHA256(of: $0), updatedAtMS: $0.updatedAt.milliseconds)
             },
             createdAtMS: app.createdAt.milliseconds, updatedAtMS: app.updatedAt.milliseconds, owner: app.source.rawValue)
+    }
+
+    /// The fingerprint of a key the registry holds. File and environment keys have none here: only
+    /// the nodes configured for them may read them, and the admin call may land on any node.
+    static func publicKeySHA256(of credentials: RegisteredCredentials) -> String? {
+        guard case let .stored(pem) = credentials.keySource else { return nil }
+        return try? APNsSigningKey(pkcs8PEM: pem, keyID: credentials.keyID, teamID: credentials.teamID).publicKeySHA256
     }
 }
 

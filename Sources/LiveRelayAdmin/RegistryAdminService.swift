@@ -23,12 +23,12 @@ public struct RegistryAdminService: AdminService {
     private let registry: any TenantRegistry
     private let clock: any WallClock
     private let mintKey: KeyMinter
-    private let usage: @Sendable (String) -> AppUsageFigures
+    private let usage: @Sendable (RegisteredApp) -> AppUsageFigures
     private let allowance: CredentialAllowance
 
     public init(
         registry: any TenantRegistry, clock: any WallClock = SystemClock(), mintKey: @escaping KeyMinter,
-        usage: @escaping @Sendable (String) -> AppUsageFigures, credentials allowance: CredentialAllowance = CredentialAllowance()
+        usage: @escaping @Sendable (RegisteredApp) -> AppUsageFigures, credentials allowance: CredentialAllowance = CredentialAllowance()
     ) {
         self.registry = registry
         self.clock = clock
@@ -130,8 +130,8 @@ public struct RegistryAdminService: AdminService {
     public func getAppStats(_ request: Admin.GetAppStatsRequest, context: CallContext) -> EventLoopFuture<Admin.AppStats> {
         let id = request.appID ?? ""
         return run(context) { [usage] registry in
-            guard try await registry.snapshot().apps[id] != nil else { throw RegistryError.appNotFound(id) }
-            return Admin.AppStats(id, usage(id))
+            guard let app = try await registry.snapshot().apps[id] else { throw RegistryError.appNotFound(id) }
+            return Admin.AppStats(id, usage(app))
         }
     }
 

@@ -1,6 +1,7 @@
 import LiveRelayActivities
 import LiveRelayAdmin
 import LiveRelayDispatch
+import LiveRelayDomain
 import LiveRelayServer
 import NIOCore
 
@@ -14,9 +15,13 @@ package enum AdminWiring {
 
     /// GetAppStats' figures: the dispatcher's account and queue, the quota gate's view, the limits on this node.
     /// Pushes come by outcome, failed and pruned ones by reason (admin.proto's OutcomeCount), those an app
-    /// without a route yet failed (`AppNotConfigured`) included.
-    package static func usage(appID: String, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
+    /// without a route yet failed (`AppNotConfigured`) included. An app the dispatcher has no queue for
+    /// yet (no credentials, or a registry change still being applied) shows the capacity its queue will
+    /// have, not 0.
+    package static func usage(of app: RegisteredApp, dispatcher: Dispatcher?, quotas: QuotaGate) -> AppUsageFigures {
+        let appID = app.id
         var figures = AppUsageFigures()
+        figures.queueCapacity = app.queueCapacity ?? PushingApp.defaultQueueCapacity
         if let dispatcher {
             if let held = dispatcher.credentialError(appID: appID) {
                 figures.held = (held.reason, Int((NIODeadline.now() - held.heldSince).nanoseconds / 1_000_000))

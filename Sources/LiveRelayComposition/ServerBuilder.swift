@@ -137,8 +137,8 @@ package enum ServerBuilder {
             service: service, authenticator: authenticator,
             admin: RegistryAdminService(
                 registry: registry, mintKey: AdminWiring.mintKey,
-                usage: { [dispatcher = parts.apns?.dispatcher] appID in
-                    AdminWiring.usage(appID: appID, dispatcher: dispatcher, quotas: quotas)
+                usage: { [dispatcher = parts.apns?.dispatcher] app in
+                    AdminWiring.usage(of: app, dispatcher: dispatcher, quotas: quotas)
                 }, credentials: allowance),
             logger: logger)
         tenants.attach(server)

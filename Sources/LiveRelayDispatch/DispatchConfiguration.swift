@@ -85,8 +85,9 @@ public struct DispatcherConfiguration: Sendable {
     public var credentialsHoldMaximum: TimeAmount = .minutes(10)
     /// A push of a waiting call that is not sent this long before the call's
     /// deadline expires unsent: APNs's answer could not come back in time. A
-    /// waiting call is answered at its deadline itself: DEADLINE_EXCEEDED
-    /// (``DeliveryDeadlineExceeded``) when pushes are still in flight then.
+    /// waiting call with pushes still in flight is answered half this long
+    /// before its deadline: DEADLINE_EXCEEDED (``DeliveryDeadlineExceeded``),
+    /// ahead of the connection's own plain DEADLINE_EXCEEDED at the deadline.
     /// A call that does not wait has its pushes live on past its deadline.
     public var replyMargin: TimeAmount
     /// The retry hint of a RESOURCE_EXHAUSTED.

@@ -85,10 +85,12 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         var replyBy: NIODeadline?
         var sendBy: NIODeadline?
         if options.waitForDelivery, let deadline = options.deadline {
-            // A waiting call is answered at its deadline, not before (DEADLINE_EXCEEDED
-            // if pushes are still in flight then); a push not sent by the margin before
-            // it is not sent at all, since its answer could not come back in time.
-            replyBy = deadline
+            // A waiting call with pushes still in flight is answered DEADLINE_EXCEEDED
+            // DeliveryIncomplete half the margin before its deadline: at the deadline itself
+            // the connection answers a plain DEADLINE_EXCEEDED first, without the account.
+            // A push not sent by the whole margin before it is not sent at all, since its
+            // answer could not come back in time.
+            replyBy = deadline - .nanoseconds(replyMargin.nanoseconds / 2)
             sendBy = deadline - replyMargin
         }
         // A call that does not wait has been answered "queued" long before its

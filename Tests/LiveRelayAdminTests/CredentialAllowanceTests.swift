@@ -111,6 +111,10 @@ struct CredentialAllowanceTests {
             #expect(error == nil, "\(path): \(String(describing: error))")
             #expect(try await registry.snapshot().apps["orders"]?.credentials?.keySource == .file(path: path))
         }
+        // A file key has no fingerprint in replies: the node answering may not be one that reads it.
+        let app = try await admin.getApp(Admin.GetAppRequest(appID: "orders"), context: context).get().app
+        #expect(app?.credentials?.keySource?.hasPrefix("file:") == true)
+        #expect(app?.credentials?.publicKeySHA256 == nil)
     }
 
     @Test func withoutDirectoriesEveryKeyFileIsRefusedNamingTheConfigKey() async throws {

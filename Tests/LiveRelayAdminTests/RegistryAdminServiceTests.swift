@@ -17,7 +17,7 @@ struct RegistryAdminServiceTests {
     let admin = Principal(keyID: "adminkey0001", apps: .only([]), allowedMethods: [], isAdmin: true)
 
     func service(
-        usage: @escaping @Sendable (String) -> AppUsageFigures = { _ in AppUsageFigures() },
+        usage: @escaping @Sendable (RegisteredApp) -> AppUsageFigures = { _ in AppUsageFigures() },
         credentials: CredentialAllowance = CredentialAllowance()
     ) -> RegistryAdminService {
         RegistryAdminService(
@@ -102,9 +102,9 @@ struct RegistryAdminServiceTests {
     }
 
     @Test func statsComeFromTheNodesFigures() async throws {
-        let admin = service { appID in
+        let admin = service { app in
             var figures = AppUsageFigures()
-            figures.queueDepth = appID == "orders" ? 7 : 0
+            figures.queueDepth = app.id == "orders" ? 7 : 0
             figures.nodes = 2
             return figures
         }
@@ -149,6 +149,8 @@ struct RegistryAdminServiceTests {
         let certificate = try SelfSignedCertificate.generate().certificatePEM
         let stored = try await wait(admin.putAPNsCredentials(put(trust: certificate), context: context))
         #expect(stored.app?.credentials?.endpoint == "127.0.0.1:2197")
+        let fingerprint = try APNsSigningKey(pkcs8PEM: String(decoding: key, as: UTF8.self), keyID: "K", teamID: "T").publicKeySHA256
+        #expect(stored.app?.credentials?.publicKeySHA256 == fingerprint, "a key the registry holds has its fingerprint")
         #expect(try await registry.snapshot().apps["orders"]?.credentials?.trustPEM == certificate)
     }
 

@@ -2,6 +2,7 @@ import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayAdmin
 import LiveRelayDispatch
+import LiveRelayDomain
 import LiveRelayPushOutlet
 import LiveRelayTestSupport
 import NIOCore
@@ -21,6 +22,10 @@ struct AdminWiringTests {
             payload: APNsPayload(bytes: Array(#"{"aps":{"timestamp":1700000000,"event":"update"}}"#.utf8)),
             headers: APNsHeaders(bundleID: "com.example." + app, expiration: 0),
             targets: tokens.map { PushTarget(token: $0, environment: .production) })
+    }
+
+    static func app(_ id: String, queueCapacity: Int? = nil) -> RegisteredApp {
+        RegisteredApp(id: id, bundleID: "com.example." + id, queueCapacity: queueCapacity)
     }
 
     static func rows(_ figures: AppUsageFigures) -> Set<String> {
@@ -51,10 +56,10 @@ struct AdminWiringTests {
 
         let quotas = QuotaGate()
         #expect(
-            Self.rows(AdminWiring.usage(appID: "orders", dispatcher: d, quotas: quotas)) == [
+            Self.rows(AdminWiring.usage(of: Self.app("orders"), dispatcher: d, quotas: quotas)) == [
                 "delivered - 1", "pruned Unregistered 2", "pruned ExpiredToken 1", "failed BadDeviceToken 1", "failed BadPriority 1",
             ])
-        #expect(Self.rows(AdminWiring.usage(appID: "rides", dispatcher: d, quotas: quotas)) == ["failed AppNotConfigured 3"])
+        #expect(Self.rows(AdminWiring.usage(of: Self.app("rides"), dispatcher: d, quotas: quotas)) == ["failed AppNotConfigured 3"])
         try await harness.tearDown(d, [apns])
     }
 
@@ -67,12 +72,27 @@ struct AdminWiringTests {
         let tokens = (0..<3).map { String(repeating: "b", count: 62) + String(format: "%02d", $0) }
         _ = d.enqueue(Self.batch(app: "orders", tokens: tokens), on: harness.loop)
         await harness.drive(until: { d.credentialError(appID: "orders") != nil })
-        let figures = AdminWiring.usage(appID: "orders", dispatcher: d, quotas: QuotaGate())
+        let figures = AdminWiring.usage(of: Self.app("orders"), dispatcher: d, quotas: QuotaGate())
         #expect(figures.held?.reason == "InvalidProviderToken")
         #expect((figures.held?.forMS ?? -1) >= 0)
         #expect(figures.queueDepth == 3, "held, not failed")
         #expect(Self.rows(figures).isEmpty, "no push ended")
-        #expect(AdminWiring.usage(appID: "rides", dispatcher: d, quotas: QuotaGate()).held == nil)
+        #expect(AdminWiring.usage(of: Self.app("rides"), dispatcher: d, quotas: QuotaGate()).held == nil)
+        try await harness.tearDown(d, [apns])
+    }
+
+    /// Right after CreateApp the dispatcher has no queue for the app yet (no credentials): GetAppStats
+    /// shows the capacity the queue will have (the app's own, or the server's default), never 0.
+    @Test func anAppWithoutAQueueYetShowsTheCapacityItWillHave() async throws {
+        let harness = DispatcherHarness()
+        let apns = FakeTransport(eventLoop: harness.loop) { _, _ in .success(APNsResponse(status: 200)) }
+        let d = harness.dispatcher([("orders", 100, apns)], pruner: KeepingPruner())
+        #expect(AdminWiring.usage(of: Self.app("orders"), dispatcher: d, quotas: QuotaGate()).queueCapacity == 100, "the queue's own")
+        let fresh = AdminWiring.usage(of: Self.app("rides"), dispatcher: d, quotas: QuotaGate())
+        #expect(fresh.queueCapacity == PushingApp.defaultQueueCapacity)
+        #expect(fresh.queueDepth == 0)
+        #expect(AdminWiring.usage(of: Self.app("rides", queueCapacity: 250), dispatcher: d, quotas: QuotaGate()).queueCapacity == 250)
+        #expect(AdminWiring.usage(of: Self.app("rides", queueCapacity: 250), dispatcher: nil, quotas: QuotaGate()).queueCapacity == 250)
         try await harness.tearDown(d, [apns])
     }
 }

@@ -141,7 +141,9 @@ type APNsCredentialsInfo struct {
 	Endpoint *string `protobuf:"bytes,3,opt,name=endpoint" json:"endpoint,omitempty"`
 	// Where the key is read from: "registry", "file:<path>" or "env:<NAME>".
 	KeySource *string `protobuf:"bytes,4,opt,name=key_source,json=keySource" json:"key_source,omitempty"`
-	// Lowercase hex SHA-256 of the public key's DER: tells keys apart without revealing them.
+	// Lowercase hex SHA-256 of the public key's DER (SubjectPublicKeyInfo): tells keys apart without
+	// revealing them. Set for keys the registry holds (key_source "registry"); absent for file and env
+	// keys, which only the nodes configured for them read.
 	PublicKeySha256 *string `protobuf:"bytes,5,opt,name=public_key_sha256,json=publicKeySha256" json:"public_key_sha256,omitempty"`
 	UpdatedAtMs     *int64  `protobuf:"varint,6,opt,name=updated_at_ms,json=updatedAtMs" json:"updated_at_ms,omitempty"`
 }
