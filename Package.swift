@@ -532,7 +532,7 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
-        // Runs the `liverelay` binary as a process and talks to it: the Python reference client suite and the CLI.
+        // Runs the `liverelay` binary as a process and talks to it: the CLI, and drivers written with the Python client package.
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
@@ -544,6 +544,8 @@ let package = Package(
                 "LiveRelayDomain",
                 "LiveRelayAPNs",
                 "LiveRelayServer",
+                // The README's Swift example runs as written against a real server.
+                "LiveRelayClient",
             ]
         ),
         .testTarget(

@@ -275,9 +275,10 @@ public final class LiveRelayClient: Sendable {
         do {
             try request.validate()
         } catch {
+            // What the server would answer (PROTOCOL.md, section 7): the reason too, not only the field.
             throw LiveRelayClientError(
                 status: .invalidArgument, message: error.description,
-                details: ErrorDetails(fieldViolations: [error.fieldViolation]), processing: .notProcessed
+                details: ErrorDetails(fieldViolations: [error.fieldViolation], reason: "InvalidField"), processing: .notProcessed
             )
         }
         var payload = ByteBuffer()
