@@ -13,6 +13,7 @@
 # its own options and environment in its header):
 #
 #   scripts/bench.sh rpc                        # the null service vs grpc-swift-2
+#   scripts/bench.sh clients                    # the Swift, Go and Python clients against one null service
 #   scripts/bench.sh codec [options]            # protobuf-c vs swift-protobuf, frame codec
 #   scripts/bench.sh stores BINARY [STORE...]   # durable RegisterToken and the fan-out per store
 #   scripts/bench.sh isolation BINARY...        # one app's fan-outs against another app's calls
@@ -43,10 +44,10 @@ MODE=${1:-all}
 [ $# -gt 0 ] && shift
 case $MODE in
 all | gate | overload) ;;
-rpc | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile | pg-fresh)
+rpc | clients | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile | pg-fresh)
     exec bash "$ROOT/scripts/bench/$MODE.sh" "$@" ;;
 *)
-    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile, pg-fresh)" >&2
+    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, clients, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile, pg-fresh)" >&2
     exit 2 ;;
 esac
 cd "$ROOT"

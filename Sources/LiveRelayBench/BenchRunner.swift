@@ -380,6 +380,7 @@ public final class BenchRunner: @unchecked Sendable {
             serverCPUPercent: t.serverCPUSeconds.map { ($0 / windowSeconds * 1000).rounded() / 10 },
             serverCPUUsPerCall: t.serverCPUSeconds.flatMap { all.completed > 0 ? ($0 * 1e7 / Double(all.completed)).rounded() / 10 : nil },
             pushes: pushes, serverRSSBytes: memory?.rss, serverPeakRSSBytes: memory?.peak,
-            refusalLatencyUs: all.refusalLatency.totalCount > 0 ? LatencySummary(all.refusalLatency) : nil)
+            refusalLatencyUs: all.refusalLatency.totalCount > 0 ? LatencySummary(all.refusalLatency) : nil,
+            clientCPUUsPerCall: t.clientCPUSeconds.flatMap { all.completed > 0 ? ($0 * 1e7 / Double(all.completed)).rounded() / 10 : nil })
     }
 }

@@ -15,3 +15,6 @@ public func processCPUSeconds(pid: Int32) -> Double? {
     }
     return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
+
+/// CPU seconds this process (the load generator) has used so far.
+func ownCPUSeconds() -> Double? { processCPUSeconds(pid: ProcessInfo.processInfo.processIdentifier) }

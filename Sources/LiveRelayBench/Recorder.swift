@@ -39,6 +39,9 @@ final class Recorder: @unchecked Sendable {
     private let cpuProbe: (@Sendable () -> Double?)?
     private var cpuStart: Double?
     private var cpuEnd: Double?
+    /// This process's CPU seconds at the window's start and end.
+    private var ownCPUStart: Double?
+    private var ownCPUEnd: Double?
     private var pushes = PushAccount()
     private var summaries: UInt64 = 0
 
@@ -49,17 +52,22 @@ final class Recorder: @unchecked Sendable {
     /// Reads the server's CPU at the end of the window if the phase change did not.
     func noteWindowEnd() {
         let cpu = cpuProbe?()
-        lock.withLock { if cpuEnd == nil { cpuEnd = cpu } }
+        let own = ownCPUSeconds()
+        lock.withLock {
+            if cpuEnd == nil { cpuEnd = cpu }
+            if ownCPUEnd == nil { ownCPUEnd = own }
+        }
     }
 
     var outstanding: Int { lock.withLock { outstandingUnlocked } }
 
     func setPhase(_ phase: Phase, at time: UInt64 = nowNanos()) {
         let cpu = phase == .measuring || phase == .draining ? cpuProbe?() : nil
+        let own = phase == .measuring || phase == .draining ? ownCPUSeconds() : nil
         lock.withLock {
             self.phase = phase
-            if phase == .measuring { measureStart = time; cpuStart = cpu }
-            if phase == .draining, measureEnd == nil { measureEnd = time; cpuEnd = cpu }
+            if phase == .measuring { measureStart = time; cpuStart = cpu; ownCPUStart = own }
+            if phase == .draining, measureEnd == nil { measureEnd = time; cpuEnd = cpu; ownCPUEnd = own }
         }
     }
 
@@ -182,6 +190,7 @@ final class Recorder: @unchecked Sendable {
         var sampleErrors: [String]
         var errorsTotal: UInt64
         var serverCPUSeconds: Double?
+        var clientCPUSeconds: Double?
         var pushes: PushAccount
     }
 
@@ -190,7 +199,8 @@ final class Recorder: @unchecked Sendable {
             Totals(
                 stats: stats, sendLag: sendLag, late: late, firstSend: firstSend, lastSend: lastSend, lastCompletion: lastCompletion,
                 measureStart: measureStart, measureEnd: measureEnd, sampleErrors: sampleErrors, errorsTotal: errorsTotal,
-                serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } }, pushes: pushes)
+                serverCPUSeconds: cpuStart.flatMap { start in cpuEnd.map { $0 - start } },
+                clientCPUSeconds: ownCPUStart.flatMap { start in ownCPUEnd.map { $0 - start } }, pushes: pushes)
         }
     }
 }

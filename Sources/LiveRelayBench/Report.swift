@@ -70,6 +70,8 @@ public struct BenchReport: Sendable, Codable {
     public var serverPeakRSSBytes: UInt64? = nil
     /// From the actual send, of the calls refused RESOURCE_EXHAUSTED or UNAVAILABLE, when there were any.
     public var refusalLatencyUs: LatencySummary? = nil
+    /// The load generator's own CPU over the window, in µs per completed call.
+    public var clientCPUUsPerCall: Double? = nil
 
     /// Whether every call of the window is accounted for: each sent call completed with exactly one status.
     public var countsAddUp: Bool {
@@ -138,6 +140,7 @@ public struct BenchReport: Sendable, Codable {
         if let pct = serverCPUPercent, let perCall = serverCPUUsPerCall {
             lines.append("server CPU: \(fmt(pct, 1))% of a core, \(fmt(perCall, 1)) µs per call")
         }
+        if let perCall = clientCPUUsPerCall { lines.append("load generator CPU: \(fmt(perCall, 1)) µs per call") }
         if let pushes { lines.append(pushes.line) }
         if let rss = serverRSSBytes, let peak = serverPeakRSSBytes {
             lines.append("server memory: RSS \(rss / 1_048_576) MiB at the end, peak \(peak / 1_048_576) MiB")
