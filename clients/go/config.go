@@ -71,7 +71,7 @@ type Config struct {
 	// memory without bound. Default 10,000.
 	MaxPendingCalls int
 	// WriteTimeout bounds one write to the socket; a connection whose
-	// writes stall that long is closed. Default 30s.
+	// writes stall that long (at least 3/4 of it) is closed. Default 30s.
 	WriteTimeout time.Duration
 	// CloseTimeout is how long Close lets outstanding calls finish. Default 10s.
 	CloseTimeout time.Duration
