@@ -1,4 +1,4 @@
-"""The examples of README.md run, as written, against a real server."""
+"""The examples of this package's README.md and the repository's README.md run, as written, against a real server."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from typing import List
 from conftest import Dev
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+REPOSITORY_README = Path(__file__).resolve().parents[3] / "README.md"
 
 
-def python_blocks() -> List[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+def python_blocks(readme: Path = README) -> List[str]:
+    return re.findall(r"```python\n(.*?)```", readme.read_text(), re.S)
 
 
 def run_example(dev: Dev, code: str) -> str:
@@ -40,3 +41,9 @@ def test_sync_example(dev: Dev) -> None:
 
 def test_async_example(dev: Dev) -> None:
     assert run_example(dev, python_blocks()[1]).splitlines() == ["pipelined pings: 100"]
+
+
+def test_repository_readme_example(dev: Dev) -> None:
+    blocks = python_blocks(REPOSITORY_README)
+    assert len(blocks) == 1
+    assert run_example(dev, blocks[0]).splitlines() == ["delivered: 1"]
