@@ -117,6 +117,10 @@ public struct OpsServer: Service {
     ) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let expected = metricsToken.map { Array("Bearer \($0)".utf8) }
+        let process = ProcessMetrics(registry: registry)
+        // /readyz's answer as a series, so that an alert sees a node that is up but not ready
+        // (draining, its store not answering) and not only one that is down.
+        let ready = registry.makeGauge(name: "liverelay_ready", help: "1 when /readyz answers 200, 0 otherwise.")
         router.get("metrics") { request, _ -> Response in
             if let expected, !Self.constantTimeEqual(Array((request.headers[.authorization] ?? "").utf8), expected) {
                 var headers = HTTPFields()
@@ -126,6 +130,8 @@ public struct OpsServer: Service {
                     status: .unauthorized, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: "unauthorized\n")))
             }
             beforeScrape()
+            process.update()
+            ready.set(to: await readiness.readiness() == .ready ? 1 : 0)
             var headers = HTTPFields()
             // The content type Prometheus expects for its text exposition format 0.0.4.
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"

@@ -67,6 +67,20 @@ struct OpsServerTests {
             #expect(metrics.body.contains(#"liverelay_test_depth{app="dev.app"} 10"#), "set by the hook before this scrape")
             #expect(try await httpGet(port: port, path: "/metrics").body.contains(#"liverelay_test_depth{app="dev.app"} 20"#))
             #expect(scrapes.withLockedValue { $0 } == 2, "probes do not run the hook")
+            #expect(metrics.body.contains("liverelay_ready 0"), "not ready (the store) when scraped")
+            readiness.set(.ready)
+            let after = try await httpGet(port: port, path: "/metrics").body
+            #expect(after.contains("liverelay_ready 1"))
+            // The process's own figures, standard names, with values a live process has.
+            func value(_ name: String) -> Double? {
+                after.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+            }
+            #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+            #expect((value("process_cpu_seconds_total") ?? 0) > 0)
+            #expect((value("process_open_fds") ?? 0) >= 3)
+            #expect((value("process_max_fds") ?? 0) >= (value("process_open_fds") ?? .infinity))
+            let started = value("process_start_time_seconds") ?? 0
+            #expect(abs(started - Date().timeIntervalSince1970) < 24 * 3600, "\(started)")
 
             #expect(try await httpGet(port: port, path: "/nothing").status == 404)
             tasks.cancelAll()
@@ -283,4 +297,17 @@ func httpGet(port: Int, path: String, headers: [String] = []) async throws -> HT
 struct HTTPTestError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// `/proc/self/stat`'s fields, counted from the command name's last parenthesis (a name may hold both).
+struct ProcessStatTests {
+    @Test func fieldsAreCountedFromTheLastParenthesis() throws {
+        let line =
+            "4242 (lr (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 150 25 0 0 20 0 7 0 987654 123456789 3000 "
+            + "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+        let stat = try #require(ProcessMetrics.Stat(parsing: line))
+        #expect(stat == ProcessMetrics.Stat(cpuTicks: 175, startTicks: 987654, residentPages: 3000))
+        #expect(ProcessMetrics.Stat(parsing: "4242 (truncated) S 1 2") == nil)
+        #expect(ProcessMetrics.Stat(parsing: "no parenthesis") == nil)
+    }
 }
