@@ -2,7 +2,7 @@
 // RegisterToken calls are in flight, restarts it, and finds every acknowledged token.
 //
 // The test starts the built `liverelay serve` (SQLite store, the default, in a fresh data
-// directory), and runs Tests/PythonClient/crash_durability.py `load`: 4 TLS connections with 64
+// directory), and runs clients/python/tests/durability/crash_durability.py `load`: 4 TLS connections with 64
 // RegisterToken calls pipelined on each (update tokens, every call a new device id), recording
 // each call whose OK reply arrived. At 3,000 acknowledgements the driver SIGKILLs the server
 // (the pid it was given) with ~250 calls still in flight, keeps reading replies already on the
@@ -22,7 +22,8 @@
 // only after the commit reached the database file (WAL)", not power-loss durability (fsync),
 // which Tests/LiveRelayStoreTests cover at the store level.
 //
-// Needs python3 with the `protobuf` package and protoc on PATH (scripts/setup.sh installs both).
+// The driver uses the `liverelay` Python package: it runs in the Python that LiveRelayPython finds
+// (LIVERELAY_PYTHON, or the virtual environment `bash clients/python/scripts/test.sh` makes).
 
 import Foundation
 import Testing
@@ -98,11 +99,9 @@ struct CrashRun {
 
     /// nil after recording an issue (the server did not start, the driver failed, ...).
     static func perform(restartArguments: [String]) throws -> CrashRun? {
-        let repo = E2E.repositoryRoot()
         let binary = try E2E.liverelayBinary()
-        let script = repo.appendingPathComponent("Tests/PythonClient/crash_durability.py").path
+        let (python, script) = try E2E.pythonDriver("crash_durability.py")
         var environment = ProcessInfo.processInfo.environment
-        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         environment["PYTHONUNBUFFERED"] = "1"
 
@@ -149,9 +148,9 @@ struct CrashRun {
         // Load, and the SIGKILL at --kill-after acknowledgements (sent by the driver, which knows what is in flight).
         let pid = server.process.processIdentifier
         let loaded = try E2E.run(
-            "/usr/bin/env",
+            python,
             [
-                "python3", script, "load", "--port", String(port), "--kill-pid", String(pid),
+                script, "load", "--port", String(port), "--kill-pid", String(pid),
                 "--connections", "4", "--depth", "64", "--kill-after", String(CrashDurabilityTests.killAfter),
                 "--duration", "120",
             ] + common,
@@ -203,8 +202,8 @@ struct CrashRun {
         #expect(restarted.apiKey() == nil, "the restart minted a new API key: the data directory was not reused")
 
         let verified = try E2E.run(
-            "/usr/bin/env",
-            ["python3", script, "verify", "--port", String(restartedPort)] + common,
+            python,
+            [script, "verify", "--port", String(restartedPort)] + common,
             environment: environment, timeout: 180
         )
         guard !verified.timedOut, let verify = parseResult(verified.output) else {

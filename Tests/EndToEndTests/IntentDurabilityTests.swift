@@ -5,7 +5,7 @@
 // to a JSON-lines file, and answers each after a delay so that a fan-out takes a few seconds)
 // and `liverelay serve` processes sending dev.app's pushes to it (--apns-endpoint), all signing
 // with one P-256 key made with openssl before the first start. The driver
-// Tests/PythonClient/intent_durability.py `load` registers 20,000 update tokens for one activity
+// clients/python/tests/durability/intent_durability.py `load` registers 20,000 update tokens for one activity
 // through the server, sends two UpdateActivity calls back to back (fire and forget, both
 // acknowledged) and, once the mock's record shows the last one at 3,000 tokens or more (not
 // all), SIGKILLs the server. Then:
@@ -21,7 +21,8 @@
 // The control runs the same crash with --no-durable-intents on both starts: tokens must then
 // still miss the latest update after a generous wait, so the test is known to notice a loss.
 //
-// Needs python3 with the `protobuf` package, protoc and openssl on PATH (scripts/setup.sh);
+// Needs openssl on PATH (scripts/setup.sh) and the Python that LiveRelayPython finds for the driver, which
+// uses the `liverelay` package (LIVERELAY_PYTHON, or the virtual environment of clients/python/scripts/test.sh);
 // the PostgreSQL test needs LIVERELAY_POSTGRES_URL (`eval "$(bash scripts/postgres.sh start)"`)
 // and skips itself without it.
 
@@ -160,11 +161,9 @@ struct IntentCrash {
 
     /// nil after recording an issue (a process did not start, the driver failed, ...).
     static func perform(_ mode: Mode, verifyTimeout: Double) throws -> IntentCrash? {
-        let repo = E2E.repositoryRoot()
         let binary = try E2E.liverelayBinary()
-        let script = repo.appendingPathComponent("Tests/PythonClient/intent_durability.py").path
+        let (python, script) = try E2E.pythonDriver("intent_durability.py")
         var environment = ProcessInfo.processInfo.environment
-        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
         environment["PYTHONDONTWRITEBYTECODE"] = "1"
         environment["PYTHONUNBUFFERED"] = "1"
 
@@ -263,9 +262,9 @@ struct IntentCrash {
         let state = work.appendingPathComponent("intent-state.json").path
         let common = ["--state", state, "--record", record]
         let loaded = try E2E.run(
-            "/usr/bin/env",
+            python,
             [
-                "python3", script, "load", "--port", String(port), "--api-key", apiKey,
+                script, "load", "--port", String(port), "--api-key", apiKey,
                 "--ca", dataDir.appendingPathComponent("cert.pem").path, "--kill-pid", String(server.process.processIdentifier),
                 "--tokens", String(IntentDurabilityTests.tokens), "--updates", "2",
                 "--kill-after", String(IntentDurabilityTests.killAfter), "--fanout-timeout", "90", "--timeout", "30",
@@ -319,8 +318,8 @@ struct IntentCrash {
         }
 
         let verified = try E2E.run(
-            "/usr/bin/env",
-            ["python3", script, "verify", "--timeout", String(verifyTimeout), "--restarted-at", String(restartedAt)] + common,
+            python,
+            [script, "verify", "--timeout", String(verifyTimeout), "--restarted-at", String(restartedAt)] + common,
             environment: environment, timeout: verifyTimeout + 120)
         guard !verified.timedOut, let verify = CrashRun.parseResult(verified.output) else {
             Issue.record(

@@ -206,10 +206,11 @@ func runEchoClient(
     return result
 }
 
-/// Runs Tests/Support/tls/tls_client.py and decodes the JSON line it prints.
+/// Runs Tests/Support/tls/tls_client.py and decodes the JSON line it prints. It runs in the Python
+/// of ``LiveRelayPython`` (the one with the `liverelay` package, whose TLS settings it uses).
 func runPythonClient(_ arguments: [String]) throws -> (status: Int32, result: [String: Any], stderr: String) {
     let script = tlsSupportDirectory + "/tls_client.py"
-    let run = try runProcess(["python3", script] + arguments, timeoutSeconds: 60)
+    let run = try runProcess([try LiveRelayPython.executable(), script] + arguments, timeoutSeconds: 60)
     let line = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
     guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
         throw TestFailure("tls_client.py printed no JSON (status \(run.status)): \(run.stdout) \(run.stderr)")

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""A TLS peer for LiveRelayTLS's socket tests, using only Python's ssl module.
+"""A TLS peer for LiveRelayTLS's socket tests: Python's ssl module, with the SSL context that the
+`liverelay` client package (clients/python) builds from its TLSConfig (the CA to trust, the client
+certificate), pinned to one TLS version. Runs in the Python that has the package (LiveRelayPython).
 
 Modes:
   echo       TLS handshake, send --size bytes, read them back, compare, close with close_notify
@@ -16,6 +18,8 @@ import socket
 import ssl
 import sys
 
+import liverelay
+
 
 def pattern(size):
     block = bytes(range(256)) * 4096  # 1 MiB of every byte value
@@ -26,14 +30,12 @@ def pattern(size):
 
 
 def echo(args):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    # Verifies the server's certificate against --cafile and its name (--hostname).
+    context = liverelay.TLSConfig(ca_file=args.cafile, client_certificate_file=args.cert, client_key_file=args.key,
+                                  server_name=args.hostname).build_context()
     version = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}[args.tls]
     context.minimum_version = version
     context.maximum_version = version
-    context.load_verify_locations(cafile=args.cafile)
-    context.check_hostname = True
-    if args.cert:
-        context.load_cert_chain(certfile=args.cert, keyfile=args.key)
     if args.alpn:
         context.set_alpn_protocols(args.alpn.split(","))
     result = {"ok": False}

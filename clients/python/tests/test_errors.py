@@ -63,6 +63,23 @@ def test_invalid_argument_names_each_field(client: liverelay.Client, dev: Dev) -
     assert "page_size" in str(error)  # the message and violations are readable
 
 
+def test_channel_fields_are_validated(client: liverelay.Client, dev: Dev) -> None:
+    """Checked when the request is decoded, before any service sees it (docs/PROTOCOL.md section 16)."""
+    cases = [
+        ("channel_id", lambda: client.delete_channel(app_id=dev.app_id, channel_id="not base64!")),
+        ("environment", lambda: client.create_channel(app_id=dev.app_id, environment=0,  # type: ignore[arg-type]
+                                                      storage_policy=pb.CHANNEL_STORAGE_POLICY_NO_STORAGE)),
+        ("storage_policy", lambda: client.create_channel(app_id=dev.app_id, environment=pb.ENVIRONMENT_SANDBOX,
+                                                         storage_policy=0)),  # type: ignore[arg-type]
+        # Without a channel to carry the updates, the activity needs its update token.
+        ("input_push_token", lambda: start(client, dev.app_id, input_push_token=False)),
+    ]
+    for field, call in cases:
+        error = expect(liverelay.InvalidArgumentError, Status.INVALID_ARGUMENT, call)
+        assert field in error.violations, (field, str(error))
+    assert client.ping(b"ok").payload == b"ok"
+
+
 def test_payload_too_large(client: liverelay.Client, dev: Dev) -> None:
     t = token()
     client.register_token(app_id=dev.app_id, kind=pb.TOKEN_KIND_PUSH_TO_START, token=t,
@@ -100,6 +117,8 @@ def test_already_exists_and_failed_preconditions(client: liverelay.Client, dev: 
     client.end_activity(app_id=dev.app_id, activity_id=activity)
     expect(liverelay.FailedPreconditionError, Status.FAILED_PRECONDITION, lambda: client.update_activity(
         app_id=dev.app_id, activity_id=activity, content_state_json={}), reason="ActivityEnded")
+    expect(liverelay.FailedPreconditionError, Status.FAILED_PRECONDITION,
+           lambda: client.end_activity(app_id=dev.app_id, activity_id=activity), reason="ActivityEnded")
 
 
 def test_permission_denied(client: liverelay.Client, dev: Dev) -> None:

@@ -47,6 +47,30 @@ def test_register_token_lifecycle(dev: Dev) -> None:
         assert by_name.result == pb.REGISTER_TOKEN_RESULT_CREATED
 
 
+def test_update_token_lifecycle(dev: Dev) -> None:
+    """An update token is per activity and device: a new token for the same pair rotates the old one."""
+    activity, device, t1, t2 = uid("act"), uid("device"), token(), token()
+    common = dict(app_id=dev.app_id, kind=pb.TOKEN_KIND_UPDATE, activity_id=activity, device_id=device,
+                  environment=pb.ENVIRONMENT_SANDBOX)
+    with dev.client() as client:
+        assert client.register_token(token=t1, **common).result == pb.REGISTER_TOKEN_RESULT_CREATED  # type: ignore[arg-type]
+        rotated = client.register_token(token=t2, **common)  # type: ignore[arg-type]
+        assert (rotated.result, rotated.replaced_token) == (pb.REGISTER_TOKEN_RESULT_ROTATED, t1)
+        assert client.register_token(token=t2, remove=True, **common).result == pb.REGISTER_TOKEN_RESULT_REMOVED  # type: ignore[arg-type]
+
+
+def test_start_by_external_user_id_reaches_the_users_token(dev: Dev) -> None:
+    user = uid("user")
+    with dev.client() as client:
+        client.register_token(app_id=dev.app_id, kind=pb.TOKEN_KIND_PUSH_TO_START, token=token(),
+                              environment=pb.ENVIRONMENT_SANDBOX, attributes_type=ATTRS, device_id=uid("device"),
+                              external_user_id=user)
+        reply = client.start_activity(app_id=dev.app_id, activity_id=uid("act"), attributes_type=ATTRS,
+                                      attributes_json={}, content_state_json={},
+                                      targets=pb.Targets(external_user_ids=[user]))
+    assert reply.summary.targeted == 1 and list(reply.summary.unresolved) == []
+
+
 def test_activity_lifecycle_start_update_end(dev: Dev) -> None:
     with dev.client() as client:
         t = register_start_token(client, dev.app_id)
@@ -124,10 +148,16 @@ def test_broadcast_channels(dev: Dev) -> None:
                               channel_id=channel.channel_id, input_push_token=False)
         sent = client.update_activity(app_id=dev.app_id, activity_id=activity, content_state_json={"n": 1},
                                       channel_id=channel.channel_id, channel_only=True, wait_for_delivery=True)
-        assert (sent.summary.targeted, sent.summary.delivered) == (1, 1)
+        assert (sent.summary.targeted, sent.summary.delivered, sent.summary.complete) == (1, 1, True)
+        with pytest.raises(liverelay.NotFoundError) as info:
+            client.update_activity(app_id=dev.app_id, activity_id=activity, content_state_json={},
+                                   channel_id="bm8tc3VjaC1jaGFubmVs", channel_only=True)
+        assert info.value.reason == "ChannelNotFound"
         assert isinstance(client.delete_channel(app_id=dev.app_id, channel_id=channel.channel_id),
                           pb.DeleteChannelReply)
         assert channel.channel_id not in {c.channel_id for c in client.iter_channels(app_id=dev.app_id)}
+        with pytest.raises(liverelay.NotFoundError):
+            client.delete_channel(app_id=dev.app_id, channel_id=channel.channel_id)
         client.delete_channel(app_id=dev.app_id, channel_id=other.channel_id)
 
 

@@ -98,6 +98,11 @@ def test_server_bytes_decode() -> None:
     reply = pb.PingReply.FromString(response.payload)
     assert (reply.payload, reply.server_time_ms, reply.server_version) == (b"hi", 1700000000000, "1.0")
     assert wire.encode_welcome({1: 1048576, 2: 100, 3: 300000}) == unhex(SERVER_TO_CLIENT)[:30]
+    made = wire.encode_frame(
+        wire.FrameType.RESPONSE, 1,
+        pb.PingReply(payload=b"hi", server_time_ms=1700000000000, server_version="1.0").SerializeToString(),
+    )
+    assert made == unhex(SERVER_TO_CLIENT)[30:]
 
 
 def test_error_frame_decodes_with_details() -> None:
@@ -121,6 +126,11 @@ def test_control_frames() -> None:
     assert wire.encode_goaway(5, wire.GoAwayCode.NO_ERROR, "bye") == goaway
     (frame,) = frames(goaway)
     assert wire.decode_goaway(frame.payload) == wire.GoAway(5, 0, "bye")
+
+
+def test_goaway_code_names() -> None:
+    assert wire.goaway_code_name(9) == "TOO_MANY_CONNECTIONS"
+    assert wire.goaway_code_name(99) == "UNKNOWN_99"
 
 
 def test_frames_split_anywhere_are_reassembled() -> None:

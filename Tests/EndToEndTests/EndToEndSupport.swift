@@ -1,117 +1,14 @@
-// Runs the Python reference client suite (Tests/PythonClient) against a real `liverelay serve`
-// process: the independent peer, written from docs/PROTOCOL.md only, talking to the server over
-// TLS on a real socket.
-//
-// The test starts the built `liverelay` binary (next to the test bundle in .build/<config>/) on
-// 127.0.0.1 with a free port and a fresh temporary data directory, waits (bounded) for its
-// "listening on" line, reads the API key it prints once, runs
-// `python3 Tests/PythonClient/test_against_server.py` with the port, key and the dev certificate,
-// and checks the suite's exit code and its last line, `N passed, N failed`. The server is always
-// killed, whatever happens.
-//
-// Needs python3 with the `protobuf` package and protoc on PATH (scripts/setup.sh installs both).
+// What the end-to-end suites share: the built `liverelay` binary, `liverelay serve` and other
+// child processes with their output collected, and bounded waits for them.
 
 import Foundation
-import Testing
+import LiveRelayTestSupport
 
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-@Suite("Python reference client against `liverelay serve`", .serialized)
-struct PythonClientTests {
-    @Test("the Python suite passes against a real server", .timeLimit(.minutes(10)))
-    func pythonSuiteAgainstServer() throws {
-        let repo = E2E.repositoryRoot()
-        let binary = try E2E.liverelayBinary()
-        // A free port can be taken between our probe and the server's bind: a server that exits
-        // before listening is retried on another port (twice at most), with a fresh data directory
-        // (the API key is printed only when the directory is new).
-        var started: (server: ServerProcess, ready: (port: Int, line: String), dataDir: URL)?
-        var failures: [String] = []
-        var directories: [URL] = []
-        defer { for d in directories { try? FileManager.default.removeItem(at: d) } }
-        for _ in 0..<3 where started == nil {
-            let dataDir = try E2E.makeTemporaryDirectory(prefix: "liverelay-e2e-")
-            directories.append(dataDir)
-            let server = try ServerProcess.start(binary: binary, dataDir: dataDir)
-            if let ready = server.waitUntilListening(timeout: 60) {
-                started = (server, ready, dataDir)
-            } else {
-                let stillRunning = server.isRunning
-                server.stop()
-                failures.append(server.transcript())
-                if stillRunning { break }  // hung rather than failed to bind: do not retry
-            }
-        }
-        guard let (server, ready, dataDir) = started else {
-            Issue.record("`liverelay serve` printed no \"listening on\" line within 60 s.\n\(failures.joined(separator: "\n---\n"))")
-            return
-        }
-        defer { server.stop() }
-        guard let apiKey = server.apiKey() else {
-            Issue.record("`liverelay serve` printed no `export LIVERELAY_API_KEY=...` line.\n\(server.transcript())")
-            return
-        }
-        let certificate = dataDir.appendingPathComponent("cert.pem")
-        #expect(FileManager.default.fileExists(atPath: certificate.path), "no cert.pem in the data directory")
-
-        let script = repo.appendingPathComponent("Tests/PythonClient/test_against_server.py")
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        environment["PYTHONUNBUFFERED"] = "1"
-        let python = try E2E.run(
-            "/usr/bin/env",
-            [
-                "python3", script.path,
-                "--host", "127.0.0.1", "--port", String(ready.port),
-                "--api-key", apiKey, "--ca", certificate.path, "-v",
-            ],
-            environment: environment,
-            timeout: 480
-        )
-        let output = python.output
-        let lastLine = output.split(separator: "\n").last.map(String.init) ?? ""
-        let summary = E2E.parseSummary(lastLine)
-
-        #expect(!python.timedOut, "the Python suite did not finish within 480 s")
-        #expect(python.status == 0, "the Python suite exited \(python.status)")
-        #expect(summary != nil, "no `N passed, N failed` line at the end of the Python suite's output")
-        if let summary {
-            #expect(summary.failed == 0, "\(summary.failed) Python tests failed")
-            #expect(summary.passed >= 40, "only \(summary.passed) Python tests passed")
-        }
-        #expect(server.isRunning, "the server exited during the suite")
-        if python.status != 0 || summary?.failed != 0 || python.timedOut {
-            Issue.record("Python suite output:\n\(output)\n--- server:\n\(server.transcript())")
-        } else {
-            print(
-                output.split(separator: "\n").filter { $0.hasPrefix("note:") || $0.contains("passed,") }
-                    .joined(separator: "\n"))
-        }
-    }
-
-    @Test("the client's codec matches the hex dumps of docs/PROTOCOL.md (no server)")
-    func pythonCodecMatchesTheDocument() throws {
-        let repo = E2E.repositoryRoot()
-        var environment = ProcessInfo.processInfo.environment
-        environment["LIVERELAY_PROTOS"] = repo.appendingPathComponent("Protos").path
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        let python = try E2E.run(
-            "/usr/bin/env",
-            ["python3", repo.appendingPathComponent("Tests/PythonClient/test_against_server.py").path, "--offline"],
-            environment: environment,
-            timeout: 120
-        )
-        let summary = E2E.parseSummary(python.output.split(separator: "\n").last.map(String.init) ?? "")
-        #expect(python.status == 0 && summary?.failed == 0 && (summary?.passed ?? 0) > 0, "\(python.output)")
-    }
-}
-
-// MARK: - Support
 
 enum E2E {
     /// SIGTERM, then SIGKILL if the process has not exited within 10 s. Always reaps it.
@@ -129,9 +26,17 @@ enum E2E {
         let description: String
     }
 
-    /// The package root: this file is Tests/EndToEndTests/PythonClientTests.swift.
+    /// The package root: this file is Tests/EndToEndTests/EndToEndSupport.swift.
     static func repositoryRoot(file: String = #filePath) -> URL {
         URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// A driver of the durability tests (clients/python/tests/durability), written with the `liverelay`
+    /// Python package, and the Python to run it with (``LiveRelayPython``: LIVERELAY_PYTHON, or the
+    /// virtual environment of clients/python/scripts/test.sh). Throws, saying how to get one, without it.
+    static func pythonDriver(_ name: String) throws -> (python: String, script: String) {
+        let python = try LiveRelayPython.executable()
+        return (python, LiveRelayPython.packageDirectory.appendingPathComponent("tests/durability/\(name)").path)
     }
 
     /// The `liverelay` executable that `swift build` put next to the test bundle (.build/<config>/liverelay).
@@ -207,15 +112,6 @@ enum E2E {
         }
         guard named == 0 else { throw Failure(description: "getsockname() failed: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// `N passed, N failed`
-    static func parseSummary(_ line: String) -> (passed: Int, failed: Int)? {
-        let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ")
-        guard words.count == 4, words[1] == "passed,", words[3] == "failed",
-            let passed = Int(words[0]), let failed = Int(words[2])
-        else { return nil }
-        return (passed, failed)
     }
 
     struct RunResult {

@@ -2,7 +2,9 @@
 """The load and the check of the SIGKILL-mid-fan-out test (Tests/EndToEndTests/IntentDurabilityTests.swift).
 
 Two phases, each a run of this script against a real `liverelay serve` whose pushes go to a
-`liverelay mock-apns` that appends every push it receives to a JSON-lines record file:
+`liverelay mock-apns` that appends every push it receives to a JSON-lines record file. The load
+talks to the server through the `liverelay` package (installed in the Python that runs it;
+clients/python/scripts/test.sh makes one):
 
   intent_durability.py load --port P --api-key K --ca cert.pem --state STATE.json --record FILE
                             --kill-pid PID [--tokens 20000] [--updates 2] [--kill-after 3000]
@@ -24,24 +26,27 @@ A push counts as received when the mock recorded it with status 200 (the mock re
 request once it is complete, before its answer). Pushes after the kill are told from pushes
 before it by their HTTP/2 connection: a connection first seen after the kill belongs to the
 node that resumed the work. Both phases print one last line `RESULT {json}`; the exit code is 0
-when the phase's own checks passed. Every socket operation and every wait is bounded.
+when the phase's own checks passed. The clients never resend a call (RetryPolicy(max_attempts=1)),
+and every call and every wait is bounded.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
 import signal
 import sys
-import threading
 import time
+from typing import Any, Awaitable, Callable, List, Optional, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import liverelay
+from liverelay import pb
 
-import liverelay_client as lr  # noqa: E402
-from liverelay_client import Client, ConnectionClosed, FrameType, ProtocolViolation, RpcError  # noqa: E402
+Call = Callable[[liverelay.AsyncClient], Awaitable[Any]]
+Result = Optional[Tuple[bool, Any]]
 
 
 def token_of(run: str, i: int) -> str:
@@ -56,9 +61,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def connect(args, pb) -> Client:
-    return Client(args.host, args.port, args.api_key, ssl_context=lr.tls_context(args.ca), timeout=args.timeout,
-                  client_name="intent-durability", pb=pb)
+def connect(args: argparse.Namespace) -> liverelay.AsyncClient:
+    return liverelay.AsyncClient(
+        args.host, args.port, api_key=args.api_key, tls=liverelay.TLSConfig(ca_file=args.ca),
+        client_name="intent-durability", connections=1, default_timeout=args.timeout,
+        connect_timeout=args.timeout, retry=liverelay.RetryPolicy(max_attempts=1),
+    )
 
 
 # ====================================================================== the mock's record
@@ -127,71 +135,65 @@ class Record:
 
 # ====================================================================== load, then SIGKILL
 
-def pipelined(args, pb, requests, connections: int) -> tuple:
-    """Runs (method, bytes) requests on `connections` connections, each keeping --depth in flight.
-    Returns the results by index ((ok, payload or (status, message)), or None when unanswered), when each
-    reply arrived (UNIX ms) and the connections' failures."""
-    results = [None] * len(requests)
-    answered = [0] * len(requests)  # when each reply arrived, UNIX ms
-    failures = []
-    lock = threading.Lock()
+async def pipelined_async(args: argparse.Namespace, calls: List[Call], connections: int) -> Tuple[List[Result], List[int], List[str]]:
+    results: List[Result] = [None] * len(calls)
+    answered = [0] * len(calls)  # when each reply arrived, UNIX ms
+    failures: List[str] = []
 
-    def worker(conn: int, indexes: list):
-        try:
-            client = connect(args, pb)
-        except (OSError, ConnectionClosed, ProtocolViolation, RpcError) as error:
-            with lock:
-                failures.append(f"connection {conn}: {type(error).__name__}: {error}")
-            return
-        depth = min(args.depth, client.max_in_flight)
-        pending = {}
-        position = 0
-        try:
-            while position < len(indexes) or pending:
-                while position < len(indexes) and len(pending) < depth:
-                    method, message = requests[indexes[position]]
-                    rid = client.start(method, message, wait_for_slot=False)
-                    pending[rid] = indexes[position]
-                    position += 1
-                frame = client.pump(args.timeout)
-                if frame.type not in (FrameType.RESPONSE, FrameType.ERROR):
-                    continue
-                result = client.results.pop(frame.request_id)
-                i = pending.pop(frame.request_id)
-                results[i] = (True, result.payload) if result.ok else (False, (int(result.error.status), result.error.message))
-                answered[i] = now_ms()
-            client.close(args.timeout)
-        except (OSError, ConnectionClosed, ProtocolViolation, RpcError) as error:
-            with lock:
-                failures.append(f"connection {conn}: {type(error).__name__}: {error}")
-            client.conn.close()
+    async def one(client: liverelay.AsyncClient, window: asyncio.Semaphore, i: int) -> None:
+        async with window:
+            try:
+                results[i] = (True, await calls[i](client))
+            except liverelay.RpcError as error:
+                results[i] = (False, (int(error.status), error.message))
+            answered[i] = now_ms()
 
-    threads = []
-    for conn in range(connections):
-        t = threading.Thread(target=worker, args=(conn, list(range(conn, len(requests), connections))), daemon=True)
-        threads.append(t)
-        t.start()
-    for t in threads:
-        t.join(args.timeout * 10 + len(requests) / 100)
-    if any(t.is_alive() for t in threads):
-        failures.append("a connection's thread did not finish in time")
+    async def worker(conn: int, indexes: List[int]) -> None:
+        window = asyncio.Semaphore(args.depth)
+        try:
+            async with connect(args) as client:
+                await asyncio.gather(*(one(client, window, i) for i in indexes))
+        except Exception as error:
+            failures.append(f"connection {conn}: {type(error).__name__}: {error}")
+
+    workers = [asyncio.ensure_future(worker(conn, list(range(conn, len(calls), connections))))
+               for conn in range(connections)]
+    _, unfinished = await asyncio.wait(workers, timeout=args.timeout * 10 + len(calls) / 100)
+    if unfinished:
+        failures.append("a connection's calls did not finish in time")
+        for w in unfinished:
+            w.cancel()
+        await asyncio.wait(unfinished, timeout=args.timeout)
     return results, answered, failures
 
 
-def load(args, pb) -> dict:
+def pipelined(args: argparse.Namespace, calls: List[Call], connections: int) -> Tuple[List[Result], List[int], List[str]]:
+    """Runs the calls on `connections` clients of one connection each, each keeping --depth in flight.
+    Returns the results by index ((True, reply) or (False, (status, message)), or None when unanswered),
+    when each reply arrived (UNIX ms) and the connections' failures."""
+    return asyncio.run(pipelined_async(args, calls, connections))
+
+
+def register_call(args: argparse.Namespace, token: str, activity: str, device: str) -> Call:
+    return lambda client: client.register_token(
+        app_id=args.app_id, kind=pb.TOKEN_KIND_UPDATE, token=token, environment=pb.ENVIRONMENT_SANDBOX,
+        activity_id=activity, device_id=device)
+
+
+def update_call(args: argparse.Namespace, activity: str, content_state: str) -> Call:
+    return lambda client: client.update_activity(app_id=args.app_id, activity_id=activity,
+                                                 content_state_json=content_state)
+
+
+def load(args: argparse.Namespace) -> dict:
     run, activity = args.run, activity_of(args.run)
     tokens = [token_of(run, i) for i in range(args.tokens)]
-    summary = {"phase": "load", "run": run, "activity": activity, "tokens": len(tokens), "killed": False}
+    summary: dict = {"phase": "load", "run": run, "activity": activity, "tokens": len(tokens), "killed": False}
 
     # 1. The activity's update tokens (registering them makes the activity exist, as a device reporting its token does).
     started = time.monotonic()
-    requests = [
-        ("RegisterToken", pb.RegisterTokenRequest(
-            app_id=args.app_id, kind=pb.TOKEN_KIND_UPDATE, token=t, environment=pb.ENVIRONMENT_SANDBOX,
-            activity_id=activity, device_id=f"intent-{run}-dev-{i}").SerializeToString())
-        for i, t in enumerate(tokens)
-    ]
-    results, _, failures = pipelined(args, pb, requests, args.connections)
+    calls = [register_call(args, t, activity, f"intent-{run}-dev-{i}") for i, t in enumerate(tokens)]
+    results, _, failures = pipelined(args, calls, args.connections)
     registered = sum(1 for r in results if r is not None and r[0])
     summary["registered"] = registered
     summary["register_seconds"] = round(time.monotonic() - started, 3)
@@ -204,19 +206,13 @@ def load(args, pb) -> dict:
     record = Record(args.record, set(tokens))
     record.poll()
     summary["records_before_updates"] = record.lines
-    requests = [
-        ("UpdateActivity", pb.UpdateActivityRequest(
-            app_id=args.app_id, activity_id=activity,
-            content_state_json=json.dumps({"step": k, "run": run})).SerializeToString())
-        for k in range(args.updates)
-    ]
+    calls = [update_call(args, activity, json.dumps({"step": k, "run": run})) for k in range(args.updates)]
     updates_sent_ms = now_ms()
-    results, answered, failures = pipelined(args, pb, requests, 1)
+    results, answered, failures = pipelined(args, calls, 1)
     acked = []
     for k, r in enumerate(results):
         if r is not None and r[0]:
-            reply = pb.UpdateActivityReply()
-            reply.ParseFromString(r[1])
+            reply = r[1]
             acked.append({"update": k, "timestamp": reply.timestamp, "targeted": reply.summary.targeted
                           if reply.HasField("summary") else -1, "reply_ms": answered[k] - updates_sent_ms})
     summary["updates_sent_ms"] = updates_sent_ms
@@ -343,7 +339,7 @@ def main() -> int:
                         help="SIGKILL the server once this many tokens received the last update")
     parser.add_argument("--kill-pid", type=int, help="the server's pid (load)")
     parser.add_argument("--fanout-timeout", type=float, default=60.0, help="give up (without killing) after this long")
-    parser.add_argument("--timeout", type=float, default=10.0, help="bound on every socket wait; verify: the whole wait")
+    parser.add_argument("--timeout", type=float, default=10.0, help="bound on every call; verify: the whole wait")
     parser.add_argument("--restarted-at", type=int, default=0, help="verify: when the server was restarted, UNIX ms")
     args = parser.parse_args()
 
@@ -352,7 +348,7 @@ def main() -> int:
             parser.error("load needs --port, --api-key, --ca and --kill-pid")
         if not 0 < args.kill_after < args.tokens:
             parser.error("--kill-after must be between 0 and --tokens")
-        summary = load(args, lr.load_protos(os.environ.get("LIVERELAY_PROTOS")))
+        summary = load(args)
         with open(args.state, "w") as f:
             json.dump({"summary": summary}, f)
         ok = summary["killed"] and "error" not in summary
