@@ -6,7 +6,9 @@ well formed); the grace periods cover the whole shutdown (preStop, drain time,
 the dispatcher's drain grace) with a margin; the ops port is
 reachable where probes need it; the paths a config names are mounted; the
 mock APNs is the one the compose config pushes to; kustomization.yaml lists
-every manifest. Prints one line per problem; exits 1 if there is any.
+every manifest; every Prometheus alert has a `for:`, a severity, a summary and a
+description, and Deploy/README.md explains it. Prints one line per problem;
+exits 1 if there is any.
 """
 import json
 import pathlib
@@ -171,7 +173,27 @@ def systemd():
         check(name in credentials, f"systemd/config.json: {path} has no LoadCredential={name}:...")
 
 
-for part in (compose, kubernetes, systemd):
+def prometheus():
+    """Every alert waits (`for:`), says how urgent it is, tells what to do, and is explained in Deploy/README.md."""
+    readme = (DEPLOY / "README.md").read_text()
+    section = readme.split("## Alerts and dashboard", 1)[1].split("\n## ", 1)[0] if "## Alerts and dashboard" in readme else ""
+    check(section != "", "Deploy/README.md: no \"## Alerts and dashboard\" section")
+    for group in yaml.safe_load((DEPLOY / "prometheus/alerts.yaml").read_text())["groups"]:
+        for rule in group["rules"]:
+            name = rule.get("alert")
+            if name is None:
+                continue
+            where = f"prometheus/alerts.yaml: {name}"
+            check("for" in rule, f"{where}: no for:")
+            check(rule.get("labels", {}).get("severity") in ("critical", "warning"), f"{where}: severity is not critical or warning")
+            annotations = rule.get("annotations", {})
+            check(bool(annotations.get("summary")) and bool(annotations.get("description")),
+                  f"{where}: a summary and a description annotation are needed")
+            check("Deploy/README.md" in annotations.get("description", ""), f"{where}: the description does not point at Deploy/README.md")
+            check(f"`{name}`" in section, f"Deploy/README.md, \"Alerts and dashboard\", does not explain {name}")
+
+
+for part in (compose, kubernetes, systemd, prometheus):
     try:
         part()
     except (KeyError, IndexError, ValueError, TypeError) as error:  # a missing or malformed field

@@ -2,10 +2,13 @@
 # Lints and validates the deployment files in Deploy/ without running them (no
 # Docker engine or Kubernetes cluster is needed): hadolint on the Dockerfile,
 # yamllint on the compose file and the manifests, kubernetes-validate on the
-# manifests, systemd-analyze on the unit, the JSON of every config, a dry run
-# of Deploy/compose/make-secrets.sh, and the rules between the files
-# (scripts/check-deploy-rules.py). Installs the tools it lacks (PyPI packages,
-# Debian's systemd). Prints a summary; exits 1 if any check failed.
+# manifests, systemd-analyze on the unit, the JSON of every config and
+# dashboard, a dry run of Deploy/compose/make-secrets.sh, the rules between the
+# files (scripts/check-deploy-rules.py), and promtool on the Prometheus rules,
+# their unit tests and the Grafana dashboard's queries (scripts/check-dashboards.py
+# --no-server; scripts/test.sh runs it against a live server after the build).
+# Installs the tools it lacks (PyPI packages, Debian's systemd and prometheus).
+# Prints a summary; exits 1 if any check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +32,15 @@ if ! command -v systemd-analyze >/dev/null; then
     || { echo "check-deploy: could not install systemd" >&2; exit 1; }
 fi
 
+if ! command -v promtool >/dev/null; then
+  [ "$(id -u)" -eq 0 ] || { echo "check-deploy: promtool is missing: apt-get install prometheus (as root)" >&2; exit 1; }
+  # The package also installs a Prometheus server (on port 9090, LiveRelay's ops port): stopped where systemd runs.
+  echo "check-deploy: installing Debian's prometheus (for promtool)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+    || { echo "check-deploy: could not install prometheus" >&2; exit 1; }
+  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
+fi
+
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 passed=0
@@ -50,8 +62,8 @@ silent() {
 }
 
 run "hadolint Deploy/Dockerfile" hadolint --no-color Deploy/Dockerfile
-run "yamllint (strict) compose.yaml, kubernetes/, .yamllint" \
-  python3 -m yamllint --strict -c Deploy/.yamllint Deploy/compose.yaml Deploy/kubernetes Deploy/.yamllint
+run "yamllint (strict) compose.yaml, kubernetes/, prometheus/, .yamllint" \
+  python3 -m yamllint --strict -c Deploy/.yamllint Deploy/compose.yaml Deploy/kubernetes Deploy/prometheus Deploy/.yamllint
 # kustomization.yaml is no Kubernetes resource (no schema): check-deploy-rules.py checks its list.
 manifests=()
 for f in Deploy/kubernetes/*.yaml; do [ "$(basename "$f")" = kustomization.yaml ] || manifests+=("$f"); done
@@ -106,6 +118,8 @@ PY
 run "bash -n Deploy/compose/make-secrets.sh" bash -n Deploy/compose/make-secrets.sh
 run "make-secrets.sh makes valid certificates, keys and an API key" make_secrets
 run "rules between the files (check-deploy-rules.py)" python3 scripts/check-deploy-rules.py
+run "promtool check and test rules, dashboard queries (check-dashboards.py --no-server)" \
+  python3 scripts/check-dashboards.py --no-server
 
 echo "check-deploy: $passed passed, ${#failed[@]} failed"
 if ((${#failed[@]})); then

