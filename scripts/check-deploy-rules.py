@@ -23,7 +23,7 @@ DEPLOY = ROOT / "Deploy"
 TOP_KEYS = {"listen", "ops", "tls", "insecure_plaintext", "data_dir", "api_key_file", "limits",
             "null_service", "store", "apps", "dispatch", "admission"}
 METHODS = {"RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping", "CreateChannel", "ListChannels",
-           "DeleteChannel"}
+           "DeleteChannel", "ListEvents"}
 problems = []
 
 

@@ -67,7 +67,7 @@ if [ ! -f "$dir/api-keys.json" ]; then
     "secret_sha256": "$hash",
     "app_ids": ["orders"],
     "allowed_methods": ["RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping",
-                        "CreateChannel", "ListChannels", "DeleteChannel"],
+                        "CreateChannel", "ListChannels", "DeleteChannel", "ListEvents"],
     "created_at": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
     "label": "compose example, app orders"
   }]

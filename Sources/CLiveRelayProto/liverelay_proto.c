@@ -44,6 +44,9 @@ static const lr_message_accessor lr_messages[] = {
   lr_list_channels_reply_descriptor,
   lr_delete_channel_request_descriptor,
   lr_delete_channel_reply_descriptor,
+  lr_event_descriptor,
+  lr_list_events_request_descriptor,
+  lr_list_events_reply_descriptor,
   lr_alert_descriptor,
   lr_targets_descriptor,
   lr_start_activity_request_descriptor,
@@ -83,6 +86,7 @@ static const lr_enum_accessor lr_enums[] = {
   lr_target_kind_enum_descriptor,
   lr_activity_state_enum_descriptor,
   lr_channel_storage_policy_enum_descriptor,
+  lr_event_kind_enum_descriptor,
   lr_priority_enum_descriptor,
 };
 

@@ -103,6 +103,29 @@ static const ProtobufCEnumValueIndex channel_storage_policy_by_name[] = {
 static const ProtobufCIntRange channel_storage_policy_value_ranges[] = { { 0, 0 }, { 0, 3 } };
 LR_ENUM(channel_storage_policy, LrChannelStoragePolicy, ChannelStoragePolicy)
 
+static const ProtobufCEnumValue event_kind_values[] = {
+  { "EVENT_KIND_UNSPECIFIED", "LR_EVENT_KIND_UNSPECIFIED", 0 },
+  { "EVENT_KIND_CALL_SETTLED", "LR_EVENT_KIND_CALL_SETTLED", 1 },
+  { "EVENT_KIND_PUSH_FAILED", "LR_EVENT_KIND_PUSH_FAILED", 2 },
+  { "EVENT_KIND_TOKEN_PRUNED", "LR_EVENT_KIND_TOKEN_PRUNED", 3 },
+  { "EVENT_KIND_ACTIVITY_ENDED", "LR_EVENT_KIND_ACTIVITY_ENDED", 4 },
+  { "EVENT_KIND_DISPATCH_HELD", "LR_EVENT_KIND_DISPATCH_HELD", 5 },
+  { "EVENT_KIND_DISPATCH_RESUMED", "LR_EVENT_KIND_DISPATCH_RESUMED", 6 },
+  { "EVENT_KIND_CHANNEL_DELETED", "LR_EVENT_KIND_CHANNEL_DELETED", 7 },
+};
+static const ProtobufCEnumValueIndex event_kind_by_name[] = {
+  { "EVENT_KIND_ACTIVITY_ENDED", 4 },
+  { "EVENT_KIND_CALL_SETTLED", 1 },
+  { "EVENT_KIND_CHANNEL_DELETED", 7 },
+  { "EVENT_KIND_DISPATCH_HELD", 5 },
+  { "EVENT_KIND_DISPATCH_RESUMED", 6 },
+  { "EVENT_KIND_PUSH_FAILED", 2 },
+  { "EVENT_KIND_TOKEN_PRUNED", 3 },
+  { "EVENT_KIND_UNSPECIFIED", 0 },
+};
+static const ProtobufCIntRange event_kind_value_ranges[] = { { 0, 0 }, { 0, 8 } };
+LR_ENUM(event_kind, LrEventKind, EventKind)
+
 /* ---- RegisterTokenRequest ---- */
 
 #define S LrRegisterTokenRequest
@@ -347,3 +370,52 @@ LR_MESSAGE(delete_channel_request, LrDeleteChannelRequest, DeleteChannelRequest)
 #undef S
 
 LR_EMPTY_MESSAGE(delete_channel_reply, LrDeleteChannelReply, DeleteChannelReply)
+
+/* ---- Event, ListEventsRequest, ListEventsReply ---- */
+
+#define S LrEvent
+static const ProtobufCFieldDescriptor event_fields[] = {
+  LR_FIELD_NONE(S, 1, cursor, UINT64, NULL, NULL),
+  LR_FIELD_NONE(S, 2, kind, ENUM, &event_kind_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 3, time_ms, INT64, NULL, NULL),
+  LR_FIELD_NONE(S, 4, activity_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 5, call_timestamp, INT64, NULL, NULL),
+  LR_FIELD_NONE(S, 6, idempotency_key, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 7, account, MESSAGE, &delivery_summary_descriptor, NULL),
+  LR_FIELD_NONE(S, 8, token, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 9, token_kind, ENUM, &token_kind_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 10, reason, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 11, invalid_since_ms, INT64, NULL, NULL),
+  LR_FIELD_NONE(S, 12, activity_state, ENUM, &activity_state_enum_descriptor, NULL),
+  LR_FIELD_NONE(S, 13, channel_id, STRING, NULL, LR_EMPTY),
+};
+static const unsigned event_by_name[] = {
+  6 /* account */, 3 /* activity_id */, 11 /* activity_state */, 4 /* call_timestamp */,
+  12 /* channel_id */, 0 /* cursor */, 5 /* idempotency_key */, 10 /* invalid_since_ms */,
+  1 /* kind */, 9 /* reason */, 2 /* time_ms */, 7 /* token */, 8 /* token_kind */,
+};
+LR_MESSAGE(event, LrEvent, Event)
+#undef S
+
+#define S LrListEventsRequest
+static const ProtobufCFieldDescriptor list_events_request_fields[] = {
+  LR_FIELD_NONE(S, 1, app_id, STRING, NULL, LR_EMPTY),
+  LR_FIELD_NONE(S, 2, after_cursor, UINT64, NULL, NULL),
+  LR_FIELD_NONE(S, 3, max_events, UINT32, NULL, NULL),
+  LR_FIELD_NONE(S, 4, wait_ms, UINT32, NULL, NULL),
+};
+static const unsigned list_events_request_by_name[] = {
+  1 /* after_cursor */, 0 /* app_id */, 2 /* max_events */, 3 /* wait_ms */,
+};
+LR_MESSAGE(list_events_request, LrListEventsRequest, ListEventsRequest)
+#undef S
+
+#define S LrListEventsReply
+static const ProtobufCFieldDescriptor list_events_reply_fields[] = {
+  LR_FIELD_REPEATED(S, 1, events, MESSAGE, &event_descriptor),
+  LR_FIELD_NONE(S, 2, next_cursor, UINT64, NULL, NULL),
+  LR_FIELD_NONE(S, 3, more, BOOL, NULL, NULL),
+};
+static const unsigned list_events_reply_by_name[] = { 0 /* events */, 2 /* more */, 1 /* next_cursor */ };
+LR_MESSAGE(list_events_reply, LrListEventsReply, ListEventsReply)
+#undef S

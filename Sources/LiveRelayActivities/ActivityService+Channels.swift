@@ -37,8 +37,23 @@ extension ActivityService {
         channelCall("ListChannels", appID: request.appID, context: context) { $0.list(request, app: $1, context: context) }
     }
 
+    /// The app's event feed reports the deletion once the channel store has it: the two are separate
+    /// stores, so the event has a transaction of its own, after; a failure to record it is logged,
+    /// and the caller still told the channel is gone (it is).
     public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
-        channelCall("DeleteChannel", appID: request.appID, context: context) { $0.delete(request, app: $1, context: context) }
+        channelCall("DeleteChannel", appID: request.appID, context: context) { channels, app in
+            channels.delete(request, app: app, context: context).flatMap { reply in
+                let event = FeedEvent(appID: app.id, kind: .channelDeleted, time: self.clock.now(), channelID: request.channelID)
+                return self.store.apply(RecordEvents([event]), now: self.clock.now(), on: context.eventLoop)
+                    .map { reply }
+                    .recover { error in
+                        self.logger.warning(
+                            "could not record a channel's deletion in the app's event feed",
+                            metadata: ["app": "\(app.id)", "error": "\(error)"])
+                        return reply
+                    }
+            }
+        }
     }
 
     /// A channel RPC is a call of its app like the others: it counts against the app's

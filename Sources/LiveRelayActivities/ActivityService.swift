@@ -33,13 +33,13 @@ public struct ActivityService: LiveRelayService {
     /// The version Ping reports.
     public static let version = "1.0"
 
-    private let store: any ActivityStore
+    let store: any ActivityStore
     /// The source of "now" for every rule (the sweeper reads it too).
     public let clock: any WallClock
-    private let logger: Logger
-    private let sink: any PushSink
+    let logger: Logger
+    let sink: any PushSink
     /// Replaced whole when the tenant registry changes (``reconfigure(apps:)``): a call reads it once.
-    private let apps: NIOLockedValueBox<AppDirectory>
+    let apps: NIOLockedValueBox<AppDirectory>
     private let serverVersion: String
     private let intents: IntentLease?
     private let pushToStartRetention: UnixTime.Duration?

@@ -1,3 +1,4 @@
+import LiveRelayStore
 import Logging
 import Metrics
 import NIOConcurrencyHelpers
@@ -13,6 +14,7 @@ import ServiceLifecycle
 /// long dead tokens and records linger.
 /// In the server's `ServiceGroup` it stops right after the RPC server, before
 /// the store closes under it.
+/// Each turn also deletes what the event feeds' retention no longer keeps.
 /// It sweeps at its ``SweepClock``'s time, so a forward jump of the wall clock
 /// does not expire every live activity at once; while it holds back it logs
 /// an error each turn and reports the gap in `liverelay_sweep_clock_held_back_seconds`.
@@ -20,6 +22,7 @@ public struct ActivitySweeper: Service {
     private let service: ActivityService
     private let interval: TimeAmount
     private let limit: Int?
+    private let eventRetention: EventRetention
     private let eventLoop: any EventLoop
     private let monotonic: @Sendable () -> NIODeadline
     private let sweepClock = NIOLockedValueBox(SweepClock())
@@ -28,13 +31,15 @@ public struct ActivitySweeper: Service {
 
     /// - Parameter monotonic: the monotonic clock the wall clock is checked against (tests move it).
     public init(
-        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int? = nil, on eventLoop: any EventLoop,
+        service: ActivityService, every interval: TimeAmount = .seconds(60), limit: Int? = nil,
+        eventRetention: EventRetention = EventRetention(), on eventLoop: any EventLoop,
         monotonic: @escaping @Sendable () -> NIODeadline = { .now() },
         logger: Logger = Logger(label: "liverelay.sweep")
     ) {
         self.service = service
         self.interval = interval
         self.limit = limit
+        self.eventRetention = eventRetention
         self.eventLoop = eventLoop
         self.monotonic = monotonic
         self.logger = logger
@@ -72,6 +77,12 @@ public struct ActivitySweeper: Service {
         while let report = try? await service.sweep(limit: limit, at: now, on: eventLoop).get(), !report.isEmpty {
             passes += 1
             try Task.checkCancellation()
+        }
+        do {
+            let trimmed = try await service.store.trimEvents(eventRetention, now: now, on: eventLoop).get()
+            if trimmed > 0 { logger.debug("event feeds trimmed", metadata: ["events": "\(trimmed)"]) }
+        } catch {
+            logger.warning("could not trim the event feeds; the next turn tries again", metadata: ["error": "\(error)"])
         }
         return passes
     }

@@ -23,13 +23,13 @@ public struct StoreTokenPruner: TokenPruner {
     /// Applies the domain's pruning rule: a token registered again after
     /// `invalidSince` (the 410 timestamp) is kept.
     public func prune(
-        _ token: TokenKey, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
+        _ token: TokenKey, reason: String, invalidSince: UnixTime? = nil, on eventLoop: any EventLoop
     ) -> EventLoopFuture<TokenPruning.Outcome> {
-        store.apply(PruneToken(token, invalidSince: invalidSince), now: clock.now(), on: eventLoop)
+        store.apply(PruneToken(token, reason: reason, invalidSince: invalidSince), now: clock.now(), on: eventLoop)
     }
 
     public func prune(_ token: PrunedToken, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
-        prune(TokenKey(appID: token.appID, hex: token.token), invalidSince: token.invalidSince, on: eventLoop)
+        prune(TokenKey(appID: token.appID, hex: token.token), reason: token.reason, invalidSince: token.invalidSince, on: eventLoop)
             .map { _ in }
     }
 }

@@ -75,6 +75,15 @@ struct ServerConnectionOptions<Key: APIKeyVariable>: ParsableArguments {
     func run<Reply: JSONRepresentable & Sendable>(
         _ body: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Reply
     ) async throws {
+        let reply = try await withClient(body)
+        writeStandardOutput(reply.json.rendered())
+    }
+
+    /// Runs `body` with a client of this server; a call's failure is printed on stderr and becomes
+    /// the exit code that names its status.
+    func withClient<Result: Sendable>(
+        _ body: @Sendable (LiveRelayClient, Duration) async throws(LiveRelayClientError) -> Result
+    ) async throws -> Result {
         guard let apiKey = self.apiKey ?? ProcessInfo.processInfo.environment[Key.name], !apiKey.isEmpty else {
             FileHandle.standardError.write(Data("error: no API key: pass --api-key or set \(Key.name) (\(Key.origin))\n".utf8))
             throw ExitCode.failure
@@ -90,14 +99,14 @@ struct ServerConnectionOptions<Key: APIKeyVariable>: ParsableArguments {
         let timeout = Duration.nanoseconds(Int64(self.timeout * 1e9))
         let result = await LiveRelayClient.withClient(configuration: configuration, logger: logger) { client in
             do throws(LiveRelayClientError) {
-                return Result<Reply, LiveRelayClientError>.success(try await body(client, timeout))
+                return Swift.Result<Result, LiveRelayClientError>.success(try await body(client, timeout))
             } catch {
                 return .failure(error)
             }
         }
         switch result {
-        case .success(let reply):
-            writeStandardOutput(reply.json.rendered())
+        case .success(let value):
+            return value
         case .failure(let error):
             FileHandle.standardError.write(Data((error.report + "\n").utf8))
             throw ExitCode(1 + Int32(error.status.rawValue))

@@ -33,6 +33,15 @@ indirect enum JSONValue {
         }
     }
 
+    /// On one line: one value per line of a stream (JSON Lines), as `events tail` prints events.
+    var compact: String {
+        switch self {
+        case .object(let fields): "{" + fields.map { "\(jsonQuoted($0.0)):\($0.1.compact)" }.joined(separator: ",") + "}"
+        case .array(let items): "[" + items.map(\.compact).joined(separator: ",") + "]"
+        default: rendered()
+        }
+    }
+
 }
 
 /// The proto3 JSON mapping's choices where they help a reader: .proto field

@@ -23,6 +23,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
             Soak.self,
             AdminCommand.self,
             ChannelsCommand.self,
+            EventsCommand.self,
         ]
     )
 }

@@ -400,6 +400,7 @@ struct Serve: AsyncParsableCommand {
         description.store = StoreSelection(
             kind: try file.storeKind ?? .sqlite, postgresURL: file.store?.postgresURL, dataDirectory: dataDirectory)
         description.durableIntents = file.dispatch?.durableIntents
+        description.eventRetention = try file.eventRetention
         description.intentLease = .milliseconds(max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
         description.pushToStartRetention = try file.pushToStartRetention
         description.admission = try file.admissionLimits

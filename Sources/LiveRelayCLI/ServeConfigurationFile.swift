@@ -3,6 +3,7 @@ import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayAdmin
 import LiveRelayComposition
+import LiveRelayStore
 import LiveRelayTLS
 import LiveRelayWire
 import NIOCore
@@ -91,6 +92,7 @@ struct ServeConfigurationFile: Decodable {
     var apps: [AppConfiguration]?
     var store: Store?
     var dispatch: Dispatch?
+    var events: Events?
     var admission: Admission?
     /// Every app's quotas (``QuotaConfiguration``); an app's own "quotas" override them.
     var quotas: QuotaConfiguration?
@@ -132,6 +134,17 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
+    /// Each app's event feed (docs/PROTOCOL.md, "Event feed"): "retention_hours" (default 72) and
+    /// "max_per_app" (default 100000); the older bound wins.
+    struct Events: Decodable {
+        var retentionHours: Int64?
+        var maxPerApp: Int?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case retentionHours = "retention_hours", maxPerApp = "max_per_app"
+        }
+    }
+
     /// "kind": "sqlite" (default), "memory" or "postgres"; "postgres_url" for postgres
     /// (or `LIVERELAY_POSTGRES_URL`, to keep the password out of the file).
     struct Store: Decodable {
@@ -145,7 +158,7 @@ struct ServeConfigurationFile: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service", store, apps, dispatch, admission, quotas
+        case limits, nullService = "null_service", store, apps, dispatch, admission, quotas, events
         case credentialKeyDirectories = "credential_key_directories", credentialEndpoints = "credential_endpoints"
         case allowAnyCredentialEndpoint = "allow_any_credential_endpoint"
     }
@@ -282,6 +295,17 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
+    /// What each app's event feed keeps: 72 hours and 100,000 events by default.
+    var eventRetention: EventRetention {
+        get throws {
+            let hours = events?.retentionHours ?? 72
+            let count = events?.maxPerApp ?? 100_000
+            guard hours >= 1 else { throw CLIError("events.retention_hours must be at least 1") }
+            guard count >= 1 else { throw CLIError("events.max_per_app must be at least 1") }
+            return EventRetention(maxAge: .hours(hours), maxPerApp: count)
+        }
+    }
+
     /// How long a push-to-start token registered without `expires_at` lives
     /// after its last registration: 30 days by default, 0 for no limit.
     var pushToStartRetention: UnixTime.Duration? {
@@ -327,6 +351,7 @@ struct ServeConfigurationFile: Decodable {
         if let tls = object["tls"] as? [String: Any] { try check(tls, TLS.CodingKeys.allCases.map(\.rawValue), "tls.") }
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
         if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }
+        if let events = object["events"] as? [String: Any] { try check(events, Events.CodingKeys.allCases.map(\.rawValue), "events.") }
         if let admission = object["admission"] as? [String: Any] {
             try check(admission, Admission.CodingKeys.allCases.map(\.rawValue), "admission.")
         }

@@ -155,6 +155,16 @@ public final class LiveRelayClient: Sendable {
         try await self.unary(.deleteChannel, request, idempotent: false, timeout: timeout)
     }
 
+    /// The app's events after `request.afterCursor`. Read-only, so resent
+    /// after an unknown outcome. With a `waitMS`, the server holds the call
+    /// until an event comes or the wait ends: the timeout must exceed the wait.
+    public func listEvents(
+        _ request: ListEventsRequest,
+        timeout: Duration? = nil
+    ) async throws(LiveRelayClientError) -> ListEventsReply {
+        try await self.unary(.listEvents, request, idempotent: true, timeout: timeout)
+    }
+
     // MARK: The admin API (liverelay.admin.v1.Admin), with an admin key
 
     /// Creates an app. Not resent after an unknown outcome.

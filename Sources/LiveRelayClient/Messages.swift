@@ -39,6 +39,11 @@ public typealias DeleteChannelReply = LiveRelayMessages.DeleteChannelReply
 public typealias BroadcastChannel = LiveRelayMessages.BroadcastChannel
 public typealias BroadcastStoragePolicy = LiveRelayMessages.BroadcastStoragePolicy
 
+public typealias ListEventsRequest = LiveRelayMessages.ListEventsRequest
+public typealias ListEventsReply = LiveRelayMessages.ListEventsReply
+public typealias Event = LiveRelayMessages.Event
+public typealias EventKind = LiveRelayMessages.EventKind
+
 /// The admin API's messages: `Admin.CreateAppRequest`, `Admin.AppReply`, ...
 public typealias Admin = LiveRelayMessages.Admin
 

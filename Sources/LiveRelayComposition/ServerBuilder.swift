@@ -190,7 +190,9 @@ package enum ServerBuilder {
             priorityBudget: priorityBudget)
         var services: [any Service] = intents.map { [$0] } ?? []
         services += apns.services
-        services.append(ActivitySweeper(service: activities, on: MultiThreadedEventLoopGroup.singleton.next()))
+        services.append(
+            ActivitySweeper(
+                service: activities, eventRetention: description.eventRetention, on: MultiThreadedEventLoopGroup.singleton.next()))
         services.append(PriorityBudgetSweeper(gate: priorityBudget))
         services.append(
             QuotaUsageRefresher(gate: quotas, store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next()))

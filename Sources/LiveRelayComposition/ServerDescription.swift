@@ -59,6 +59,8 @@ package struct ServerDescription: Sendable {
     package var intentLease = Duration.seconds(30)
     /// Names this process as the holder of dispatch intent leases: unique per start.
     package var nodeName = ServerDescription.uniqueNodeName
+    /// What each app's event feed keeps.
+    package var eventRetention = EventRetention()
     /// How long a push-to-start token registered without `expires_at` lives; nil: until removed.
     package var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
 

@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayPushOutlet
 import NIOCore
 
 extension DispatchScheduler {
@@ -20,10 +21,11 @@ extension DispatchScheduler {
             let sendBy: NIODeadline?
             let waits: Bool
             let durable: Bool
+            let idempotencyKey: String?
 
             init(
                 activityID: String, timestamp: Int64, payload: APNsPayload, headers: APNsHeaders, first: UInt64,
-                count: Int, apnsCall: APNsCallID, sendBy: NIODeadline?, waits: Bool, durable: Bool
+                count: Int, apnsCall: APNsCallID, sendBy: NIODeadline?, waits: Bool, durable: Bool, idempotencyKey: String? = nil
             ) {
                 self.activityID = activityID
                 self.timestamp = timestamp
@@ -35,12 +37,15 @@ extension DispatchScheduler {
                 self.sendBy = sendBy
                 self.waits = waits
                 self.durable = durable
+                self.idempotencyKey = idempotencyKey
             }
         }
 
         let fixed: Fixed
         var replied = false
         var account = CallAccount()
+        /// A durable call's pushes that failed for good, for its settlement (the event feed reports each).
+        var failedPushes: [FailedPush] = []
 
         // What the scheduler reads from a call it holds as a whole (sending reads `fixed`).
         var activityID: String { fixed.activityID }

@@ -103,8 +103,11 @@ extension DispatchScheduler {
                     OutcomeCount(appID: batch.appID, outcome: .failed(reason: DispatchFailure.appNotConfigured), count: n, app: -1))
             }
             if batch.durable {
+                let failed = batch.targets.map { FailedPush(target: $0.token, reason: DispatchFailure.appNotConfigured) }
                 actions.settled.append(
-                    SettledBatch(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp, account: result))
+                    SettledBatch(
+                        appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp, account: result,
+                        failedPushes: failed, idempotencyKey: batch.idempotencyKey))
             }
             return EnqueueStep(call: CallID(raw: callID), immediate: result, more: false, actions: actions)
         }
@@ -117,7 +120,7 @@ extension DispatchScheduler {
                 activityID: batch.activityID, timestamp: batch.timestamp, payload: batch.payload,
                 headers: batch.headers, first: first, count: n,
                 apnsCall: APNsCallID(instance: configuration.apnsIDInstance, call: callID),
-                sendBy: sendBy, waits: waitForDelivery, durable: batch.durable))
+                sendBy: sendBy, waits: waitForDelivery, durable: batch.durable, idempotencyKey: batch.idempotencyKey))
         call.account.result.queued = n
         calls[callID] = call
         apps[a].counters.enqueued += n
@@ -155,7 +158,7 @@ extension DispatchScheduler {
         if start == 0, refusal == nil { apps[a].lanes.reserve(forBatchOf: taking.targets.count) }
         for i in start..<end {
             if let refusal {
-                settle(call: callID, app: a, .failed(reason: refusal), &actions)
+                settle(call: callID, app: a, .failed(reason: refusal), target: taking.targets[i].token, &actions)
             } else {
                 take(
                     call.first + UInt64(i), target: taking.targets[i], call: callID, activity: call.activityID,

@@ -390,11 +390,18 @@ public struct DispatchScheduler {
     /// Ends a push that has a record.
     mutating func finish(_ id: UInt64, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
         guard let push = pushes.removeValue(forKey: id) else { return }
-        settle(call: push.call, app: push.app, outcome, &actions)
+        if case .failed = outcome {
+            settle(call: push.call, app: push.app, outcome, target: apps[push.app].lanes.token(at: push.lane), &actions)
+        } else {
+            settle(call: push.call, app: push.app, outcome, &actions)
+        }
     }
 
     /// Counts one push of `call` as final, and answers a waiting call whose last push this was.
-    mutating func settle(call id: UInt64, app a: Int, _ outcome: PushOutcome, _ actions: inout DispatchActions) {
+    /// `target` (its token, or channel id) is kept with a durable call's failures for its settlement.
+    mutating func settle(
+        call id: UInt64, app a: Int, _ outcome: PushOutcome, target: String? = nil, _ actions: inout DispatchActions
+    ) {
         apps[a].counters.record(outcome)
         unfinished -= 1
         if let last = actions.outcomes.indices.last, actions.outcomes[last].app == a, actions.outcomes[last].outcome == outcome {
@@ -405,6 +412,9 @@ public struct DispatchScheduler {
         // One lookup for the call's account, not one per access.
         let queued = calls.update(id) { call in
             call.account.record(outcome)
+            if case let .failed(reason) = outcome, let target, call.durable {
+                call.failedPushes.append(FailedPush(target: target, reason: reason))
+            }
             return call.account.result.queued
         }
         guard queued == 0, let call = calls.removeValue(forKey: id) else { return }
@@ -414,7 +424,8 @@ public struct DispatchScheduler {
         if call.durable, call.account.result.failures[DispatchFailure.shuttingDown] == nil {
             actions.settled.append(
                 SettledBatch(
-                    appID: apps[a].id, activityID: call.activityID, timestamp: call.timestamp, account: call.account.result))
+                    appID: apps[a].id, activityID: call.activityID, timestamp: call.timestamp, account: call.account.result,
+                    failedPushes: call.failedPushes, idempotencyKey: call.fixed.idempotencyKey))
         }
     }
 }

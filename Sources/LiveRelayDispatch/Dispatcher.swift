@@ -261,6 +261,7 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
         for (appID, held) in actions.holdChanges {
             if !held { logger.notice("the app's credentials work again: its held pushes are sent", metadata: ["app": "\(appID)"]) }
             metrics.appHeld(appID: appID, held)
+            ledger?.dispatchHold(appID: appID, reason: held ? credentialError(appID: appID)?.reason ?? "CredentialsRejected" : nil)
         }
         if let ledger { for batch in actions.settled { ledger.settled(batch) } }
         for (route, transition) in actions.circuitChanges {

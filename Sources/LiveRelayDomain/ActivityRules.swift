@@ -141,6 +141,7 @@ public struct StartActivity: StoreMutation {
                 expiration: activity.expiresAt.seconds),
             targets: resolution.targets,
             expiresAt: activity.expiresAt)
+        batch.idempotencyKey = command.idempotencyKey
         let reply = StoredReply(
             timestamp: stamp, state: activity.state, targeted: batch.targets.count,
             unresolved: resolution.unresolved)
@@ -272,6 +273,7 @@ public struct ChangeActivity: StoreMutation {
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
             headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration.seconds),
             targets: targets, expiresAt: expiration)
+        batch.idempotencyKey = idempotencyKey
         let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: targets.count)
         writes.insert(.putActivity(activity), at: 0)
         writes += DispatchIntent.record(&batch, lease: intents, now: now, channelOnly: channelOnly)
@@ -282,6 +284,7 @@ public struct ChangeActivity: StoreMutation {
                         appID: appID, activityID: activityID, key: idempotencyKey, operation: operation,
                         fingerprint: fingerprint, reply: reply, createdAt: now)))
         }
+        if event == .end { writes.append(.appendEvent(.activityEnded(key, state: activity.state, at: now))) }
         return MutationPlan(writes: writes, outcome: .accepted(AcceptedCall(activity: activity, batch: batch, reply: reply)))
     }
 }

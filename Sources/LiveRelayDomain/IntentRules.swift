@@ -99,17 +99,18 @@ public struct ClaimIntents: PollsAcrossApps {
                 writes.append(.deleteIntent(intent.key))
                 // The call's account says why, so a replay reports it failed, never queued for good.
                 let count = intent.damage == nil ? max(1, targets().count) : 1
-                writes.append(
-                    .settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: EnqueueResult(failures: [defect: count])))
+                let account = EnqueueResult(failures: [defect: count])
+                writes.append(.settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: account))
+                writes.append(.appendEvent(.callSettled(intent.key, account: account, at: now)))
                 claimed.dropped.append(DroppedIntent(key: intent.key, reason: defect))
                 continue
             }
             if let expiresAt = intent.expiresAt, expiresAt <= now {
                 // Settled unsent: its pushes are the call's final account, so a replay reports them expired.
                 writes.append(.deleteIntent(intent.key))
-                writes.append(
-                    .settleReply(
-                        intent.key.activity, timestamp: intent.key.timestamp, account: EnqueueResult(expired: targets().count)))
+                let account = EnqueueResult(expired: targets().count)
+                writes.append(.settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: account))
+                writes.append(.appendEvent(.callSettled(intent.key, account: account, at: now)))
                 claimed.expired.append(intent.key)
                 continue
             }
@@ -154,22 +155,31 @@ public struct SettledIntent: Hashable, Sendable {
     public var key: IntentKey
     /// The call's final account (`queued` 0).
     public var account: EnqueueResult
+    /// Its pushes that failed for good.
+    public var failedPushes: [FailedPush]
+    /// The call's idempotency key, when the settling node accepted the call (a resumed intent has none).
+    public var idempotencyKey: String?
 
-    public init(key: IntentKey, account: EnqueueResult) {
+    public init(key: IntentKey, account: EnqueueResult, failedPushes: [FailedPush] = [], idempotencyKey: String? = nil) {
         self.key = key
         self.account = account
+        self.failedPushes = failedPushes
+        self.idempotencyKey = idempotencyKey
     }
 
     public init(_ batch: SettledBatch) {
         self.init(
-            key: IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp), account: batch.account)
+            key: IntentKey(appID: batch.appID, activityID: batch.activityID, timestamp: batch.timestamp), account: batch.account,
+            failedPushes: batch.failedPushes, idempotencyKey: batch.idempotencyKey)
     }
 }
 
 /// Deletes the intents whose every push is accounted for, and keeps each
 /// call's final account on its idempotency record (if it has one): the row
 /// that said "still to send" goes in the transaction that says what was sent,
-/// so a replay of the call never finds neither.
+/// so a replay of the call never finds neither. The app's feed gets the
+/// call's settled event and one event per push that failed for good, in the
+/// same transaction.
 public struct SettleIntents: SplitsByApp {
     public var settled: [SettledIntent]
 
@@ -188,10 +198,18 @@ public struct SettleIntents: SplitsByApp {
 
     public func plan(_ state: some StateReader, now: UnixTime) throws(DomainError) -> MutationPlan<Void> {
         var writes: [StoreWrite] = []
-        writes.reserveCapacity(settled.count * 2)
+        writes.reserveCapacity(settled.count * 3)
         for intent in settled {
             writes.append(.deleteIntent(intent.key))
             writes.append(.settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: intent.account))
+            for failed in intent.failedPushes {
+                var event = FeedEvent.pushFailed(intent.key, token: failed.target, reason: failed.reason, at: now)
+                event.idempotencyKey = intent.idempotencyKey
+                writes.append(.appendEvent(event))
+            }
+            var event = FeedEvent.callSettled(intent.key, account: intent.account, at: now)
+            event.idempotencyKey = intent.idempotencyKey
+            writes.append(.appendEvent(event))
         }
         return MutationPlan(writes: writes, outcome: ())
     }

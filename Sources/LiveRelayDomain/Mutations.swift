@@ -91,6 +91,9 @@ public enum StoreWrite: Hashable, Sendable {
     /// Extend the intent's lease if `owner` still holds it (another node may
     /// have claimed it since: its lease is not taken back).
     case renewIntent(IntentKey, owner: String, until: UnixTime)
+    /// Add the event to its app's feed, after every event committed before it;
+    /// nothing if the feed still holds an event with its ``FeedEvent/dedupeKey``.
+    case appendEvent(FeedEvent)
 
     /// The app whose state the write changes: how a store kept per app routes it.
     public var appID: String {
@@ -106,6 +109,7 @@ public enum StoreWrite: Hashable, Sendable {
         case let .deleteIntent(key): key.appID
         case let .leaseIntent(key, _, _): key.appID
         case let .renewIntent(key, _, _): key.appID
+        case let .appendEvent(event): event.appID
         }
     }
 }

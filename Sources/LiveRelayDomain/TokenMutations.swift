@@ -66,11 +66,14 @@ public enum TokenPruning {
 /// a token registered again after APNs found it invalid.
 public struct PruneToken: StoreMutation {
     public var token: TokenKey
+    /// APNs's reason (Unregistered, BadDeviceToken...): the feed's event says it.
+    public var reason: String
     /// APNs's 410 `timestamp`: when it last found the token invalid.
     public var invalidSince: UnixTime?
 
-    public init(_ token: TokenKey, invalidSince: UnixTime? = nil) {
+    public init(_ token: TokenKey, reason: String, invalidSince: UnixTime? = nil) {
         self.token = token
+        self.reason = reason
         self.invalidSince = invalidSince
     }
 
@@ -81,7 +84,10 @@ public struct PruneToken: StoreMutation {
         if let invalidSince, existing.updatedAt > invalidSince {
             return MutationPlan(outcome: .reregistered(existing))
         }
-        return MutationPlan(writes: [.deleteToken(token)], outcome: .pruned(existing))
+        let event = FeedEvent(
+            appID: token.appID, kind: .tokenPruned, time: now, activityID: existing.activityID, token: token.hex,
+            tokenKind: existing.kind, reason: reason, invalidSince: invalidSince)
+        return MutationPlan(writes: [.deleteToken(token), .appendEvent(event)], outcome: .pruned(existing))
     }
 }
 
@@ -171,12 +177,14 @@ public struct Sweep: PollsAcrossApps {
             case .starting, .active:
                 activity.state = .expired
                 writes.append(.putActivity(activity))
+                writes.append(.appendEvent(.activityEnded(activity.key, state: .expired, at: now)))
                 report.expired.append(activity.key)
                 budget -= 1
                 _ = deleteUpdateTokens(of: activity.key)
             case .ended:
                 activity.state = .dismissed
                 writes.append(.putActivity(activity))
+                writes.append(.appendEvent(.activityEnded(activity.key, state: .dismissed, at: now)))
                 report.dismissed.append(activity.key)
                 budget -= 1
             case .expired, .dismissed:

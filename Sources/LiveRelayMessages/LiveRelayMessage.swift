@@ -78,6 +78,7 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
     case createChannel = "/liverelay.v1.LiveRelay/CreateChannel"
     case listChannels = "/liverelay.v1.LiveRelay/ListChannels"
     case deleteChannel = "/liverelay.v1.LiveRelay/DeleteChannel"
+    case listEvents = "/liverelay.v1.LiveRelay/ListEvents"
 
     public var requestProtoName: String { requestType.protoName }
     public var replyProtoName: String { replyType.protoName }
@@ -93,6 +94,7 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
         case .createChannel: CreateChannelRequest.self
         case .listChannels: ListChannelsRequest.self
         case .deleteChannel: DeleteChannelRequest.self
+        case .listEvents: ListEventsRequest.self
         }
     }
 
@@ -107,6 +109,7 @@ public enum LiveRelayMethod: String, CaseIterable, Sendable {
         case .createChannel: CreateChannelReply.self
         case .listChannels: ListChannelsReply.self
         case .deleteChannel: DeleteChannelReply.self
+        case .listEvents: ListEventsReply.self
         }
     }
 

@@ -188,6 +188,12 @@ struct WireTally {
     }
 
     @inline(__always)
+    mutating func uint64_3(_ v: UInt64, field: Int) -> UInt64 {
+        if v != 0 { varint(v, field: field) }
+        return v
+    }
+
+    @inline(__always)
     mutating func bool3(_ v: protobuf_c_boolean, field: Int) -> Bool {
         if v != 0 { size &+= WireTally.tagSize(field) &+ 1 }
         return v != 0

@@ -50,6 +50,8 @@ public struct PushBatch: Hashable, Sendable {
     /// timestamp): the sink tells its ``DispatchLedger`` when every push is
     /// accounted for, so the record can go.
     public var durable = false
+    /// The call's idempotency key, if it had one: its settlement carries it to the event feed.
+    public var idempotencyKey: String?
 
     public init(
         appID: String, activityID: String, event: APNsEvent, timestamp: Int64, payload: APNsPayload,
@@ -98,12 +100,34 @@ public struct SettledBatch: Hashable, Sendable {
     public var timestamp: Int64
     /// The batch's final account (`queued` is 0).
     public var account: EnqueueResult
+    /// The pushes that failed for good, each with its reason: the event feed
+    /// reports each one, with the token the account only counts.
+    public var failedPushes: [FailedPush]
+    /// The call's idempotency key, when the batch carried it (``PushBatch/idempotencyKey``).
+    public var idempotencyKey: String?
 
-    public init(appID: String, activityID: String, timestamp: Int64, account: EnqueueResult) {
+    public init(
+        appID: String, activityID: String, timestamp: Int64, account: EnqueueResult, failedPushes: [FailedPush] = [],
+        idempotencyKey: String? = nil
+    ) {
         self.appID = appID
         self.activityID = activityID
         self.timestamp = timestamp
         self.account = account
+        self.failedPushes = failedPushes
+        self.idempotencyKey = idempotencyKey
+    }
+}
+
+/// A push that failed for good: to which token (or channel), and why.
+public struct FailedPush: Hashable, Sendable {
+    /// The device token's hex, or the channel id of a broadcast.
+    public var target: String
+    public var reason: String
+
+    public init(target: String, reason: String) {
+        self.target = target
+        self.reason = reason
     }
 }
 
@@ -112,4 +136,7 @@ public struct SettledBatch: Hashable, Sendable {
 /// down is not reported: its record stays for the next start or another node.
 public protocol DispatchLedger: Sendable {
     func settled(_ batch: SettledBatch)
+    /// The app's pushes are held (`reason`: the credential rejection, or the
+    /// mass-prune guard's), or go again (nil): the app's event feed reports it.
+    func dispatchHold(appID: String, reason: String?)
 }

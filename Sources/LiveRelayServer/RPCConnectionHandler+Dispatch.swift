@@ -54,6 +54,8 @@ extension RPCConnectionHandler {
             invoke(dispatch, callContext, service.listChannels)
         case .deleteChannel:
             invoke(dispatch, callContext, service.deleteChannel)
+        case .listEvents:
+            invoke(dispatch, callContext, service.listEvents)
         }
     }
 

@@ -26,6 +26,9 @@ public protocol LiveRelayService: Sendable {
     func listChannels(_ request: ListChannelsRequest, context: CallContext) -> EventLoopFuture<ListChannelsReply>
     /// Deletes a broadcast channel at APNs and in the store.
     func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply>
+    /// The app's event feed after a cursor: a long poll, answered as soon as
+    /// events follow the cursor or when the request's wait ends without any.
+    func listEvents(_ request: ListEventsRequest, context: CallContext) -> EventLoopFuture<ListEventsReply>
 }
 
 /// The broadcast channel RPCs answer UNIMPLEMENTED unless a service provides
@@ -43,6 +46,16 @@ extension LiveRelayService {
 
     public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
         context.fail(.channelsUnimplemented(.deleteChannel))
+    }
+}
+
+/// ListEvents answers UNIMPLEMENTED unless a service provides it, for the same
+/// reason as the channel RPCs: a service without an event feed (test doubles,
+/// a build without one) must still compile and tell the caller so rather than
+/// fail INTERNAL.
+extension LiveRelayService {
+    public func listEvents(_ request: ListEventsRequest, context: CallContext) -> EventLoopFuture<ListEventsReply> {
+        context.fail(RPCError(.unimplemented, "this server does not serve \(LiveRelayMethod.listEvents.methodName)"))
     }
 }
 

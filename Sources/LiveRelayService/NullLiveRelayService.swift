@@ -2,7 +2,7 @@ import LiveRelayMessages
 import NIOCore
 
 /// Answers every call at once with an empty OK reply, on the caller's loop
-/// (the channel RPCs too, where LiveRelayService's defaults answer UNIMPLEMENTED).
+/// (the channel RPCs and ListEvents too, where LiveRelayService's defaults answer UNIMPLEMENTED).
 ///
 /// It measures the protocol's ceiling (framing, TLS, decoding, validation,
 /// dispatch) with no domain work behind it: `liverelay serve --null-service`.
@@ -39,5 +39,10 @@ public struct NullLiveRelayService: LiveRelayService {
 
     public func deleteChannel(_ request: DeleteChannelRequest, context: CallContext) -> EventLoopFuture<DeleteChannelReply> {
         context.eventLoop.makeSucceededFuture(DeleteChannelReply())
+    }
+
+    /// No events, ever: the cursor stays where the caller left it.
+    public func listEvents(_ request: ListEventsRequest, context: CallContext) -> EventLoopFuture<ListEventsReply> {
+        context.eventLoop.makeSucceededFuture(ListEventsReply(nextCursor: request.afterCursor))
     }
 }

@@ -65,6 +65,21 @@ public protocol ActivityStore: Sendable {
     /// its cost grows with the app's size; read every few seconds, never per call.
     func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]>
 
+    /// A page of the app's event feed (docs/PROTOCOL.md, "Event feed"): the
+    /// events committed after `cursor` (0: from the oldest kept), at most `limit`.
+    func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage>
+
+    /// Deletes from every app's feed what `retention` no longer keeps at `now`; answers how many events went.
+    func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int>
+
+    /// Signalled after each commit that added events to a feed, with the feed's app.
+    var eventCommits: EventCommitSignal { get }
+
+    /// How often a long poll of the feed reads it again though nothing was
+    /// signalled: nil when every commit to the feeds happens in this process
+    /// (and so is signalled); a store shared by several nodes polls for theirs.
+    var eventPollInterval: TimeAmount? { get }
+
     /// Flushes and releases the store; calls after it fail.
     func close() async throws
 
@@ -86,6 +101,8 @@ extension ActivityStore {
     public var sweepLimit: Int { 10_000 }
 
     public var permanentFailure: String? { nil }
+
+    public var eventPollInterval: TimeAmount? { nil }
 
     public func apply<M: StoreMutation>(
         _ mutation: M, now: UnixTime, on eventLoop: any EventLoop,

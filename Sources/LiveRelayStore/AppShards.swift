@@ -90,6 +90,9 @@ final class AppShards: @unchecked Sendable {
         return shard.isClosed ? nil : body(shard.state)
     }
 
+    /// The apps that have a shard; nil once closed.
+    func appIDs() -> [String]? { lock.withLock { isClosed ? nil : Array(shards.keys) } }
+
     /// Every app's shard; nil once closed.
     private func listed() -> [AppShard]? { lock.withLock { isClosed ? nil : Array(shards.values) } }
 

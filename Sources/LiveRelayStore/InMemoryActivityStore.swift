@@ -22,6 +22,7 @@ import Darwin
 /// ``usage(of:now:on:)``, whose scan of an app's activities runs off the loop.
 public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     private let shards = AppShards()
+    public let eventCommits = EventCommitSignal()
 
     public init() {}
 
@@ -67,15 +68,17 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         if case .allApps = scope {
             result = locked(mutation, now: now)
         } else {
-            switch shards.applyOrQueue(mutation, scope: scope, now: now, commit: { _, decided in decided }) {
-            case let .applied(applied)?:
+            switch shards.applyOrQueue(mutation, scope: scope, now: now, commit: Self.decided) {
+            case let .applied((applied, fed))?:
                 result = applied
+                if let fed { eventCommits.committed(appIDs: [fed]) }
             case nil:
                 result = .failure(ActivityStoreError.closed)
             case let .queued(shard)?:
-                shard.queue.async { [shards] in
-                    let applied = shards.applyQueued(mutation, in: shard, now: now) { _, decided in decided }
-                    let result = applied ?? .failure(ActivityStoreError.closed)
+                shard.queue.async { [shards, eventCommits] in
+                    let applied = shards.applyQueued(mutation, in: shard, now: now, commit: Self.decided)
+                    if let fed = applied?.fed { eventCommits.committed(appIDs: [fed]) }
+                    let result = applied?.decided ?? .failure(ActivityStoreError.closed)
                     eventLoop.execute { body(result) }
                 }
                 return
@@ -88,6 +91,18 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    /// The decision, and the app whose feed its writes added to (a call about one app adds to its own
+    /// feed only): the feed's readers are signalled once the app's lock is released, since a woken
+    /// reader on this thread reads the feed under that lock at once.
+    private static func decided<Outcome>(
+        _ writes: [StoreWrite], _ decided: Result<Outcome, any Error>
+    ) -> (
+        decided: Result<Outcome, any Error>, fed: String?
+    ) {
+        for case let .appendEvent(event) in writes.reversed() { return (decided, event.appID) }
+        return (decided, nil)
+    }
+
     /// A call about every app (a sweep, a claim, a settle or renewal in parts).
     private func locked<M: StoreMutation>(_ mutation: M, now: UnixTime) -> Result<M.Outcome, any Error> {
         let scope = mutation.scope
@@ -97,12 +112,23 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
             }
             return .success(AppShards.partsOutcome(of: M.self))
         }
-        if let polled = shards.pollAppByApp(mutation, scope: scope, now: now, commit: { _ in }) { return polled }
+        var fed = Set<String>()
+        defer { if !fed.isEmpty { eventCommits.committed(appIDs: fed) } }
+        let polled = shards.pollAppByApp(mutation, scope: scope, now: now) { writes in
+            for case let .appendEvent(event) in writes { fed.insert(event.appID) }
+        }
+        if let polled { return polled }
         return locked(mutation, scope: scope, now: now)
     }
 
     private func locked<M: StoreMutation>(_ mutation: M, scope: MutationScope, now: UnixTime) -> Result<M.Outcome, any Error> {
-        shards.apply(mutation, scope: scope, now: now) { _, decided in decided } ?? .failure(ActivityStoreError.closed)
+        var fed = Set<String>()
+        let decided = shards.apply(mutation, scope: scope, now: now) { writes, decided in
+            for case let .appendEvent(event) in writes { fed.insert(event.appID) }
+            return decided
+        }
+        if !fed.isEmpty { eventCommits.committed(appIDs: fed) }
+        return decided ?? .failure(ActivityStoreError.closed)
     }
 
     /// Runs `body` on the app's state under its lock and answers with its value,
@@ -141,6 +167,23 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
             promise.succeed(usage)
         }
         return promise.futureResult
+    }
+
+    public func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
+        read(app: appID, on: eventLoop) { $0.events(appID: appID, after: cursor, limit: limit) }
+    }
+
+    /// App by app, each under its own lock.
+    public func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
+        guard let appIDs = shards.appIDs() else { return eventLoop.makeFailedFuture(ActivityStoreError.closed) }
+        var trimmed = 0
+        for appID in appIDs {
+            guard let count = shards.withApp(appID, { $0.trimEvents(retention, now: now) }) else {
+                return eventLoop.makeFailedFuture(ActivityStoreError.closed)
+            }
+            trimmed += count
+        }
+        return eventLoop.makeSucceededFuture(trimmed)
     }
 
     public func close() async throws {

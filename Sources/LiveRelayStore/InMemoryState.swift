@@ -25,6 +25,8 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
     private var intents: [IntentKey: DispatchIntent] = [:]
     /// The timestamps of each activity's intents: what a new intent may supersede.
     private var intentsByActivity: [ActivityKey: Set<Int64>] = [:]
+    /// Each app's event feed.
+    private var eventFeeds = InMemoryEventFeeds()
 
     public init() {}
 
@@ -97,7 +99,20 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
             intents[key]?.leaseUntil = until
         case let .renewIntent(key, owner, until):
             if intents[key]?.owner == owner { intents[key]?.leaseUntil = until }
+        case let .appendEvent(event):
+            eventFeeds.append(event)
         }
+    }
+
+    /// A page of the app's feed: the events after `cursor`, at most `limit`.
+    public func events(appID: String, after cursor: UInt64, limit: Int) -> EventPage {
+        eventFeeds.page(appID: appID, after: cursor, limit: limit)
+    }
+
+    /// Applies `retention` to every feed of this state at `now`; returns the events deleted.
+    public mutating func trimEvents(_ retention: EventRetention, now: UnixTime) -> Int {
+        let before = now - retention.maxAge
+        return Array(eventFeeds.appIDs).reduce(0) { $0 + eventFeeds.trim(appID: $1, before: before, keep: retention.maxPerApp) }
     }
 
     /// The whole state as writes that rebuild it from empty: every token,
@@ -114,6 +129,8 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
         }
         // Newest first: a put deletes only older intents it supersedes, so none the state holds is lost.
         for intent in intents.values.sorted(by: { $0.key.timestamp > $1.key.timestamp }) { body(.putIntent(intent)) }
+        // In cursor order: the rebuilt feeds keep their events' order (their cursors are numbered anew).
+        for feed in eventFeeds.feeds.values { feed.live.forEach { body(.appendEvent($0.event)) } }
     }
 
     private mutating func removeIntent(_ key: IntentKey) {

@@ -70,9 +70,12 @@ extension StoredReply {
 
     /// Reads ``accountJSON(_:)`` back; nil for anything else (a corrupt row).
     public static func account(json: String) -> EnqueueResult? {
-        guard let value = try? JSONValue.parse(Array(json.utf8)),
-            case let .object(failureMembers)? = value["failures"]
-        else { return nil }
+        (try? JSONValue.parse(Array(json.utf8))).flatMap(account(parsed:))
+    }
+
+    /// ``account(json:)`` of JSON already parsed (an account inside another document).
+    static func account(parsed value: JSONValue) -> EnqueueResult? {
+        guard case let .object(failureMembers)? = value["failures"] else { return nil }
         func count(_ v: JSONValue?) -> Int? { v?.integerValue.flatMap { $0 >= 0 ? Int(exactly: $0) : nil } }
         guard let delivered = count(value["delivered"]), let pruned = count(value["pruned"]),
             let superseded = count(value["superseded"]), let expired = count(value["expired"])

@@ -87,6 +87,15 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     private let lanes: [PostgresJobQueue]
     private var laneTasks: [Task<Void, Never>] = []
     private let counters = NIOLockedValueBox(Statistics())
+    /// Signalled after each of this node's commits that appended events; other
+    /// nodes' are found by polling (``eventPollInterval``).
+    public let eventCommits = EventCommitSignal()
+
+    /// Other nodes' appends are not signalled here: a long poll reads the feed
+    /// again this often. (LISTEN/NOTIFY would signal them, but a transaction
+    /// that notifies takes a lock every notifying commit of the database
+    /// shares, and nearly every settled call appends an event.)
+    public var eventPollInterval: Duration? { .milliseconds(250) }
 
     /// Connects, migrates the schema, measures the database's clock against
     /// `clock` (the one the rules' `now` comes from) and starts the lanes.
@@ -132,7 +141,8 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         }
         lanes = (0..<configuration.lanes).map { _ in PostgresJobQueue() }
         let runner = PostgresBatchRunner(
-            client: client, configuration: configuration, logger: logger, counters: counters, clock: databaseClock)
+            client: client, configuration: configuration, logger: logger, counters: counters, clock: databaseClock,
+            eventCommits: eventCommits)
         laneTasks = lanes.map { queue in
             Task { [maxBatch = configuration.maxBatch] in
                 while let batch = await queue.take(max: maxBatch) {
@@ -290,6 +300,21 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
                 usage[appID] = AppUsage(tokens: Int(tokens), liveActivities: Int(live))
             }
             return usage
+        }
+    }
+
+    public func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
+        read(on: eventLoop) { session in
+            try await PostgresTables.events(appID: appID, after: cursor, limit: limit, on: session)
+        }
+    }
+
+    /// On a pooled connection, outside the lanes, ``sweepLimit`` events per statement. Nodes may
+    /// trim at once: each deletes what is left, and the retention mark only moves up.
+    public func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
+        let chunk = sweepLimit
+        return read(on: eventLoop) { session in
+            try await PostgresTables.trimEvents(before: now - retention.maxAge, keep: retention.maxPerApp, chunk: chunk, on: session)
         }
     }
 

@@ -86,6 +86,8 @@ struct PostgresBatchRunner: Sendable {
     let counters: NIOLockedValueBox<PostgresActivityStore.Statistics>
     /// The database's clock offset, for the leases the batch writes and compares.
     let clock: PostgresClock
+    /// Told of the apps whose feeds a committed batch appended to.
+    let eventCommits: EventCommitSignal
     let metrics = StoreMetrics(store: "postgres")
 
     enum Failure: Equatable {
@@ -167,6 +169,7 @@ struct PostgresBatchRunner: Sendable {
                 }
                 let took = (ContinuousClock.now - started).components
                 metrics.committed(calls: batch.count, nanoseconds: took.seconds * 1_000_000_000 + took.attoseconds / 1_000_000_000)
+                signalEvents(of: planned)
                 for job in planned { job.complete(.success(())) }
                 return
             } catch {
@@ -209,6 +212,15 @@ struct PostgresBatchRunner: Sendable {
                 }
             }
         }
+    }
+
+    /// After COMMIT returned (durable): this node's readers of the feeds the batch appended to.
+    private func signalEvents(of planned: [PlannedJob]) {
+        var fed = Set<String>()
+        for job in planned {
+            for case let .appendEvent(event) in job.writes { fed.insert(event.appID) }
+        }
+        if !fed.isEmpty { eventCommits.committed(appIDs: fed) }
     }
 
     private func runAlone(_ batch: [PostgresJob]) async {

@@ -34,10 +34,13 @@ struct PostgresOverlay {
     private(set) var settlements: [IntentKey: EnqueueResult] = [:]
 
     var intents = PostgresIntentOverlay()
+    /// Events to append, in the order the plans appended them: no plan reads
+    /// the feeds, so they are only written, last (``writeEvents(on:)``).
+    var events = PostgresEventOverlay()
 
     var isEmpty: Bool {
         tokens.isEmpty && cleared.isEmpty && activities.isEmpty && records.isEmpty && purged.isEmpty && settlements.isEmpty
-            && intents.isEmpty
+            && intents.isEmpty && events.isEmpty
     }
 
     mutating func apply(_ write: StoreWrite) {
@@ -72,6 +75,8 @@ struct PostgresOverlay {
             }
         case .putIntent, .deleteIntent, .leaseIntent, .renewIntent:
             intents.apply(write)
+        case let .appendEvent(event):
+            events.append(event)
         }
     }
 
@@ -324,5 +329,6 @@ struct PostgresOverlay {
             try await run(Self.settleRecordsSQL, b)
         }
         try await intents.write(on: session)
+        try await events.write(on: session)
     }
 }

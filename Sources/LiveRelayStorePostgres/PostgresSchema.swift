@@ -134,6 +134,33 @@ enum PostgresSchema {
         [
             "CREATE INDEX idempotency_records_timestamp ON idempotency_records (app_id, activity_id, reply_timestamp)"
         ],
+        // 6: the apps' event feeds (FeedEvent, FeedEventColumns), one per app for every node.
+        // Cursors come from one sequence (no cache: values are handed out in increasing order
+        // across sessions), taken under the app's transaction-scoped advisory lock, which is
+        // held until the commit (PostgresOverlay.writeEvents): so an app's cursors are in
+        // commit order. A partial unique index keeps one event per de-duplication key
+        // (ON CONFLICT DO NOTHING); event_feeds keeps, per app, the highest cursor retention
+        // deleted, which readers below it are told of.
+        [
+            "CREATE SEQUENCE feed_events_cursor AS bigint CACHE 1",
+            """
+            CREATE TABLE feed_events (
+                app_id     text COLLATE "C" NOT NULL,
+                cursor     bigint NOT NULL,
+                time_ms    bigint NOT NULL,                                      -- UNIX milliseconds
+                dedupe_key text COLLATE "C",
+                body       text NOT NULL,                                        -- FeedEvent.bodyJSON
+                PRIMARY KEY (app_id, cursor)
+            )
+            """,
+            "CREATE UNIQUE INDEX feed_events_dedupe ON feed_events (app_id, dedupe_key) WHERE dedupe_key IS NOT NULL",
+            """
+            CREATE TABLE event_feeds (
+                app_id          text COLLATE "C" PRIMARY KEY,
+                trimmed_through bigint NOT NULL
+            )
+            """,
+        ],
     ]
 
     /// The version this build writes.

@@ -64,6 +64,8 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     /// Internal for tests (its sync hook).
     let durability: SQLiteDurability
     private let checkpointer: SQLiteCheckpointer?
+    /// Signalled by the durability thread once a commit that added events is on stable storage.
+    public let eventCommits = EventCommitSignal()
 
     /// Opens (creating if needed) the store at `path` and migrates it to ``schemaVersion``.
     ///
@@ -98,7 +100,7 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         if configuration.durability == .pipelined { try durability.openWAL() }
         latch = SQLiteExitLatch(count: 2 + readers.count + (checkpointer == nil ? 0 : 1))
 
-        let writeSession = Unchecked(SQLiteWriteSession(db: writer))
+        let writeSession = Unchecked(SQLiteWriteSession(db: writer, eventCommits: eventCommits))
         do {
             try startThreads(writeSession: writeSession, readers: readers)
         } catch {
@@ -289,6 +291,53 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    /// One read transaction: the entries and the retention mark of one snapshot.
+    public func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
+        read(on: eventLoop) { tables throws(SQLiteError) in
+            try tables.db.execute("BEGIN")
+            do throws(SQLiteError) {
+                let page = try tables.events(appID: appID, after: cursor, limit: limit)
+                try tables.db.execute("COMMIT")
+                return page
+            } catch {
+                try? tables.db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// On the writer, ``sweepLimit`` events per job: each job is part of one batch's transaction, so
+    /// a large trim never holds the writer (and every call queued behind it) for long; the next
+    /// job is queued once the one before is durable, behind the calls that came meanwhile.
+    public func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
+        let promise = eventLoop.makePromise(of: Int.self)
+        trimEvents(before: now - retention.maxAge, keep: retention.maxPerApp, trimmed: 0, on: eventLoop, promise: promise)
+        return promise.futureResult
+    }
+
+    private func trimEvents(before: UnixTime, keep: Int, trimmed: Int, on eventLoop: any EventLoop, promise: EventLoopPromise<Int>) {
+        let limit = sweepLimit
+        let job = WriteJob(
+            eventLoop: eventLoop,
+            run: { session in
+                let result = session.perform { tables throws(SQLiteError) in
+                    let deleted = try tables.trimEvents(before: before, keep: keep, limit: limit)
+                    return (deleted, deleted > 0)
+                }
+                return { commit in
+                    switch (result, commit) {
+                    case let (.success(deleted), .success) where deleted < limit: promise.succeed(trimmed + deleted)
+                    case let (.success(deleted), .success):
+                        self.trimEvents(before: before, keep: keep, trimmed: trimmed + deleted, on: eventLoop, promise: promise)
+                    case let (.failure(error), _): promise.fail(Self.callerError(error))
+                    case let (.success, .failure(error)): promise.fail(Self.callerError(error))
+                    }
+                }
+            },
+            fail: { promise.fail(Self.callerError($0)) })
+        if !writes.push(job) { promise.fail(ActivityStoreError.closed) }
     }
 
     /// Refuses new calls, commits what is queued, closes the file; idempotent.

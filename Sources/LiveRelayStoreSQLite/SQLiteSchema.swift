@@ -152,6 +152,26 @@ enum SQLiteSchema {
         """
         CREATE INDEX idempotency_records_timestamp ON idempotency_records (app_id, activity_id, reply_timestamp);
         """,
+        // 6: the apps' event feeds (FeedEvent, FeedEventColumns). One writer commits in order, so
+        // one AUTOINCREMENT cursor for every app is commit-ordered within each app, and never
+        // handed out twice, even after retention deleted the newest rows. A partial unique index
+        // keeps one event per de-duplication key (INSERT OR IGNORE); event_feeds keeps, per
+        // app, the highest cursor retention deleted, which readers below it are told of.
+        """
+        CREATE TABLE feed_events (
+            cursor     INTEGER PRIMARY KEY AUTOINCREMENT,
+            app_id     TEXT    NOT NULL,
+            time_ms    INTEGER NOT NULL,                                     -- UNIX milliseconds
+            dedupe_key TEXT,
+            body       TEXT    NOT NULL                                      -- FeedEvent.bodyJSON
+        );
+        CREATE INDEX feed_events_app ON feed_events (app_id, cursor);
+        CREATE UNIQUE INDEX feed_events_dedupe ON feed_events (app_id, dedupe_key) WHERE dedupe_key IS NOT NULL;
+        CREATE TABLE event_feeds (
+            app_id          TEXT    NOT NULL PRIMARY KEY,
+            trimmed_through INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The version this build writes.

@@ -22,7 +22,7 @@ struct SQLiteTables {
 
     /// The statements, numbered for the connection's statement cache.
     enum SQL {
-        static let count = 37
+        static let count = 48
         static let token = SQLiteQuery(0, "SELECT \(tokenColumns) FROM tokens WHERE app_id = ?1 AND hex = ?2")
         static let updateSlot = SQLiteQuery(
             1,
@@ -342,6 +342,8 @@ struct SQLiteTables {
             }
         case .putIntent, .deleteIntent, .leaseIntent, .renewIntent:
             try writeIntent(write)
+        case let .appendEvent(event):
+            try appendEvent(event)
         }
     }
 

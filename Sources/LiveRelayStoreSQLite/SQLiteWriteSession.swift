@@ -1,6 +1,7 @@
 import CSQLite
 import LiveRelayAPNs
 import LiveRelayDomain
+import LiveRelayStore
 import NIOCore
 
 /// The writer thread's connection and one transaction's worth of work.
@@ -28,9 +29,14 @@ final class SQLiteWriteSession {
     private(set) var jobCount = 0
     /// Whether SQLite rolled the open transaction back (adding jobs is pointless).
     var isAborted: Bool { aborted != nil }
+    /// Told, once a commit is durable, of the apps whose feeds it added events to.
+    let eventCommits: EventCommitSignal
+    /// The apps whose feeds the open transaction's plans added events to.
+    private var fed: Set<String> = []
 
-    init(db: SQLiteConnection) {
+    init(db: SQLiteConnection, eventCommits: EventCommitSignal = EventCommitSignal()) {
         self.db = db
+        self.eventCommits = eventCommits
         self.tables = SQLiteTables(db: db)
         self.reader = SQLiteStateReader(tables: tables)
     }
@@ -46,6 +52,7 @@ final class SQLiteWriteSession {
         wrote = false
         aborted = nil
         completions = [:]
+        fed = []
         jobCount = 0
         return true
     }
@@ -79,10 +86,14 @@ final class SQLiteWriteSession {
         let groups = completions.values
         completions = [:]
         let committedWrites = wrote && commit.isSuccess
+        let fed = self.fed
+        self.fed = []
         return (
             committedWrites,
-            { durable in
+            { [eventCommits] durable in
                 let outcome = commit.flatMap { durable }
+                // Durable now: a reader woken by this reads what it was woken for.
+                if outcome.isSuccess, !fed.isEmpty { eventCommits.committed(appIDs: fed) }
                 for (loop, group) in groups {
                     loop.execute { for complete in group { complete(outcome) } }
                 }
@@ -109,6 +120,7 @@ final class SQLiteWriteSession {
             do throws(SQLiteError) {
                 try tables.write(plan.writes[0])
                 wrote = true
+                noteEvents(plan.writes)
                 return .success(plan.outcome)
             } catch {
                 return .failure(checkAborted(error))
@@ -123,7 +135,37 @@ final class SQLiteWriteSession {
             for write in plan.writes { try tables.write(write) }
             try db.run(SQLiteTables.SQL.release)
             wrote = true
+            noteEvents(plan.writes)
             return .success(plan.outcome)
+        } catch {
+            _ = checkAborted(error)
+            if aborted == nil {
+                try? db.run(SQLiteTables.SQL.rollbackToSavepoint)
+                try? db.run(SQLiteTables.SQL.release)
+            }
+            return .failure(error)
+        }
+    }
+
+    private func noteEvents(_ writes: [StoreWrite]) {
+        for case let .appendEvent(event) in writes { fed.insert(event.appID) }
+    }
+
+    /// Runs `body`, work that is not a mutation's plan (trimming the event
+    /// feeds), inside the open transaction in a savepoint of its own: on any
+    /// failure nothing of it stays. `body` answers its value and whether it wrote.
+    func perform<T>(_ body: (SQLiteTables) throws(SQLiteError) -> (value: T, wrote: Bool)) -> Result<T, SQLiteError> {
+        if let aborted { return .failure(aborted) }
+        do throws(SQLiteError) {
+            try db.run(SQLiteTables.SQL.savepoint)
+        } catch {
+            return .failure(checkAborted(error))
+        }
+        do throws(SQLiteError) {
+            let (value, wroteSome) = try body(tables)
+            try db.run(SQLiteTables.SQL.release)
+            if wroteSome { wrote = true }
+            return .success(value)
         } catch {
             _ = checkAborted(error)
             if aborted == nil {

@@ -54,6 +54,7 @@ struct IntentDurabilityTests {
         guard let run = try IntentCrash.perform(.sqlite(durable: true), verifyTimeout: 90) else { return }
         let load = run.load, verify = run.verify
         run.expectKilledMidFanOut()
+        run.expectEachAcknowledgedCallSettledOnce()
         #expect(
             verify.int("missing") == 0,
             "\(verify.int("missing")) of \(Self.tokens) tokens never received the latest acknowledged update: \(verify)")
@@ -96,6 +97,7 @@ struct IntentDurabilityTests {
         guard let run = try IntentCrash.perform(.postgres(url: url, durable: true), verifyTimeout: bound) else { return }
         let verify = run.verify
         run.expectKilledMidFanOut()
+        run.expectEachAcknowledgedCallSettledOnce()
         #expect(
             verify.int("missing") == 0,
             "\(verify.int("missing")) of \(Self.tokens) tokens never received the latest acknowledged update: \(verify)")
@@ -126,12 +128,27 @@ struct IntentCrash {
     var restartedTranscript: String
     /// Node B had resumed intents before node A was killed.
     var resumedBeforeKill = false
+    /// The app's event feed after the work finished: CALL_SETTLED events per acknowledged update (by its
+    /// aps timestamp), nil when intents were off (nothing to settle).
+    var settledEvents: [Int64: Int]?
 
     /// The mock answers each push after this many milliseconds, with at most this many streams per connection: at
     /// most 4 connections x 50 streams / 20 ms = 10,000 pushes a second, so even a release build takes 2 s for the
     /// fan-out and the SIGKILL lands in the middle of it (a debug build is slower: about 1,000 a second on 2 cores).
     static let mockLatencyMilliseconds = 20
     static let mockMaxStreams = 50
+
+    /// The feed after the crash: every acknowledged update settled exactly once, whichever process
+    /// settled it (the killed one before the kill, or the one that resumed it).
+    func expectEachAcknowledgedCallSettledOnce() {
+        let acked = (load["acked"] as? [[String: Any]] ?? []).map { Int64($0.int("timestamp")) }
+        #expect(!acked.isEmpty)
+        for timestamp in acked {
+            #expect(
+                settledEvents?[timestamp] == 1, "CALL_SETTLED events of the update at \(timestamp): \(String(describing: settledEvents))")
+        }
+        #expect(Set(settledEvents?.keys.map { $0 } ?? []) == Set(acked), "settled events of calls never acknowledged")
+    }
 
     func expectKilledMidFanOut() {
         #expect(load.int("registered") == IntentDurabilityTests.tokens, "\(load)")
@@ -244,9 +261,11 @@ struct IntentCrash {
 
         guard let (server, port, dataDir) = try startNode("node-a") else { return nil }
         var nodeB: ServerProcess?
+        var nodeBPort: Int?
+        var nodeBDataDir: URL?
         if case .postgres = mode {
             guard let b = try startNode("node-b") else { return nil }
-            nodeB = b.server
+            (nodeB, nodeBPort, nodeBDataDir) = (b.server, b.port, b.dataDir)
         }
         guard let apiKey = server.apiKey() else {
             Issue.record("`liverelay serve` printed no `export LIVERELAY_API_KEY=...` line.\n\(server.transcript())")
@@ -291,6 +310,8 @@ struct IntentCrash {
         // SQLite: the same data directory again. PostgreSQL: node B is already running.
         var restartedAt: Int64 = 0
         var resumer: ServerProcess
+        var resumerPort = nodeBPort
+        var resumerDataDir = nodeBDataDir ?? dataDir
         if let nodeB {
             resumer = nodeB
         } else {
@@ -300,8 +321,10 @@ struct IntentCrash {
             for _ in 0..<3 where restarted == nil {
                 let candidate = try ServerProcess.start(binary: binary, dataDir: dataDir, extraArguments: arguments)
                 servers.append(candidate)
-                if candidate.waitUntilListening(timeout: 60) != nil {
+                if let ready = candidate.waitUntilListening(timeout: 60) {
                     restarted = candidate
+                    resumerPort = ready.port
+                    resumerDataDir = dataDir
                 } else {
                     let stillRunning = candidate.isRunning
                     candidate.stop()
@@ -328,9 +351,42 @@ struct IntentCrash {
             return nil
         }
         #expect(resumer.isRunning, "the server that was to finish the work exited:\n\(resumer.transcript())")
+        var settled: [Int64: Int]?
+        if durable, let resumerPort {
+            let acked = (load["acked"] as? [[String: Any]] ?? []).map { Int64($0.int("timestamp")) }
+            settled = try settledEvents(
+                binary: binary, port: resumerPort, apiKey: resumer.apiKey() ?? apiKey,
+                ca: resumerDataDir.appendingPathComponent("cert.pem").path, until: Set(acked))
+        }
         return IntentCrash(
             load: load, verify: verify, verifyStatus: verified.status, restartedTranscript: resumer.transcript(),
-            resumedBeforeKill: nodeBAtKill.contains("resuming dispatch intents"))
+            resumedBeforeKill: nodeBAtKill.contains("resuming dispatch intents"), settledEvents: settled)
+    }
+
+    /// dev.app's CALL_SETTLED events by call timestamp, read with `liverelay events tail` once every call of
+    /// `until` has one (or after 60 s), then once more 2 s later, so that a late duplicate shows.
+    static func settledEvents(binary: URL, port: Int, apiKey: String, ca: String, until: Set<Int64>) throws -> [Int64: Int] {
+        func read() throws -> [Int64: Int] {
+            let tail = try E2E.run(
+                binary.path, ["events", "tail", "--app", "dev.app", "--port", String(port), "--ca-file", ca, "--page-size", "1000"],
+                environment: ["LIVERELAY_API_KEY": apiKey], timeout: 60)
+            var counts: [Int64: Int] = [:]
+            for line in tail.output.split(separator: "\n") {
+                guard let event = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                    event["kind"] as? String == "EVENT_KIND_CALL_SETTLED", let timestamp = event["call_timestamp"] as? Int
+                else { continue }
+                counts[Int64(timestamp), default: 0] += 1
+            }
+            return counts
+        }
+        let deadline = Date().addingTimeInterval(60)
+        var counts = try read()
+        while !until.isSubset(of: counts.keys), Date() < deadline {
+            usleep(250_000)
+            counts = try read()
+        }
+        usleep(2_000_000)
+        return try read()
     }
 
     /// Best effort: the throwaway server is removed at the end anyway.

@@ -10,8 +10,9 @@ direction, after generating the Python classes with `protoc --python_out=GEN -I 
 
 VECTORS is the Vectors directory: cases.json (valid messages in protobuf JSON form, with
 optional extra fields of unknown numbers) and invalid.json (requests Swift must reject),
-admin.json with both kinds for the admin API (liverelay.admin.v1), and channels.json with
-both kinds for the broadcast channel RPCs and the channel fields of the activity requests.
+admin.json with both kinds for the admin API (liverelay.admin.v1), channels.json with
+both kinds for the broadcast channel RPCs and the channel fields of the activity requests,
+and events.json with both kinds for the event feed (ListEvents).
 The large cases are generated here (generated_cases) and, by the same rules, in Swift.
 """
 import base64
@@ -100,6 +101,20 @@ def generated_channel_cases():
                                 "storagePolicy": "CHANNEL_STORAGE_POLICY_NO_STORAGE",
                                 "createdAt": str(1_893_456_000 + i)} for i, c in enumerate(ids)],
                   "nextPageToken": "c" * 256}},
+    ]
+
+
+def generated_event_cases():
+    """A page of the largest size: 1000 settled calls, each with its account."""
+    return [
+        {"name": "list_events_reply_1000_events", "type": "liverelay.v1.ListEventsReply",
+         "json": {"events": [{"cursor": str(1000 + 3 * i), "kind": "EVENT_KIND_CALL_SETTLED",
+                              "timeMs": str(1_893_456_000_000 + i), "activityId": f"match-{i}",
+                              "callTimestamp": str(1_893_456_000 + i), "idempotencyKey": f"key-{i}-名前",
+                              "account": {"targeted": i, "delivered": i, "complete": True,
+                                          "failures": [{"reason": "Unregistered", "count": i}] if i % 2 else []}}
+                             for i in range(1000)],
+                  "nextCursor": str(1000 + 3 * 999), "more": True}},
     ]
 
 
@@ -202,6 +217,10 @@ def load(vectors):
         channels = json.load(f)
     cases += channels["cases"] + generated_channel_cases()
     invalid += channels["invalid"]
+    with open(f"{vectors}/events.json", encoding="utf-8") as f:
+        events = json.load(f)
+    cases += events["cases"] + generated_event_cases()
+    invalid += events["invalid"]
     names = [c["name"] for c in cases + invalid]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

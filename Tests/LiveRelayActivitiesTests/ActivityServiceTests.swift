@@ -277,7 +277,7 @@ import Testing
         try await h.register(pushToStart(hex(1)))
         let pruner = StoreTokenPruner(store: h.store, clock: h.clock)
         let key = TokenKey(appID: appID, hex: hex(1))
-        guard case .reregistered = try await pruner.prune(key, invalidSince: t0 - .seconds(1), on: h.loop).get()
+        guard case .reregistered = try await pruner.prune(key, reason: "Unregistered", invalidSince: t0 - .seconds(1), on: h.loop).get()
         else { Issue.record("expected reregistered"); return }
         #expect(h.store.snapshot.tokenCount == 1)
         try await pruner.prune(PrunedToken(appID: appID, token: hex(1), reason: "DeviceTokenNotForTopic"), on: h.loop).get()

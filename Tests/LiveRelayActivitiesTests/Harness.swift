@@ -131,4 +131,11 @@ extension MemoryReadsStore {
     func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
         reads.usage(of: appIDs, now: now, on: eventLoop)
     }
+    func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
+        reads.events(appID: appID, after: cursor, limit: limit, on: eventLoop)
+    }
+    func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
+        reads.trimEvents(retention, now: now, on: eventLoop)
+    }
+    var eventCommits: EventCommitSignal { reads.eventCommits }
 }

@@ -25,7 +25,9 @@ import Testing
             d.settled == [
                 SettledBatch(
                     appID: "app-a", activityID: "act-1", timestamp: 1_700_000_000,
-                    account: EnqueueResult(delivered: 1, pruned: 1, failures: ["BadTopic": 1]))
+                    account: EnqueueResult(delivered: 1, pruned: 1, failures: ["BadTopic": 1]),
+                    // The token the account only counts: the event feed reports it.
+                    failedPushes: [FailedPush(target: token(3), reason: "BadTopic")])
             ])
         d.respond(200)
         #expect(d.settled.count == 1)

@@ -17,7 +17,7 @@ import Testing
         #expect(StartActivity(start(), app: app).scope == .app(app.id))
         #expect(ChangeActivity(update(), app: app).scope == .app(app.id))
         #expect(ChangeActivity(endRequest(), app: app).scope == .app(app.id))
-        #expect(PruneToken(TokenKey(appID: app.id, hex: hex(1))).scope == .app(app.id))
+        #expect(PruneToken(TokenKey(appID: app.id, hex: hex(1)), reason: "Unregistered").scope == .app(app.id))
         #expect(Sweep().scope == .allApps)
         #expect(ClaimIntents(lease: Self.lease).scope == .allApps)
         #expect(RenewIntents(lease: Self.lease, keys: []).scope == .allApps)

@@ -94,12 +94,12 @@ import Testing
         var state = InMemoryState()
         _ = try state.apply(RegisterToken(pushToStart(hex(1), user: "u")), now: t0)
         let key = TokenKey(appID: app.id, hex: hex(1))
-        guard case .pruned = try state.apply(PruneToken(key), now: t0) else {
+        guard case .pruned = try state.apply(PruneToken(key, reason: "Unregistered"), now: t0) else {
             Issue.record("expected pruned"); return
         }
         #expect(state.token(key) == nil)
         #expect(state.pushToStartTokens(appID: app.id, externalUserID: "u", attributesType: "DeliveryAttributes").isEmpty)
-        #expect(try state.apply(PruneToken(key), now: t0) == .notFound)
+        #expect(try state.apply(PruneToken(key, reason: "Unregistered"), now: t0) == .notFound)
     }
 
     @Test func aTokenRegisteredAgainAfterAPNsFoundItInvalidIsKept() throws {
@@ -107,10 +107,12 @@ import Testing
         _ = try state.apply(RegisterToken(pushToStart(hex(1))), now: t0)
         _ = try state.apply(RegisterToken(pushToStart(hex(1), user: "u")), now: t0 + .seconds(100))
         let key = TokenKey(appID: app.id, hex: hex(1))
-        let outcome = try state.apply(PruneToken(key, invalidSince: t0 + .seconds(50)), now: t0 + .seconds(200))
+        let outcome = try state.apply(PruneToken(key, reason: "Unregistered", invalidSince: t0 + .seconds(50)), now: t0 + .seconds(200))
         guard case .reregistered = outcome else { Issue.record("got \(outcome)"); return }
         #expect(state.token(key) != nil)
-        guard case .pruned = try state.apply(PruneToken(key, invalidSince: t0 + .seconds(150)), now: t0 + .seconds(200))
+        guard
+            case .pruned = try state.apply(
+                PruneToken(key, reason: "Unregistered", invalidSince: t0 + .seconds(150)), now: t0 + .seconds(200))
         else { Issue.record("expected pruned"); return }
     }
 }

@@ -210,8 +210,8 @@ enum AdminFixtures {
         #expect(Self.descriptors.count == 21)
         #expect(lr_admin_message_descriptor_at(21) == nil)
         #expect(lr_admin_app_descriptor() == lr_admin_app_descriptor())
-        // The v1 registry (24 with the broadcast channels) does not hold the admin messages.
-        #expect(lr_message_descriptor_count() == 24)
+        // The v1 registry (27 with the broadcast channels and the event feed) does not hold the admin messages.
+        #expect(lr_message_descriptor_count() == 27)
         let names = Set(Self.descriptors.map { String(cString: $0.pointee.name) })
         #expect(names == Set(BindingContract.adminSwiftTypes.map { $0.protoName }))
     }
@@ -278,7 +278,7 @@ enum AdminFixtures {
         #expect(
             LiveRelayMethod.allCases.map(\.methodName) == [
                 "RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping", "CreateChannel", "ListChannels",
-                "DeleteChannel",
+                "DeleteChannel", "ListEvents",
             ])
         for method in LiveRelayMethod.allCases { #expect(LiveRelayMethod(methodName: method.methodName) == method) }
         #expect(LiveRelayMethod(methodName: "ping") == nil)

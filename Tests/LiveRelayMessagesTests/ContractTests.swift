@@ -14,11 +14,11 @@ import Testing
 
     @Test func theProtocSideSeesTheWholeContract() throws {
         // Guards the reader itself: an empty model on both sides would compare equal.
-        // (v1 has 24 messages, 7 enums and 8 methods; the contract may only grow.)
+        // (v1 has 27 messages, 8 enums and 9 methods; the contract may only grow.)
         let proto = try ProtocContract.load()
-        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.v1.") }.count >= 24)
-        #expect(proto.enums.count >= 7)
-        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.v1.LiveRelay/") }.count >= 8)
+        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.v1.") }.count >= 27)
+        #expect(proto.enums.count >= 8)
+        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.v1.LiveRelay/") }.count >= 9)
         #expect(
             proto.messages["liverelay.v1.StartActivityRequest"]?["alert"]
                 == ContractModel.Field(number: 6, type: "message liverelay.v1.Alert", label: "optional"))
@@ -70,6 +70,39 @@ import Testing
         #expect(bindings.messages["liverelay.v1.DeleteChannelReply"] == [:])
         #expect(bindings.swiftTypes.contains("liverelay.v1.Channel"))
         #expect(bindings.methods["/liverelay.v1.LiveRelay/CreateChannel"]?.reply == "liverelay.v1.CreateChannelReply")
+    }
+
+    @Test func theProtocSideSeesTheEventContract() throws {
+        // ListEvents: its messages, EventKind, and Event's reuse of DeliverySummary, TokenKind and ActivityState.
+        let proto = try ProtocContract.load()
+        #expect(
+            proto.methods["/liverelay.v1.LiveRelay/ListEvents"]
+                == ContractModel.Method(request: "liverelay.v1.ListEventsRequest", reply: "liverelay.v1.ListEventsReply"))
+        #expect(proto.enums["liverelay.v1.EventKind"]?.count == 8)
+        #expect(proto.enums["liverelay.v1.EventKind"]?["EVENT_KIND_CHANNEL_DELETED"] == 7)
+        #expect(
+            proto.messages["liverelay.v1.Event"]?["cursor"] == ContractModel.Field(number: 1, type: "uint64", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.Event"]?["account"]
+                == ContractModel.Field(number: 7, type: "message liverelay.v1.DeliverySummary", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.Event"]?["token_kind"]
+                == ContractModel.Field(number: 9, type: "enum liverelay.v1.TokenKind", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.Event"]?["activity_state"]
+                == ContractModel.Field(number: 12, type: "enum liverelay.v1.ActivityState", label: "none"))
+        #expect(
+            proto.messages["liverelay.v1.ListEventsReply"]?["events"]
+                == ContractModel.Field(number: 1, type: "message liverelay.v1.Event", label: "repeated"))
+        #expect(
+            proto.messages["liverelay.v1.ListEventsRequest"]?["after_cursor"]
+                == ContractModel.Field(number: 2, type: "uint64", label: "none"))
+        // The bindings side: the types are registered and LiveRelayMethod has the case.
+        let bindings = BindingContract.load()
+        let eventTypes: Set = ["liverelay.v1.Event", "liverelay.v1.ListEventsRequest", "liverelay.v1.ListEventsReply"]
+        #expect(bindings.swiftTypes.isSuperset(of: eventTypes))
+        #expect(bindings.methods["/liverelay.v1.LiveRelay/ListEvents"]?.reply == "liverelay.v1.ListEventsReply")
+        #expect(bindings.enums["liverelay.v1.EventKind"] == proto.enums["liverelay.v1.EventKind"])
     }
 
     @Test func theProtocSideSeesTheAdminContract() throws {

@@ -13,15 +13,15 @@ import Testing
     }
 
     @Test func registriesListEverything() {
-        #expect(Self.messages.count == 24)
-        #expect(Self.enums.count == 7)
-        #expect(lr_message_descriptor_at(24) == nil)
-        #expect(lr_enum_descriptor_at(7) == nil)
+        #expect(Self.messages.count == 27)
+        #expect(Self.enums.count == 8)
+        #expect(lr_message_descriptor_at(27) == nil)
+        #expect(lr_enum_descriptor_at(8) == nil)
         // The accessor returns the real, stable address (not a copy).
         #expect(lr_alert_descriptor() == lr_alert_descriptor())
     }
 
-    @Test(arguments: 0..<24)
+    @Test(arguments: 0..<27)
     func messageDescriptorInvariants(index: Int) throws {
         let d = Self.messages[index].pointee
         let name = String(cString: d.name)
@@ -60,7 +60,7 @@ import Testing
         #expect(TestWire.check([], Self.messages[index]))
     }
 
-    @Test(arguments: 0..<7)
+    @Test(arguments: 0..<8)
     func enumDescriptorInvariants(index: Int) {
         let e = Self.enums[index]
         let d = e.pointee
@@ -109,6 +109,15 @@ import Testing
         #expect(protobuf_c_enum_descriptor_get_value(d, 3) == nil)
     }
 
+    @Test func eventKindIsDense() {
+        let d = lr_event_kind_enum_descriptor()!
+        #expect(d.pointee.n_values == 8)
+        #expect(d.pointee.n_value_ranges == 1)
+        let deleted = protobuf_c_enum_descriptor_get_value(d, 7).map { String(cString: $0.pointee.name) }
+        #expect(deleted == "EVENT_KIND_CHANNEL_DELETED")
+        #expect(protobuf_c_enum_descriptor_get_value(d, 8) == nil)
+    }
+
     @Test func initSetsProto3StringDefaults() {
         var m = LrRegisterTokenRequest()
         lr_register_token_request_init(&m)
@@ -121,7 +130,7 @@ import Testing
     }
 
     @Test func methodsNameTheirMessages() {
-        #expect(LiveRelayMethod.allCases.count == 8)
+        #expect(LiveRelayMethod.allCases.count == 9)
         #expect(LiveRelayMethod.registerToken.rawValue == "/liverelay.v1.LiveRelay/RegisterToken")
         #expect(LiveRelayMethod.startActivity.requestProtoName == "liverelay.v1.StartActivityRequest")
         #expect(LiveRelayMethod.ping.replyProtoName == "liverelay.v1.PingReply")

@@ -55,6 +55,8 @@ private func tally<M: OnePassDecodable>(_ bytes: [UInt8], as _: M.Type) -> (M, W
         expectExact(CreateChannelRequest(appID: "com.example.app", environment: .production, storagePolicy: .noStorage))
         expectExact(ListChannelsRequest(appID: "a", environment: .sandbox, pageSize: 1000, pageToken: "t"))
         expectExact(DeleteChannelRequest(appID: "a", channelID: Fixtures.channel))
+        expectExact(ListEventsRequest(appID: "a", afterCursor: .max, maxEvents: 1000, waitMS: 60_000))  // a 10-byte varint
+        expectExact(ListEventsRequest(appID: "a"))
     }
 
     @Test func whatTheStructCannotShowMakesTheTallySmaller() throws {

@@ -314,11 +314,11 @@ enum StoreBehaviourSuite {
         try await apply(store, RegisterToken(pushToStart(hex(1), user: "u")))
         let key = TokenKey(appID: appID, hex: hex(1))
         // Registered (at t0) after APNs found it invalid: the registration wins.
-        guard case .reregistered = try await apply(store, PruneToken(key, invalidSince: t0 - .seconds(1))) else {
+        guard case .reregistered = try await apply(store, PruneToken(key, reason: "Unregistered", invalidSince: t0 - .seconds(1))) else {
             Issue.record("expected reregistered"); return
         }
         #expect(try await store.token(key, on: group.any()).get() != nil)
-        guard case .pruned = try await apply(store, PruneToken(key, invalidSince: t0)) else {
+        guard case .pruned = try await apply(store, PruneToken(key, reason: "Unregistered", invalidSince: t0)) else {
             Issue.record("expected pruned"); return
         }
         #expect(

@@ -1,9 +1,10 @@
 // Package liverelay is the Go client of LiveRelay, a Live Activity push
 // gateway: typed calls of the liverelay.v1.LiveRelay RPCs (RegisterToken,
-// StartActivity, UpdateActivity, EndActivity, Ping and the broadcast channel
-// RPCs) and of the admin API (liverelay.admin.v1.Admin), over LiveRelay's
-// binary protocol (docs/PROTOCOL.md in the LiveRelay repository):
-// protobuf messages in length-prefixed frames, pipelined on TLS connections.
+// StartActivity, UpdateActivity, EndActivity, Ping, the broadcast channel
+// RPCs and ListEvents, the event feed) and of the admin API
+// (liverelay.admin.v1.Admin), over LiveRelay's binary protocol
+// (docs/PROTOCOL.md in the LiveRelay repository): protobuf messages in
+// length-prefixed frames, pipelined on TLS connections.
 //
 // The messages are the generated types of the liverelaypb and adminpb
 // packages. The activity requests are proto2, so their fields are pointers

@@ -241,6 +241,7 @@ func decodeAll(_ workload: FrameWorkload, decodeMessages: Bool) -> Int {
                     case .createChannel: blackHole(try! CreateChannelRequest(serializedBytes: request.payload))
                     case .listChannels: blackHole(try! ListChannelsRequest(serializedBytes: request.payload))
                     case .deleteChannel: blackHole(try! DeleteChannelRequest(serializedBytes: request.payload))
+                    case .listEvents: blackHole(try! ListEventsRequest(serializedBytes: request.payload))
                     }
                 } else {
                     blackHole(request)

@@ -77,6 +77,18 @@ typedef enum {
   PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(LR_CHANNEL_STORAGE_POLICY)
 } LrChannelStoragePolicy;
 
+typedef enum {
+  LR_EVENT_KIND_UNSPECIFIED = 0,
+  LR_EVENT_KIND_CALL_SETTLED = 1,
+  LR_EVENT_KIND_PUSH_FAILED = 2,
+  LR_EVENT_KIND_TOKEN_PRUNED = 3,
+  LR_EVENT_KIND_ACTIVITY_ENDED = 4,
+  LR_EVENT_KIND_DISPATCH_HELD = 5,
+  LR_EVENT_KIND_DISPATCH_RESUMED = 6,
+  LR_EVENT_KIND_CHANNEL_DELETED = 7
+  PROTOBUF_C__FORCE_ENUM_TO_BE_INT_SIZE(LR_EVENT_KIND)
+} LrEventKind;
+
 /* ---- enums: activity.proto ---- */
 
 typedef enum {
@@ -235,6 +247,39 @@ typedef struct LrDeleteChannelRequest {
 typedef struct LrDeleteChannelReply {
   ProtobufCMessage base;
 } LrDeleteChannelReply;
+
+typedef struct LrEvent {
+  ProtobufCMessage base;
+  uint64_t cursor;
+  LrEventKind kind;
+  int64_t time_ms;
+  char *activity_id;
+  int64_t call_timestamp;
+  char *idempotency_key;
+  LrDeliverySummary *account;
+  char *token;
+  LrTokenKind token_kind;
+  char *reason;
+  int64_t invalid_since_ms;
+  LrActivityState activity_state;
+  char *channel_id;
+} LrEvent;
+
+typedef struct LrListEventsRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  uint64_t after_cursor;
+  uint32_t max_events;
+  uint32_t wait_ms;
+} LrListEventsRequest;
+
+typedef struct LrListEventsReply {
+  ProtobufCMessage base;
+  size_t n_events;
+  LrEvent **events;
+  uint64_t next_cursor;
+  protobuf_c_boolean more;
+} LrListEventsReply;
 
 /* ---- messages: activity.proto (proto2) ---- */
 
@@ -583,6 +628,9 @@ LR_DECLARE_MESSAGE(list_channels_request, LrListChannelsRequest)
 LR_DECLARE_MESSAGE(list_channels_reply, LrListChannelsReply)
 LR_DECLARE_MESSAGE(delete_channel_request, LrDeleteChannelRequest)
 LR_DECLARE_MESSAGE(delete_channel_reply, LrDeleteChannelReply)
+LR_DECLARE_MESSAGE(event, LrEvent)
+LR_DECLARE_MESSAGE(list_events_request, LrListEventsRequest)
+LR_DECLARE_MESSAGE(list_events_reply, LrListEventsReply)
 LR_DECLARE_MESSAGE(alert, LrAlert)
 LR_DECLARE_MESSAGE(targets, LrTargets)
 LR_DECLARE_MESSAGE(start_activity_request, LrStartActivityRequest)
@@ -619,6 +667,7 @@ const ProtobufCEnumDescriptor *lr_register_token_result_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_target_kind_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_activity_state_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_channel_storage_policy_enum_descriptor(void);
+const ProtobufCEnumDescriptor *lr_event_kind_enum_descriptor(void);
 const ProtobufCEnumDescriptor *lr_priority_enum_descriptor(void);
 
 /* Registries, for the contract check against protoc's descriptor set: the

@@ -18,6 +18,7 @@ enum BindingContract {
         Alert.self, Targets.self, ErrorDetails.self, FieldViolation.self,
         BroadcastChannel.self, CreateChannelRequest.self, CreateChannelReply.self,
         ListChannelsRequest.self, ListChannelsReply.self, DeleteChannelRequest.self, DeleteChannelReply.self,
+        Event.self, ListEventsRequest.self, ListEventsReply.self,
     ]
 
     /// liverelay.admin.v1 (admin.proto).

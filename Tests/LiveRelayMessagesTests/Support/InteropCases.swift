@@ -4,7 +4,8 @@ import LiveRelayMessages
 /// a wrong field mapping (a swapped number, a lost presence bit) fails. The names and the
 /// values match Vectors/cases.json and the generated cases in Tests/Interop/interop.py; the
 /// admin API's are in AdminInteropCases.swift (Vectors/admin.json), the broadcast channels'
-/// in ChannelInteropCases.swift (Vectors/channels.json).
+/// in ChannelInteropCases.swift (Vectors/channels.json), the event feed's in
+/// EventInteropCases.swift (Vectors/events.json).
 enum InteropCases {
     static let app = "com.example.scores"
     static let token16 = "0123456789abcdef"
@@ -32,6 +33,8 @@ enum InteropCases {
         .merging(adminGenerated) { a, _ in a }
         .merging(channels) { a, _ in a }
         .merging(channelsGenerated) { a, _ in a }
+        .merging(events) { a, _ in a }
+        .merging(eventsGenerated) { a, _ in a }
 
     static let registerToken: [String: any LiveRelayMessage] = [
         "register_push_to_start_every_field": RegisterTokenRequest(

@@ -82,7 +82,7 @@ class RetryPolicy:
     only when ``retry_unknown_outcome`` is set *and* the call is idempotent:
     StartActivity, UpdateActivity and EndActivity (which always carry an
     idempotency key, so the server replays the first reply), RegisterToken
-    (idempotent by nature), and reads (Ping, ListChannels, the admin reads).
+    (idempotent by nature), and reads (Ping, ListChannels, ListEvents, the admin reads).
 
     Calls failed by their own deadline or by cancellation are never resent:
     the caller gave up on them. Nor is anything refused for the API key

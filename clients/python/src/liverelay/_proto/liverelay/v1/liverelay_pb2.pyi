@@ -50,6 +50,17 @@ class ChannelStoragePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHANNEL_STORAGE_POLICY_UNSPECIFIED: _ClassVar[ChannelStoragePolicy]
     CHANNEL_STORAGE_POLICY_NO_STORAGE: _ClassVar[ChannelStoragePolicy]
     CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE: _ClassVar[ChannelStoragePolicy]
+
+class EventKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    EVENT_KIND_UNSPECIFIED: _ClassVar[EventKind]
+    EVENT_KIND_CALL_SETTLED: _ClassVar[EventKind]
+    EVENT_KIND_PUSH_FAILED: _ClassVar[EventKind]
+    EVENT_KIND_TOKEN_PRUNED: _ClassVar[EventKind]
+    EVENT_KIND_ACTIVITY_ENDED: _ClassVar[EventKind]
+    EVENT_KIND_DISPATCH_HELD: _ClassVar[EventKind]
+    EVENT_KIND_DISPATCH_RESUMED: _ClassVar[EventKind]
+    EVENT_KIND_CHANNEL_DELETED: _ClassVar[EventKind]
 TOKEN_KIND_UNSPECIFIED: TokenKind
 TOKEN_KIND_PUSH_TO_START: TokenKind
 TOKEN_KIND_UPDATE: TokenKind
@@ -75,6 +86,14 @@ ACTIVITY_STATE_DISMISSED: ActivityState
 CHANNEL_STORAGE_POLICY_UNSPECIFIED: ChannelStoragePolicy
 CHANNEL_STORAGE_POLICY_NO_STORAGE: ChannelStoragePolicy
 CHANNEL_STORAGE_POLICY_MOST_RECENT_MESSAGE: ChannelStoragePolicy
+EVENT_KIND_UNSPECIFIED: EventKind
+EVENT_KIND_CALL_SETTLED: EventKind
+EVENT_KIND_PUSH_FAILED: EventKind
+EVENT_KIND_TOKEN_PRUNED: EventKind
+EVENT_KIND_ACTIVITY_ENDED: EventKind
+EVENT_KIND_DISPATCH_HELD: EventKind
+EVENT_KIND_DISPATCH_RESUMED: EventKind
+EVENT_KIND_CHANNEL_DELETED: EventKind
 
 class RegisterTokenRequest(_message.Message):
     __slots__ = ("app_id", "kind", "token", "environment", "attributes_type", "activity_id", "external_user_id", "device_id", "expires_at", "remove")
@@ -285,3 +304,55 @@ class DeleteChannelRequest(_message.Message):
 class DeleteChannelReply(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("cursor", "kind", "time_ms", "activity_id", "call_timestamp", "idempotency_key", "account", "token", "token_kind", "reason", "invalid_since_ms", "activity_state", "channel_id")
+    CURSOR_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_KIND_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    INVALID_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    ACTIVITY_STATE_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    cursor: int
+    kind: EventKind
+    time_ms: int
+    activity_id: str
+    call_timestamp: int
+    idempotency_key: str
+    account: DeliverySummary
+    token: str
+    token_kind: TokenKind
+    reason: str
+    invalid_since_ms: int
+    activity_state: ActivityState
+    channel_id: str
+    def __init__(self, cursor: _Optional[int] = ..., kind: _Optional[_Union[EventKind, str]] = ..., time_ms: _Optional[int] = ..., activity_id: _Optional[str] = ..., call_timestamp: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., account: _Optional[_Union[DeliverySummary, _Mapping]] = ..., token: _Optional[str] = ..., token_kind: _Optional[_Union[TokenKind, str]] = ..., reason: _Optional[str] = ..., invalid_since_ms: _Optional[int] = ..., activity_state: _Optional[_Union[ActivityState, str]] = ..., channel_id: _Optional[str] = ...) -> None: ...
+
+class ListEventsRequest(_message.Message):
+    __slots__ = ("app_id", "after_cursor", "max_events", "wait_ms")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    after_cursor: int
+    max_events: int
+    wait_ms: int
+    def __init__(self, app_id: _Optional[str] = ..., after_cursor: _Optional[int] = ..., max_events: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+
+class ListEventsReply(_message.Message):
+    __slots__ = ("events", "next_cursor", "more")
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    MORE_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    next_cursor: int
+    more: bool
+    def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ..., next_cursor: _Optional[int] = ..., more: bool = ...) -> None: ...
