@@ -347,6 +347,11 @@ private func prepare(_ rpc: String, _ value: JSON?) throws -> PreparedCall {
             _ = try await client.deleteChannel(request, timeout: timeout)
             return [:]
         }
+    case "ListEvents":
+        let request = ListEventsRequest(
+            appID: try f.string("app_id") ?? "", afterCursor: try f.integer("after_cursor") ?? 0,
+            maxEvents: try f.integer("max_events") ?? 0, waitMS: try f.integer("wait_ms") ?? 0)
+        call = { client, timeout throws(LiveRelayClientError) in flatten(try await client.listEvents(request, timeout: timeout)) }
     case "CreateApp":
         var request = Admin.CreateAppRequest(appID: "", bundleID: "")
         request.appID = try f.string("app_id")
@@ -420,6 +425,21 @@ private func name(_ policy: BroadcastStoragePolicy) -> String {
     let names = ["UNSPECIFIED", "NO_STORAGE", "MOST_RECENT_MESSAGE"]
     let raw = Int(policy.rawValue)
     return raw < names.count && raw >= 0 ? "CHANNEL_STORAGE_POLICY_" + names[raw] : String(raw)
+}
+
+private func name(_ kind: EventKind) -> String {
+    let names = [
+        "UNSPECIFIED", "CALL_SETTLED", "PUSH_FAILED", "TOKEN_PRUNED", "ACTIVITY_ENDED", "DISPATCH_HELD", "DISPATCH_RESUMED",
+        "CHANNEL_DELETED",
+    ]
+    let raw = Int(kind.rawValue)
+    return raw < names.count && raw >= 0 ? "EVENT_KIND_" + names[raw] : String(raw)
+}
+
+private func name(_ kind: TokenKind) -> String {
+    let names = ["UNSPECIFIED", "PUSH_TO_START", "UPDATE"]
+    let raw = Int(kind.rawValue)
+    return raw < names.count && raw >= 0 ? "TOKEN_KIND_" + names[raw] : String(raw)
 }
 
 private func text(_ value: (some CustomStringConvertible)?) -> String { value.map { "\($0)" } ?? "" }
@@ -513,6 +533,25 @@ private func flatten(_ r: CreateChannelReply) -> Flat {
 private func flatten(_ r: ListChannelsReply) -> Flat {
     var flat: Flat = ["next_page_token": [r.nextPageToken]]
     for c in r.channels { flat.put("channels[*].", channel(c)) }
+    return flat
+}
+
+private func flatten(_ r: ListEventsReply) -> Flat {
+    var flat: Flat = ["next_cursor": [text(r.nextCursor)], "more": [text(r.more)]]
+    for e in r.events {
+        flat.put(
+            "events[*].",
+            [
+                "cursor": text(e.cursor), "kind": name(e.kind), "time_ms": text(e.timeMS), "activity_id": e.activityID,
+                "call_timestamp": text(e.callTimestamp), "idempotency_key": e.idempotencyKey, "token": e.token,
+                "token_kind": name(e.tokenKind), "reason": e.reason, "invalid_since_ms": text(e.invalidSinceMS),
+                "activity_state": name(e.activityState), "channel_id": e.channelID,
+            ])
+        // An absent account reads as its defaults, as in the other runners.
+        for (path, value) in summary(e.account) {
+            flat["events[*].account." + path.dropFirst("summary.".count), default: []].append(value)
+        }
+    }
     return flat
 }
 
@@ -728,6 +767,12 @@ private final class ConformanceServer {
             for (path, wanted) in fields.sorted(by: { $0.key < $1.key }) {
                 guard let values = flat[path] ?? (path.contains("[*]") ? [] : nil) else {
                     throw ConformanceFailure(description: "the reply has no field \(path) (add it to this runner's flatten)")
+                }
+                if let list = wanted.array {
+                    // A list: exactly these values, in this order.
+                    let wantedValues = try list.map { try expand($0, variables).text }
+                    if values != wantedValues { return "reply field \(path): expected \(wantedValues), got \(values)" }
+                    continue
                 }
                 let want = try expand(wanted, variables).text
                 let good: Bool

@@ -372,6 +372,9 @@ var conformanceRPCs = map[string]conformanceRPC{
 	"DeleteChannel": {func() proto.Message { return &pb.DeleteChannelRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
 		return c.DeleteChannel(ctx, r.(*pb.DeleteChannelRequest))
 	}},
+	"ListEvents": {func() proto.Message { return &pb.ListEventsRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
+		return c.ListEvents(ctx, r.(*pb.ListEventsRequest))
+	}},
 	"CreateApp": {func() proto.Message { return &adminpb.CreateAppRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
 		return c.CreateApp(ctx, r.(*adminpb.CreateAppRequest))
 	}},
@@ -485,6 +488,18 @@ func resolve(t *testing.T, msg proto.Message, path string) []string {
 	return out
 }
 
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 func isSet(v string) bool {
 	return v != "" && v != "0" && v != "false" && !strings.HasSuffix(v, "_UNSPECIFIED")
 }
@@ -511,6 +526,17 @@ func check(t *testing.T, step conformanceStep, reply proto.Message, err error, v
 		sort.Strings(paths)
 		for _, path := range paths {
 			values := resolve(t, reply, path)
+			if list, isList := fields[path].([]interface{}); isList {
+				// A list: exactly these values, in this order.
+				wanted := make([]string, len(list))
+				for i, v := range list {
+					wanted[i] = scalarText(expand(t, v, vars))
+				}
+				if !equalStrings(wanted, values) {
+					return fmt.Sprintf("reply field %s: expected %q, got %q", path, wanted, values)
+				}
+				continue
+			}
 			want := scalarText(expand(t, fields[path], vars))
 			var good bool
 			switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"time"
 
 	"github.com/liverelay/liverelay/clients/go/adminpb"
 	pb "github.com/liverelay/liverelay/clients/go/liverelaypb"
@@ -21,6 +22,7 @@ const (
 	MethodCreateChannel  = "/liverelay.v1.LiveRelay/CreateChannel"
 	MethodListChannels   = "/liverelay.v1.LiveRelay/ListChannels"
 	MethodDeleteChannel  = "/liverelay.v1.LiveRelay/DeleteChannel"
+	MethodListEvents     = "/liverelay.v1.LiveRelay/ListEvents"
 
 	MethodCreateApp          = "/liverelay.admin.v1.Admin/CreateApp"
 	MethodUpdateApp          = "/liverelay.admin.v1.Admin/UpdateApp"
@@ -189,6 +191,69 @@ func (c *Client) DeleteChannel(ctx context.Context, req *pb.DeleteChannelRequest
 		return nil, err
 	}
 	return reply, nil
+}
+
+// ListEvents returns the app's events after req.AfterCursor (0: from the
+// oldest the feed keeps), in cursor order: what became of its calls after
+// their replies. The next call's AfterCursor is the reply's NextCursor; More
+// says the page was full (MaxEvents: 0 for 100, at most 1000). It is
+// read-only, so it is resent when its fate is unknown.
+//
+// With WaitMs (at most 60000) and nothing after the cursor, the server holds
+// the call until an event comes or the wait ends, then answers with no events
+// and NextCursor unchanged: a long poll. The context's deadline governs, and
+// must leave room for the wait; a context without a deadline gets
+// Config.DefaultTimeout plus WaitMs, so the default does not cut the wait
+// short. A cursor older than the feed keeps fails with FAILED_PRECONDITION,
+// reason CursorExpired: its events were deleted, read again from 0.
+func (c *Client) ListEvents(ctx context.Context, req *pb.ListEventsRequest) (*pb.ListEventsReply, error) {
+	if req == nil {
+		return nil, nilRequest("ListEventsRequest")
+	}
+	if _, ok := ctx.Deadline(); !ok && c.cfg.DefaultTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.DefaultTimeout+time.Duration(req.WaitMs)*time.Millisecond)
+		defer cancel()
+	}
+	reply := new(pb.ListEventsReply)
+	if err := c.invoke(ctx, MethodListEvents, req, reply, true); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// tailWait is how long each long poll of TailEvents waits for an event.
+const tailWait = 30 * time.Second
+
+// TailEvents calls fn with every event of the app after afterCursor, in
+// cursor order, until ctx is done or a call or fn fails: ListEvents long
+// polls of 30 s in a loop, each after the last event passed to fn. It
+// returns fn's error as it is, the ListEvents error (a *Error), or ctx's
+// error once ctx is done. Each poll's deadline is ctx's, or without one
+// Config.DefaultTimeout plus the 30 s. Keep the last event's Cursor to go on
+// from there later.
+func (c *Client) TailEvents(ctx context.Context, appID string, afterCursor uint64, fn func(*pb.Event) error) error {
+	cursor := afterCursor
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		page, err := c.ListEvents(ctx, &pb.ListEventsRequest{
+			AppId: appID, AfterCursor: cursor, WaitMs: uint32(tailWait / time.Millisecond),
+		})
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return err
+		}
+		for _, event := range page.Events {
+			if err := fn(event); err != nil {
+				return err
+			}
+		}
+		cursor = page.NextCursor
+	}
 }
 
 // The admin API (liverelay.admin.v1.Admin), for clients made with an admin

@@ -16,7 +16,7 @@ import liverelay  # noqa: E402
 
 V1_METHODS = [
     "RegisterToken", "StartActivity", "UpdateActivity", "EndActivity", "Ping",
-    "CreateChannel", "ListChannels", "DeleteChannel",
+    "CreateChannel", "ListChannels", "DeleteChannel", "ListEvents",
 ]
 
 

@@ -174,6 +174,7 @@ PROTO3_ZERO: Dict[str, Dict[str, Any]] = {
     "CreateChannel": {"app_id": "", "environment": 0, "storage_policy": 0},
     "ListChannels": {"app_id": ""},
     "DeleteChannel": {"app_id": "", "channel_id": ""},
+    "ListEvents": {"app_id": ""},
 }
 
 
@@ -197,6 +198,8 @@ def call(client: liverelay.Client, rpc: str, request: Dict[str, Any], timeout: O
         return client.list_channels(**r, **options)
     if rpc == "DeleteChannel":
         return client.delete_channel(**r, **options)
+    if rpc == "ListEvents":
+        return client.list_events(**r, **options)
     if rpc == "CreateApp":
         return admin_pb.AppReply(app=client.create_app(**_messages(r, quotas=admin_pb.Quotas), **options))
     if rpc == "GetApp":
@@ -231,6 +234,12 @@ def check(step: Mapping[str, Any], reply: Optional[Message], error: Optional[liv
         assert reply is not None
         for path, wanted in expect["ok"].items():
             values = resolve(reply, path)
+            if isinstance(wanted, list):
+                # A list: exactly these values, in this order.
+                wanted_values = [text(expand(v, variables)) for v in wanted]
+                if values != wanted_values:
+                    return f"reply field {path}: expected {wanted_values!r}, got {values!r}"
+                continue
             want = text(expand(wanted, variables))
             if want == "<set>":
                 ok = bool(values) and all(is_set(str(v)) for v in values)

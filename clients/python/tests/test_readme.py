@@ -28,8 +28,8 @@ def run_example(dev: Dev, code: str) -> str:
     return done.stdout
 
 
-def test_readme_has_both_examples() -> None:
-    assert len(python_blocks()) == 2
+def test_readme_has_its_three_examples() -> None:
+    assert len(python_blocks()) == 3
 
 
 def test_sync_example(dev: Dev) -> None:
@@ -41,6 +41,12 @@ def test_sync_example(dev: Dev) -> None:
 
 def test_async_example(dev: Dev) -> None:
     assert run_example(dev, python_blocks()[1]).splitlines() == ["pipelined pings: 100"]
+
+
+def test_event_feed_example(dev: Dev) -> None:
+    assert run_example(dev, python_blocks()[2]).splitlines() == [
+        "settled: delivered 1 of 1", "ended: ACTIVITY_STATE_ENDED",
+    ]
 
 
 def test_repository_readme_example(dev: Dev) -> None:

@@ -510,6 +510,51 @@ class AsyncClient:
             idempotent=False,
         )
 
+    async def list_events(
+        self,
+        app_id: str,
+        after_cursor: int = 0,
+        max_events: int = 0,
+        wait_ms: int = 0,
+        timeout: Optional[float] = None,
+    ) -> liverelay_pb2.ListEventsReply:
+        """The app's events after ``after_cursor`` (0: from the oldest the feed keeps), in
+        cursor order: what became of its calls after their replies. Read-only, so resent
+        after an unknown outcome.
+
+        With ``wait_ms`` (at most 60000) and nothing after the cursor, the server holds the
+        call until an event comes or the wait ends (then the reply is empty and
+        ``next_cursor`` is ``after_cursor``). Without a ``timeout`` the deadline is
+        ``default_timeout`` plus the wait, so the default does not cut the long poll; a
+        given ``timeout`` must leave room for the wait itself. ``max_events``: 0 for the
+        server's 100, at most 1000; ``more`` says a full page left events behind.
+
+        A cursor older than the feed keeps fails with ``FailedPreconditionError`` (reason
+        ``CursorExpired``): read again from 0."""
+        request = liverelay_pb2.ListEventsRequest(
+            app_id=app_id, after_cursor=after_cursor, max_events=max_events, wait_ms=wait_ms
+        )
+        if timeout is None and self.default_timeout is not None and not math.isinf(self.default_timeout):
+            timeout = self.default_timeout + max(0, wait_ms) / 1000.0
+        return await self._unary(
+            _V1 + "ListEvents", request, liverelay_pb2.ListEventsReply, timeout=timeout, idempotent=True
+        )
+
+    async def tail_events(
+        self, app_id: str, after_cursor: int = 0, wait_ms: int = 30_000, max_events: int = 0
+    ) -> AsyncIterator[liverelay_pb2.Event]:
+        """Every event of the app after ``after_cursor``, in cursor order, forever: long polls
+        of ``wait_ms`` in a loop, each after the last event yielded (``next_cursor``). Each
+        poll's deadline is ``default_timeout`` plus the wait. It ends only with an error
+        (``CursorExpired`` when the feed deleted events before they were read) or when the
+        caller stops iterating; keep ``event.cursor`` to go on from there later."""
+        cursor = after_cursor
+        while True:
+            page = await self.list_events(app_id, after_cursor=cursor, max_events=max_events, wait_ms=wait_ms)
+            for event in page.events:
+                yield event
+            cursor = page.next_cursor
+
     # ------------------------------------------------------------ liverelay.admin.v1 (admin keys only)
 
     async def create_app(

@@ -200,6 +200,7 @@ class Client:
     create_channel = _blocking(AsyncClient.create_channel)
     list_channels = _blocking(AsyncClient.list_channels)
     delete_channel = _blocking(AsyncClient.delete_channel)
+    list_events = _blocking(AsyncClient.list_events)
 
     create_app = _blocking(AsyncClient.create_app)
     update_app = _blocking(AsyncClient.update_app)
@@ -230,6 +231,18 @@ class Client:
             token = page.next_page_token
             if not token:
                 return
+
+    def tail_events(
+        self, app_id: str, after_cursor: int = 0, wait_ms: int = 30_000, max_events: int = 0
+    ) -> Iterator[liverelay_pb2.Event]:
+        """Every event of the app after ``after_cursor``, in cursor order, forever (long polls
+        of ``wait_ms`` in a loop); see ``AsyncClient.tail_events``. Each poll blocks the
+        calling thread for up to its wait."""
+        cursor = after_cursor
+        while True:
+            page = self.list_events(app_id, after_cursor=cursor, max_events=max_events, wait_ms=wait_ms)
+            yield from page.events
+            cursor = page.next_cursor
 
     def iter_apps(
         self, *, include_disabled: Optional[bool] = None, page_size: Optional[int] = None, timeout: Optional[float] = None
