@@ -24,6 +24,7 @@
 #   scripts/bench.sh intent-resume [BINARY]     # a restart resuming 1,000 dispatch intents
 #   scripts/bench.sh profile [BINARY] [OUTDIR]  # perf of the dispatcher, split by owner
 #   scripts/bench.sh pg-fresh [BINARY]          # RegisterToken on a never-analysed PostgreSQL database
+#   scripts/bench.sh events [BINARY [BINARY]]   # the event feed: long-poll latency, and its cost on SQLite
 #
 # Environment (all, gate, overload):
 #   DURATION    measured seconds per scenario (default 10)
@@ -44,10 +45,10 @@ MODE=${1:-all}
 [ $# -gt 0 ] && shift
 case $MODE in
 all | gate | overload) ;;
-rpc | clients | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile | pg-fresh)
+rpc | clients | codec | stores | isolation | broadcast | quotas | scrape | mock-apns | intent-resume | profile | pg-fresh | events)
     exec bash "$ROOT/scripts/bench/$MODE.sh" "$@" ;;
 *)
-    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, clients, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile, pg-fresh)" >&2
+    echo "scripts/bench.sh: unknown area '$MODE' (all, gate, overload, rpc, clients, codec, stores, isolation, broadcast, quotas, scrape, mock-apns, intent-resume, profile, pg-fresh, events)" >&2
     exit 2 ;;
 esac
 cd "$ROOT"

@@ -279,6 +279,27 @@ struct ProductionConfigTests {
         }
     }
 
+    @Test func anEventRetentionBelowOneOrAnUnknownEventsKeyIsRefusedAtStart() throws {
+        let binary = try E2E.liverelayBinary()
+        let directory = try E2E.makeTemporaryDirectory(prefix: "liverelay-event-retention")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile =
+            #"{"keys": [{"key_id": "abcdefghijkl", "secret_sha256": "\#(String(repeating: "ab", count: 32))", "all_apps": true, "allowed_methods": ["Ping"], "created_at": "2026-01-01T00:00:00Z"}]}"#
+        try Data(keyFile.utf8).write(to: directory.appendingPathComponent("keys.json"))
+        let base =
+            #""insecure_plaintext": true, "listen": {"port": \#(try E2E.freePort())}, "ops": {"port": -1}, "api_key_file": "keys.json", "store": {"kind": "memory"}"#
+        for (events, expected) in [
+            (#"{"retention_hours": 0}"#, "events.retention_hours must be at least 1"),
+            (#"{"max_per_app": 0}"#, "events.max_per_app must be at least 1"),
+            (#"{"retention": 5}"#, "events.retention"),
+        ] {
+            try Data("{\(base), \"events\": \(events)}".utf8).write(to: directory.appendingPathComponent("events.json"))
+            let run = try E2E.run(binary.path, ["serve", "--config", "\(directory.path)/events.json"], environment: [:], timeout: 60)
+            #expect(run.status != 0, "\(events) was accepted")
+            #expect(run.output.contains(expected), "\(events): \(run.output)")
+        }
+    }
+
     /// The JSON object a client command printed.
     static func json(_ output: String) -> [String: Any] {
         guard let open = output.firstIndex(of: "{"), let close = output.lastIndex(of: "}") else { return [:] }
