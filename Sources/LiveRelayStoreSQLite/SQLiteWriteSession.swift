@@ -126,23 +126,15 @@ final class SQLiteWriteSession {
                 return .failure(checkAborted(error))
             }
         }
-        do throws(SQLiteError) {
-            try db.run(SQLiteTables.SQL.savepoint)
-        } catch {
-            return .failure(checkAborted(error))
-        }
-        do throws(SQLiteError) {
+        let written = perform { tables throws(SQLiteError) in
             for write in plan.writes { try tables.write(write) }
-            try db.run(SQLiteTables.SQL.release)
-            wrote = true
+            return ((), true)
+        }
+        switch written {
+        case .success:
             noteEvents(plan.writes)
             return .success(plan.outcome)
-        } catch {
-            _ = checkAborted(error)
-            if aborted == nil {
-                try? db.run(SQLiteTables.SQL.rollbackToSavepoint)
-                try? db.run(SQLiteTables.SQL.release)
-            }
+        case let .failure(error):
             return .failure(error)
         }
     }

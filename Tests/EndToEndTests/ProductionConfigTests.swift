@@ -257,46 +257,37 @@ struct ProductionConfigTests {
     }
 
     @Test func aPriorityBudgetBelowOneIsRefusedAtStart() throws {
-        let binary = try E2E.liverelayBinary()
-        let directory = try E2E.makeTemporaryDirectory(prefix: "liverelay-priority-budget")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile =
-            #"{"keys": [{"key_id": "abcdefghijkl", "secret_sha256": "\#(String(repeating: "ab", count: 32))", "all_apps": true, "allowed_methods": ["Ping"], "created_at": "2026-01-01T00:00:00Z"}]}"#
-        try Data(keyFile.utf8).write(to: directory.appendingPathComponent("keys.json"))
-        let base =
-            #""insecure_plaintext": true, "listen": {"port": \#(try E2E.freePort())}, "ops": {"port": -1}, "api_key_file": "keys.json", "store": {"kind": "memory"}"#
-        for (value, expected) in [
-            ("0", "quotas.priority_budget_per_hour must be a whole number from 1"),
-            ("-3", "quotas.priority_budget_per_hour must be a whole number from 1"),
-            ("2.5", "quotas.priority_budget_per_hour must be a whole number from 1"),
-            (#""lots""#, #"a number or "unlimited", not "lots""#),
-        ] {
-            try Data("{\(base), \"quotas\": {\"priority_budget_per_hour\": \(value)}}".utf8)
-                .write(to: directory.appendingPathComponent("budget.json"))
-            let run = try E2E.run(binary.path, ["serve", "--config", "\(directory.path)/budget.json"], environment: [:], timeout: 60)
-            #expect(run.status != 0, "\(value) was accepted")
-            #expect(run.output.contains(expected), "\(value): \(run.output)")
-        }
+        try Self.expectRefusedAtStart([
+            (#""quotas": {"priority_budget_per_hour": 0}"#, "quotas.priority_budget_per_hour must be a whole number from 1"),
+            (#""quotas": {"priority_budget_per_hour": -3}"#, "quotas.priority_budget_per_hour must be a whole number from 1"),
+            (#""quotas": {"priority_budget_per_hour": 2.5}"#, "quotas.priority_budget_per_hour must be a whole number from 1"),
+            (#""quotas": {"priority_budget_per_hour": "lots"}"#, #"a number or "unlimited", not "lots""#),
+        ])
     }
 
     @Test func anEventRetentionBelowOneOrAnUnknownEventsKeyIsRefusedAtStart() throws {
+        try Self.expectRefusedAtStart([
+            (#""events": {"retention_hours": 0}"#, "events.retention_hours must be at least 1"),
+            (#""events": {"max_per_app": 0}"#, "events.max_per_app must be at least 1"),
+            (#""events": {"retention": 5}"#, "events.retention"),
+        ])
+    }
+
+    /// Each config section (a minimal memory-store config around it) stops `serve` at start, saying `expected`.
+    static func expectRefusedAtStart(_ cases: [(section: String, expected: String)]) throws {
         let binary = try E2E.liverelayBinary()
-        let directory = try E2E.makeTemporaryDirectory(prefix: "liverelay-event-retention")
+        let directory = try E2E.makeTemporaryDirectory(prefix: "liverelay-refused-config")
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile =
             #"{"keys": [{"key_id": "abcdefghijkl", "secret_sha256": "\#(String(repeating: "ab", count: 32))", "all_apps": true, "allowed_methods": ["Ping"], "created_at": "2026-01-01T00:00:00Z"}]}"#
         try Data(keyFile.utf8).write(to: directory.appendingPathComponent("keys.json"))
         let base =
             #""insecure_plaintext": true, "listen": {"port": \#(try E2E.freePort())}, "ops": {"port": -1}, "api_key_file": "keys.json", "store": {"kind": "memory"}"#
-        for (events, expected) in [
-            (#"{"retention_hours": 0}"#, "events.retention_hours must be at least 1"),
-            (#"{"max_per_app": 0}"#, "events.max_per_app must be at least 1"),
-            (#"{"retention": 5}"#, "events.retention"),
-        ] {
-            try Data("{\(base), \"events\": \(events)}".utf8).write(to: directory.appendingPathComponent("events.json"))
-            let run = try E2E.run(binary.path, ["serve", "--config", "\(directory.path)/events.json"], environment: [:], timeout: 60)
-            #expect(run.status != 0, "\(events) was accepted")
-            #expect(run.output.contains(expected), "\(events): \(run.output)")
+        for (section, expected) in cases {
+            try Data("{\(base), \(section)}".utf8).write(to: directory.appendingPathComponent("config.json"))
+            let run = try E2E.run(binary.path, ["serve", "--config", "\(directory.path)/config.json"], environment: [:], timeout: 60)
+            #expect(run.status != 0, "\(section) was accepted")
+            #expect(run.output.contains(expected), "\(section): \(run.output)")
         }
     }
 
