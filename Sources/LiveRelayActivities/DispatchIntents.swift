@@ -144,14 +144,8 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
         if let start { write(start) }
     }
 
-    /// Recorded in the app's event feed, in a transaction of its own (no other state changes with it).
     public func dispatchHold(appID: String, reason: String?) {
-        let event = FeedEvent(
-            appID: appID, kind: reason == nil ? .dispatchResumed : .dispatchHeld, time: clock.now(), reason: reason)
-        store.apply(RecordEvents([event]), now: clock.now(), on: eventLoop).whenFailure { error in
-            self.logger.warning(
-                "could not record the app's dispatch hold in its event feed", metadata: ["app": "\(appID)", "error": "\(error)"])
-        }
+        DispatchHoldRecorder(store: store, clock: clock, logger: logger, on: eventLoop).dispatchHold(appID: appID, reason: reason)
     }
 
     /// One store write at a time; what settled meanwhile goes in the next.

@@ -4,6 +4,7 @@ import LiveRelayAdmin
 import LiveRelayDispatch
 import LiveRelayDomain
 import LiveRelayOps
+import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayStore
@@ -171,8 +172,11 @@ package enum ServerBuilder {
                 store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
             : nil
         guard (1...256).contains(description.apnsThreads) else { throw SetupError("--apns-threads must be 1...256") }
+        // Without durable intents nothing settles through a ledger, but the app's holds still reach its feed.
+        let ledger: any DispatchLedger =
+            intents ?? DispatchHoldRecorder(store: store, clock: clock, logger: logger, on: MultiThreadedEventLoopGroup.singleton.next())
         let apns = APNsRuntime(
-            mock: description.mockAPNs, store: store, clock: clock, ledger: intents,
+            mock: description.mockAPNs, store: store, clock: clock, ledger: ledger,
             group: APNsEventLoops.group(threads: description.apnsThreads), logger: logger)
         // With durable intents every batch passes through them, so they know what the dispatcher holds.
         let outlet = description.pushSink?(apns.dispatcher) ?? apns.dispatcher
