@@ -36,7 +36,7 @@ struct DecodeParts {
 }
 var decodeParts: [DecodeParts] = []
 
-/// What a server does with a request (issue 14, goal 5): decode plus validation, on both
+/// What a server does with a request: decode plus validation, on both
 /// sides, and the parts that bound it.
 struct ServerDecodeRow {
     var message: String
@@ -336,7 +336,7 @@ if !decodeParts.isEmpty {
 }
 if !serverRows.isEmpty {
     print("")
-    print("Server decode: decode + validation (issue 14, goal 5; ns/op). swift-protobuf's column is its decode followed by")
+    print("Server decode: decode + validation (ns/op). swift-protobuf's column is its decode followed by")
     print("the same rules (Benchmarks/Sources/CodecBenchmark/SwiftProtobufValidation.swift).")
     print("")
     print("| Message | Bytes | LiveRelayMessages decode + validate | swift-protobuf decode + validate | ratio | validate() alone | protobuf-c unpack alone | Swift strings alone | floor (unpack + strings + validate) | best ratio at the floor | swift-protobuf decode alone |")
