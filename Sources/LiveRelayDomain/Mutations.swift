@@ -93,7 +93,9 @@ public enum StoreWrite: Hashable, Sendable {
     case renewIntent(IntentKey, owner: String, until: UnixTime)
     /// Add the event to its app's feed, after every event committed before it;
     /// nothing if the feed still holds an event with its ``FeedEvent/dedupeKey``.
-    case appendEvent(FeedEvent)
+    /// Boxed: an event is the largest payload, and every write of every plan
+    /// would otherwise be as large as one.
+    indirect case appendEvent(FeedEvent)
 
     /// The app whose state the write changes: how a store kept per app routes it.
     public var appID: String {
