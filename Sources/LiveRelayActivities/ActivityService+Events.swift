@@ -63,7 +63,7 @@ extension ActivityService {
                         details: ErrorDetails(reason: "CursorExpired")))
             }
             let now = NIODeadline.now()
-            guard page.entries.isEmpty, let until, now < until, !context.cancellation.isCancelled, !self.isDraining(appID) else {
+            guard page.entries.isEmpty, let until, now < until, !context.cancellation.isCancelled, !self.sink.isShuttingDown else {
                 return context.eventLoop.makeSucceededFuture(Self.reply(page, after: cursor))
             }
             var wakeAt = min(until, now + Self.eventWaitSlice)
@@ -72,12 +72,6 @@ extension ActivityService {
                 self.pollEvents(appID: appID, after: cursor, limit: limit, until: until, context: context)
             }
         }
-    }
-
-    /// Whether the sink is shutting down: a waiting poll answers with what it has.
-    private func isDraining(_ appID: String) -> Bool {
-        if case .shuttingDown = sink.admit(appID: appID) { return true }
-        return false
     }
 
     static func reply(_ page: EventPage, after cursor: UInt64) -> ListEventsReply {
@@ -92,11 +86,8 @@ extension ActivityService {
             cursor: entry.cursor, kind: EventKind(rawValue: Int32(fact.kind.rawValue)), timeMS: fact.time.milliseconds,
             activityID: fact.activityID ?? "", callTimestamp: fact.callTimestamp ?? 0,
             idempotencyKey: fact.idempotencyKey ?? "",
-            account: fact.account.map { account in
-                var summary = summary(DeliverySummary(targeted: UInt32(clamping: account.total)), after: account)
-                summary.complete = true
-                return summary
-            },
+            // A settled account has nothing queued: `summary` marks it complete.
+            account: fact.account.map { summary(DeliverySummary(targeted: UInt32(clamping: $0.total)), after: $0) },
             token: fact.token ?? "",
             tokenKind: fact.tokenKind.map { $0 == .update ? TokenKind.update : .pushToStart } ?? .unspecified,
             reason: fact.reason ?? "", invalidSinceMS: fact.invalidSince?.milliseconds ?? 0,

@@ -110,6 +110,8 @@ public final class DispatchIntents: DispatchLedger, PushSink, Service, @unchecke
         sink.withLockedValue { $0 }?.admit(appID: appID) ?? .shuttingDown
     }
 
+    public var isShuttingDown: Bool { sink.withLockedValue { $0 }?.isShuttingDown ?? true }
+
     public func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
         enqueue(batch, options: EnqueueOptions(), on: eventLoop)
     }

@@ -329,6 +329,8 @@ final class ShortLivedPushes: PushSink, @unchecked Sendable {
 
     func admit(appID: String) -> PushAdmission { dispatcher.admit(appID: appID) }
 
+    var isShuttingDown: Bool { dispatcher.isShuttingDown }
+
     func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {
         var batch = batch
         let lifetime = lifetimes.lowerBound + Int64(nextRandom() % UInt64(lifetimes.upperBound - lifetimes.lowerBound + 1))

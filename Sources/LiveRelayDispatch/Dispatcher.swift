@@ -69,6 +69,8 @@ public final class Dispatcher: PushSink, @unchecked Sendable {
 
     // MARK: PushSink
 
+    public var isShuttingDown: Bool { lock.withLock { scheduler.phase != .running } }
+
     /// See ``DispatchScheduler/admit(appID:)`` for the exact rule.
     public func admit(appID: String) -> PushAdmission {
         let admission = lock.withLock { scheduler.admit(appID: appID) }

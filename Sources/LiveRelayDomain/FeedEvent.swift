@@ -69,17 +69,22 @@ public struct FeedEvent: Hashable, Sendable {
     }
 
     /// A call's pushes are all final.
-    public static func callSettled(_ key: IntentKey, account: EnqueueResult, at time: UnixTime) -> FeedEvent {
+    public static func callSettled(
+        _ key: IntentKey, account: EnqueueResult, idempotencyKey: String? = nil, at time: UnixTime
+    ) -> FeedEvent {
         FeedEvent(
             appID: key.appID, kind: .callSettled, time: time, activityID: key.activityID, callTimestamp: key.timestamp,
-            account: account, dedupeKey: "settled \(key.activityID) \(key.timestamp)")
+            idempotencyKey: idempotencyKey, account: account, dedupeKey: "settled \(key.activityID) \(key.timestamp)")
     }
 
     /// One of a call's pushes failed for good.
-    public static func pushFailed(_ key: IntentKey, token: String, reason: String, at time: UnixTime) -> FeedEvent {
+    public static func pushFailed(
+        _ key: IntentKey, token: String, reason: String, idempotencyKey: String? = nil, at time: UnixTime
+    ) -> FeedEvent {
         FeedEvent(
             appID: key.appID, kind: .pushFailed, time: time, activityID: key.activityID, callTimestamp: key.timestamp,
-            token: token, reason: reason, dedupeKey: "failed \(key.activityID) \(key.timestamp) \(token)")
+            idempotencyKey: idempotencyKey, token: token, reason: reason,
+            dedupeKey: "failed \(key.activityID) \(key.timestamp) \(token)")
     }
 
     /// An activity reached `state` (ended, expired or dismissed).

@@ -203,13 +203,12 @@ public struct SettleIntents: SplitsByApp {
             writes.append(.deleteIntent(intent.key))
             writes.append(.settleReply(intent.key.activity, timestamp: intent.key.timestamp, account: intent.account))
             for failed in intent.failedPushes {
-                var event = FeedEvent.pushFailed(intent.key, token: failed.target, reason: failed.reason, at: now)
-                event.idempotencyKey = intent.idempotencyKey
-                writes.append(.appendEvent(event))
+                writes.append(
+                    .appendEvent(
+                        .pushFailed(
+                            intent.key, token: failed.target, reason: failed.reason, idempotencyKey: intent.idempotencyKey, at: now)))
             }
-            var event = FeedEvent.callSettled(intent.key, account: intent.account, at: now)
-            event.idempotencyKey = intent.idempotencyKey
-            writes.append(.appendEvent(event))
+            writes.append(.appendEvent(.callSettled(intent.key, account: intent.account, idempotencyKey: intent.idempotencyKey, at: now)))
         }
         return MutationPlan(writes: writes, outcome: ())
     }

@@ -116,6 +116,15 @@ public enum StoreWrite: Hashable, Sendable {
     }
 }
 
+extension Array where Element == StoreWrite {
+    /// The apps whose event feeds these writes add to: whose waiting readers a store wakes once the writes are committed.
+    public var fedAppIDs: Set<String> {
+        var apps = Set<String>()
+        for case let .appendEvent(event) in self { apps.insert(event.appID) }
+        return apps
+    }
+}
+
 /// The result of evaluating a rule: what to write and what to tell the caller.
 public struct MutationPlan<Outcome: Sendable>: Sendable {
     /// Empty for replays, unchanged registrations and refusals: a store then

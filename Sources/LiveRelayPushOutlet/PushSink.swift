@@ -27,11 +27,18 @@ public protocol PushSink: Sendable {
 
     /// The batch with default options: reply once queued, no deadline.
     func enqueue(_ batch: PushBatch, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult>
+
+    /// Whether the sink began to drain: what a waiting call (a long poll of the
+    /// event feed) looks at to end early. Unlike ``admit(appID:)`` it counts nothing.
+    var isShuttingDown: Bool { get }
 }
 
 extension PushSink {
     /// Sinks without queues (test doubles) always have room.
     public func admit(appID: String) -> PushAdmission { .admitted }
+
+    /// Sinks without a drain (test doubles) never shut down.
+    public var isShuttingDown: Bool { false }
 
     /// Sinks that cannot deliver ignore the options: their reply is "queued".
     public func enqueue(_ batch: PushBatch, options: EnqueueOptions, on eventLoop: any EventLoop) -> EventLoopFuture<EnqueueResult> {

@@ -39,13 +39,10 @@ public struct EventRetention: Hashable, Sendable {
 /// takes the generation, reads the feed, and waits for a generation past it,
 /// so an event committed between its read and its wait wakes it at once.
 public final class EventCommitSignal: Sendable {
-    private struct Waiter {
-        var generation: UInt64
-        var wake: @Sendable () -> Void
-    }
     private struct State {
         var generations: [String: UInt64] = [:]
-        var waiters: [String: [UInt64: Waiter]] = [:]
+        /// Per app, the waits' promises by a number of their own (a timeout takes its own one out).
+        var waiters: [String: [UInt64: EventLoopPromise<Bool>]] = [:]
         var nextWaiter: UInt64 = 0
     }
     private let state = NIOLockedValueBox(State())
@@ -57,17 +54,19 @@ public final class EventCommitSignal: Sendable {
         state.withLockedValue { $0.generations[appID] ?? 0 }
     }
 
-    /// A commit added events to these apps' feeds.
-    public func committed<Apps: Sequence<String>>(appIDs: Apps) {
-        let woken: [@Sendable () -> Void] = state.withLockedValue { state in
-            var woken: [@Sendable () -> Void] = []
-            for appID in Set(appIDs) {
+    /// A commit added events to these apps' feeds (none: nothing to do).
+    public func committed(appIDs: Set<String>) {
+        guard !appIDs.isEmpty else { return }
+        let woken: [EventLoopPromise<Bool>] = state.withLockedValue { state in
+            var woken: [EventLoopPromise<Bool>] = []
+            for appID in appIDs {
                 state.generations[appID, default: 0] &+= 1
-                if let waiters = state.waiters.removeValue(forKey: appID) { woken += waiters.values.map(\.wake) }
+                if let waiters = state.waiters.removeValue(forKey: appID) { woken += waiters.values }
             }
             return woken
         }
-        for wake in woken { wake() }
+        // Outside the lock: a woken reader may read the feed and wait again at once.
+        for promise in woken { promise.succeed(true) }
     }
 
     /// Succeeds with true once the app's generation passes `generation`, with false at `deadline`.
@@ -81,7 +80,7 @@ public final class EventCommitSignal: Sendable {
             guard (state.generations[appID] ?? 0) == generation else { return nil }
             let id = state.nextWaiter
             state.nextWaiter &+= 1
-            state.waiters[appID, default: [:]][id] = Waiter(generation: generation, wake: { promise.succeed(true) })
+            state.waiters[appID, default: [:]][id] = promise
             return id
         }
         guard let id else {
@@ -89,7 +88,11 @@ public final class EventCommitSignal: Sendable {
             return promise.futureResult
         }
         let timeout = eventLoop.scheduleTask(deadline: deadline) {
-            let removed = self.state.withLockedValue { $0.waiters[appID]?.removeValue(forKey: id) != nil }
+            let removed = self.state.withLockedValue { state in
+                guard state.waiters[appID]?.removeValue(forKey: id) != nil else { return false }
+                if state.waiters[appID]?.isEmpty == true { state.waiters[appID] = nil }
+                return true
+            }
             if removed { promise.succeed(false) }
         }
         promise.futureResult.whenComplete { _ in timeout.cancel() }

@@ -71,13 +71,13 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
             switch shards.applyOrQueue(mutation, scope: scope, now: now, commit: Self.decided) {
             case let .applied((applied, fed))?:
                 result = applied
-                if let fed { eventCommits.committed(appIDs: [fed]) }
+                eventCommits.committed(appIDs: fed)
             case nil:
                 result = .failure(ActivityStoreError.closed)
             case let .queued(shard)?:
                 shard.queue.async { [shards, eventCommits] in
                     let applied = shards.applyQueued(mutation, in: shard, now: now, commit: Self.decided)
-                    if let fed = applied?.fed { eventCommits.committed(appIDs: [fed]) }
+                    eventCommits.committed(appIDs: applied?.fed ?? [])
                     let result = applied?.decided ?? .failure(ActivityStoreError.closed)
                     eventLoop.execute { body(result) }
                 }
@@ -91,16 +91,13 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
-    /// The decision, and the app whose feed its writes added to (a call about one app adds to its own
-    /// feed only): the feed's readers are signalled once the app's lock is released, since a woken
-    /// reader on this thread reads the feed under that lock at once.
+    /// The decision, and the apps whose feeds its writes added to: the feeds' readers are signalled
+    /// once the app's lock is released, since a woken reader on this thread reads the feed under that
+    /// lock at once.
     private static func decided<Outcome>(
         _ writes: [StoreWrite], _ decided: Result<Outcome, any Error>
-    ) -> (
-        decided: Result<Outcome, any Error>, fed: String?
-    ) {
-        for case let .appendEvent(event) in writes.reversed() { return (decided, event.appID) }
-        return (decided, nil)
+    ) -> (decided: Result<Outcome, any Error>, fed: Set<String>) {
+        (decided, writes.fedAppIDs)
     }
 
     /// A call about every app (a sweep, a claim, a settle or renewal in parts).
@@ -113,10 +110,8 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
             return .success(AppShards.partsOutcome(of: M.self))
         }
         var fed = Set<String>()
-        defer { if !fed.isEmpty { eventCommits.committed(appIDs: fed) } }
-        let polled = shards.pollAppByApp(mutation, scope: scope, now: now) { writes in
-            for case let .appendEvent(event) in writes { fed.insert(event.appID) }
-        }
+        defer { eventCommits.committed(appIDs: fed) }
+        let polled = shards.pollAppByApp(mutation, scope: scope, now: now) { fed.formUnion($0.fedAppIDs) }
         if let polled { return polled }
         return locked(mutation, scope: scope, now: now)
     }
@@ -124,10 +119,10 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
     private func locked<M: StoreMutation>(_ mutation: M, scope: MutationScope, now: UnixTime) -> Result<M.Outcome, any Error> {
         var fed = Set<String>()
         let decided = shards.apply(mutation, scope: scope, now: now) { writes, decided in
-            for case let .appendEvent(event) in writes { fed.insert(event.appID) }
+            fed = writes.fedAppIDs
             return decided
         }
-        if !fed.isEmpty { eventCommits.committed(appIDs: fed) }
+        eventCommits.committed(appIDs: fed)
         return decided ?? .failure(ActivityStoreError.closed)
     }
 

@@ -216,11 +216,7 @@ struct PostgresBatchRunner: Sendable {
 
     /// After COMMIT returned (durable): this node's readers of the feeds the batch appended to.
     private func signalEvents(of planned: [PlannedJob]) {
-        var fed = Set<String>()
-        for job in planned {
-            for case let .appendEvent(event) in job.writes { fed.insert(event.appID) }
-        }
-        if !fed.isEmpty { eventCommits.committed(appIDs: fed) }
+        eventCommits.committed(appIDs: planned.reduce(into: Set()) { $0.formUnion($1.writes.fedAppIDs) })
     }
 
     private func runAlone(_ batch: [PostgresJob]) async {

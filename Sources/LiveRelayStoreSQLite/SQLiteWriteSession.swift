@@ -93,7 +93,7 @@ final class SQLiteWriteSession {
             { [eventCommits] durable in
                 let outcome = commit.flatMap { durable }
                 // Durable now: a reader woken by this reads what it was woken for.
-                if outcome.isSuccess, !fed.isEmpty { eventCommits.committed(appIDs: fed) }
+                if outcome.isSuccess { eventCommits.committed(appIDs: fed) }
                 for (loop, group) in groups {
                     loop.execute { for complete in group { complete(outcome) } }
                 }
@@ -140,7 +140,7 @@ final class SQLiteWriteSession {
     }
 
     private func noteEvents(_ writes: [StoreWrite]) {
-        for case let .appendEvent(event) in writes { fed.insert(event.appID) }
+        fed.formUnion(writes.fedAppIDs)
     }
 
     /// Runs `body`, work that is not a mutation's plan (trimming the event

@@ -4,6 +4,7 @@ import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayTestSupport
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
@@ -59,7 +60,7 @@ import Testing
         try await record(h, ["a"])
         let waiting = list(h, after: 1, wait: 30_000)
         // Registered as a waiter before the event is committed: the wait is what answers it.
-        try await waitUntil { h.store.eventCommits.waiterCount == 1 }
+        try await eventually("the poll waits") { h.store.eventCommits.waiterCount == 1 }
         try await record(h, ["b"])
         let woken = try await waiting.get()
         #expect(woken.events.map(\.channelID) == ["b"])
@@ -75,7 +76,7 @@ import Testing
         let h = Harness()
         let context = h.context()
         let waiting = list(h, wait: 60_000, context: context)
-        try await waitUntil { h.store.eventCommits.waiterCount == 1 }
+        try await eventually("the poll waits") { h.store.eventCommits.waiterCount == 1 }
         context.eventLoop.execute { context.cancellation.cancel() }
         let reply = try await waiting.get()
         #expect(reply.events.isEmpty)
@@ -105,9 +106,4 @@ import Testing
         let disabled = h.service.listEvents(ListEventsRequest(appID: "com.example.off"), context: h.context(apps: .all))
         #expect(try await disabled.get().events.isEmpty, "a disabled app's feed can still be read")
     }
-}
-
-/// Polls `condition` every 10 ms until it holds (the suite's time limit bounds it).
-func waitUntil(_ condition: () -> Bool) async throws {
-    while !condition() { try await Task.sleep(for: .milliseconds(10)) }
 }

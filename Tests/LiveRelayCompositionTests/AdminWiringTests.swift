@@ -97,24 +97,19 @@ struct AdminWiringTests {
         let recorder = DispatchHoldRecorder(store: store, clock: SystemClock(), logger: Logger(label: "test"), on: harness.loop)
         let d = harness.dispatcher([("orders", 100, apns)], pruner: KeepingPruner(), ledger: recorder)
         _ = d.enqueue(Self.batch(app: "orders", tokens: [String(repeating: "c", count: 64)]), on: harness.loop)
-        func feed() async throws -> [FeedEvent] {
+        @Sendable func feed() async throws -> [FeedEvent] {
             try await store.events(appID: "orders", after: 0, limit: 10, on: harness.loop).get().entries.map(\.event)
         }
         await harness.drive(until: { d.credentialError(appID: "orders") != nil })
-        try await waitFor { try await feed().count == 1 }
+        try await eventually("the hold in the feed") { (try? await feed().count) == 1 }
         #expect(try await feed().map(\.kind) == [.dispatchHeld])
         #expect(try await feed().first?.reason == "InvalidProviderToken")
         accept.withLockedValue { $0 = true }
         // The first probe goes after the hold's cooldown (60 s by default), in virtual time.
         await harness.drive(until: { d.credentialError(appID: "orders") == nil }, step: .seconds(1), limit: 300)
-        try await waitFor { try await feed().count == 2 }
+        try await eventually("the resumption in the feed") { (try? await feed().count) == 2 }
         #expect(try await feed().map(\.kind) == [.dispatchHeld, .dispatchResumed])
         try await harness.tearDown(d, [apns])
-    }
-
-    /// Polls `condition` every 10 ms, for at most 10 s.
-    func waitFor(_ condition: () async throws -> Bool) async throws {
-        for _ in 0..<1_000 where try await !condition() { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     /// Right after CreateApp the dispatcher has no queue for the app yet (no credentials): GetAppStats
