@@ -140,7 +140,7 @@ let package = Package(
         // Activities and tokens as pure rules and values, and the APNs payload builder. No I/O, no store engine.
         .target(
             name: "LiveRelayDomain",
-            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet"]
+            dependencies: ["LiveRelayMessages", "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayEndpoint"]
         ),
         // The push outlet: what the service hands the dispatcher (batches, admission,
         // enqueue options and results, pruned tokens). Both import it; neither imports the other.
@@ -257,6 +257,34 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Webhook delivery's leaf parts: the URL rules, the signature, the address policy and one HTTPS POST.
+        .target(
+            name: "LiveRelayWebhooks",
+            dependencies: [
+                "LiveRelayEndpoint",
+                "LiveRelayTLS",
+                "COpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // Each app's event feed delivered to its webhook: the schedule (pure), the JSON body, the deliverer service.
+        .target(
+            name: "LiveRelayWebhookDelivery",
+            dependencies: [
+                "LiveRelayWebhooks",
+                "LiveRelayActivities",
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayBackoff",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The dispatcher pool: per-app bounded queues, fair scheduling, ordering, coalescing, retries, accounting.
         .target(
             name: "LiveRelayDispatch",
@@ -342,6 +370,8 @@ let package = Package(
                 "LiveRelayDispatch",
                 "LiveRelayMockAPNs",
                 "LiveRelayOps",
+                "LiveRelayWebhooks",
+                "LiveRelayWebhookDelivery",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -375,6 +405,8 @@ let package = Package(
                 "LiveRelayMockAPNs",
                 "LiveRelayBench",
                 "LiveRelayOps",
+                "LiveRelayBackoff",
+                "LiveRelayWebhookDelivery",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -461,6 +493,7 @@ let package = Package(
                 "LiveRelayAdmin", "LiveRelayAPNs", "LiveRelayDomain", "LiveRelayMessages", "LiveRelayService", "LiveRelayStore",
                 "LiveRelayTLS", "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -546,6 +579,8 @@ let package = Package(
                 "LiveRelayServer",
                 // The README's Swift example runs as written against a real server.
                 "LiveRelayClient",
+                // The webhook receiver's certificate.
+                "LiveRelayTLS",
             ]
         ),
         .testTarget(
@@ -654,6 +689,38 @@ let package = Package(
             dependencies: [
                 "LiveRelayWire",
                 .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        // The deliverer's schedule, body and loops; the loops against the real HTTPS receiver.
+        .testTarget(
+            name: "LiveRelayWebhookDeliveryTests",
+            dependencies: [
+                "LiveRelayWebhookDelivery",
+                "LiveRelayWebhooks",
+                "LiveRelayStore",
+                "LiveRelayDomain",
+                "LiveRelayAPNs",
+                "LiveRelayBackoff",
+                "LiveRelayMessages",
+                "LiveRelayTLS",
+                "LiveRelayTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // Webhooks against a real HTTPS receiver (Tests/Support/webhook_receiver.py, Python's standard library).
+        .testTarget(
+            name: "LiveRelayWebhooksTests",
+            dependencies: [
+                "LiveRelayWebhooks",
+                "LiveRelayEndpoint",
+                "LiveRelayTLS",
+                "LiveRelayTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
     ],

@@ -11,8 +11,9 @@
    starts .build/debug/liverelay (or $LIVERELAY_BIN) on loopback with a SQLite
    store in a temporary directory, pushing to a `liverelay mock-apns` of its
    own, makes the traffic that creates the series only traffic creates (calls,
-   deliveries, a quota refusal, an app held for rejected credentials), scrapes
-   /metrics and compares. `up` (made by Prometheus) is the only name allowed
+   deliveries, a quota refusal, an app held for rejected credentials, one app's
+   webhook delivering to a loopback HTTPS receiver of this script and another's
+   failing), scrapes /metrics and compares. `up` (made by Prometheus) is the only name allowed
    without being exported.
 
     scripts/check-dashboards.py              everything (needs the debug build)
@@ -23,6 +24,7 @@ with yamllint). Prints one line per problem; exits 1 if there is any.
 """
 import ctypes
 import hashlib
+import http.server
 import json
 import os
 import pathlib
@@ -30,9 +32,11 @@ import re
 import secrets
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -258,7 +262,64 @@ def serve_config(work, mock_port):
         "tls": {"certificate": str(w / "cert.pem"), "private_key": str(w / "key.pem")},
         "api_key_file": str(w / "api-keys.json"), "data_dir": str(w / "data"), "store": {"kind": "sqlite"},
         "limits": {"drain_time_ms": 1000},
+        # Webhooks to this script's receiver on loopback (trusting its certificate), and a failing one marked
+        # failing after a second of retries.
+        "webhooks": {"retry_s": 1, "probe_s": 1, "backoff_max_s": 1, "timeout_s": 5, "ca_file": str(w / "cert.pem"),
+                     "allow_private_addresses": True},
         "apps": [app("good"), app("held", queue_capacity=1, quotas={"max_tokens": 1})]}))
+
+
+class WebhookReceiver:
+    """An HTTPS endpoint on loopback (the server's own certificate) that acknowledges every webhook POST with 204."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(204)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+        def log_message(self, *args):
+            pass
+
+    def __init__(self, work):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(pathlib.Path(work, "cert.pem")), str(pathlib.Path(work, "key.pem")))
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self.Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def bootstrap_admin(binary, work):
+    """An admin key minted into the server's registry before it starts (`liverelay admin bootstrap`)."""
+    pathlib.Path(work, "data").mkdir(mode=0o700)
+    result = subprocess.run([binary, "admin", "bootstrap", "--config", str(pathlib.Path(work, "serve.json"))],
+                            capture_output=True, text=True, timeout=30)
+    found = re.search(r"^export LIVERELAY_ADMIN_KEY=(\S+)$", result.stdout, re.MULTILINE)
+    if result.returncode != 0 or found is None:
+        raise RuntimeError(f"liverelay admin bootstrap: exit {result.returncode}\n{result.stdout}{result.stderr}")
+    return found[1]
+
+
+def webhooks(binary, work, rpc_port, admin_key, receiver_port):
+    """App good's webhook to the receiver (delivered), app held's to a port that refuses (failed, then failing)."""
+    environment = {**os.environ, "LIVERELAY_ADMIN_KEY": admin_key}
+    for app, url in (("good", f"https://127.0.0.1:{receiver_port}/liverelay"), ("held", "https://127.0.0.1:1/liverelay")):
+        result = subprocess.run([binary, "admin", "webhook", "put", "--port", str(rpc_port),
+                                 "--ca-file", str(pathlib.Path(work, "cert.pem")), "--timeout", "10",
+                                 "--app", app, "--url", url], capture_output=True, text=True, timeout=30, env=environment)
+        if result.returncode != 0:
+            raise RuntimeError(f"liverelay admin webhook put --app {app}: exit {result.returncode}\n{result.stderr}")
 
 
 TOKENS = [f"{i:02x}" * 32 for i in (0x11, 0x22, 0x33)]
@@ -329,7 +390,10 @@ def family_of(name, known):
 # Families traffic must have created before the scrape is compared (the rest exist from the start).
 AFTER_TRAFFIC = ['liverelay_dispatch_app_held{app="held"} 1', 'liverelay_dispatch_pushes_total{app="good",outcome="pruned"',
                  "liverelay_quota_refused_total{",
-                 "liverelay_dispatch_refused_calls_total{", "liverelay_store_commit_duration_bucket{"]
+                 "liverelay_dispatch_refused_calls_total{", "liverelay_store_commit_duration_bucket{",
+                 'liverelay_webhook_deliveries_total{app="good",outcome="delivered"} ',
+                 'liverelay_webhook_deliveries_total{app="held",outcome="failed"} ',
+                 'liverelay_webhook_events_delivered_total{app="good"} ', 'liverelay_webhook_failing{app="held"} 1']
 
 
 def live_families(binary):
@@ -342,11 +406,15 @@ def live_families(binary):
                                        "--log-level", "warning"], work)
             children.append(mock)
             serve_config(work, mock.port("mock APNs listening on", deadline))
+            admin_key = bootstrap_admin(binary, work)
+            receiver = WebhookReceiver(work)
+            children.append(receiver)
             server = Child("serve", [binary, "serve", "--config", str(pathlib.Path(work, "serve.json")),
                                      "--log-level", "warning"], work)
             children.append(server)
             rpc_port = server.port("listening on", deadline)
             ops_port = server.port("ops listening on", deadline)
+            webhooks(binary, work, rpc_port, admin_key, receiver.port)  # before the traffic: its events are theirs
             traffic(binary, work, rpc_port, api_key)
             while True:
                 body = scrape(ops_port)

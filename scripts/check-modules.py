@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PATH = [
     "LiveRelayServer",          # listener, connection state machine at work, auth
     "LiveRelayService",         # seam: the service protocol the server calls
+    "LiveRelayWebhookDelivery", # each app's event feed to its webhook: reads the feed the service writes
     "LiveRelayActivities",      # the service: domain rules + store + push outlet
     "LiveRelayAdmin",           # the admin API: the tenant registry in the store
     "LiveRelayStorePostgres",   # engine: the store for several nodes
@@ -26,6 +27,7 @@ PATH = [
     "LiveRelayPushOutlet",      # seam: what the service hands dispatch (the app's queue)
     "LiveRelayDispatch",        # per-app bounded queues, the dispatcher
     "LiveRelayAPNsClient",      # HTTP/2 to APNs over the OpenSSL handler
+    "LiveRelayWebhooks",        # HTTPS POSTs to tenants' endpoints over the OpenSSL handler
 ]
 # Values and codecs used all along the path; they import no path module.
 FOUNDATIONS = ["LiveRelayWire", "LiveRelayMessages", "LiveRelayTLS", "LiveRelayAPNs", "LiveRelayBackoff", "LiveRelayCollections",

@@ -304,11 +304,95 @@ static const ProtobufCFieldDescriptor admin_app_stats_fields[] = {
   LR_FIELD_OPT_HAS(S, 9, nodes, UINT32, NULL),
   LR_FIELD_OPT_PTR(S, 10, held_reason, STRING, NULL),
   LR_FIELD_OPT_HAS(S, 11, held_for_ms, UINT64, NULL),
+  LR_FIELD_OPT_PTR(S, 12, webhook_state, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 13, webhook_backlog, UINT64, NULL),
 };
 static const unsigned admin_app_stats_by_name[] = {
   0 /* app_id */, 10 /* held_for_ms */, 9 /* held_reason */, 6 /* live_activities */, 8 /* nodes */,
   3 /* pushes */, 4 /* pushes_last_hour */, 2 /* queue_capacity */, 1 /* queue_depth */, 7 /* quotas */,
-  5 /* tokens */,
+  5 /* tokens */, 12 /* webhook_backlog */, 11 /* webhook_state */,
 };
 LR_MESSAGE_IN(LR_ADMIN, admin_app_stats, LrAdminAppStats, AppStats)
+#undef S
+
+/* ---- Webhook ---- */
+
+#define S LrAdminWebhook
+static const ProtobufCFieldDescriptor admin_webhook_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, app_id, STRING, NULL),
+  LR_FIELD_OPT_PTR(S, 2, url, STRING, NULL),
+  LR_FIELD_REPEATED(S, 3, event_kinds, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 4, created_at_ms, INT64, NULL),
+  LR_FIELD_OPT_HAS(S, 5, updated_at_ms, INT64, NULL),
+  LR_FIELD_OPT_PTR(S, 6, state, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 7, delivered_cursor, UINT64, NULL),
+  LR_FIELD_OPT_HAS(S, 8, last_success_at_ms, INT64, NULL),
+  LR_FIELD_OPT_PTR(S, 9, last_error, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 10, failing_since_ms, INT64, NULL),
+  LR_FIELD_OPT_HAS(S, 11, attempts, UINT32, NULL),
+};
+static const unsigned admin_webhook_by_name[] = {
+  0 /* app_id */, 10 /* attempts */, 3 /* created_at_ms */, 6 /* delivered_cursor */, 2 /* event_kinds */,
+  9 /* failing_since_ms */, 8 /* last_error */, 7 /* last_success_at_ms */, 5 /* state */, 4 /* updated_at_ms */,
+  1 /* url */,
+};
+LR_MESSAGE_IN(LR_ADMIN, admin_webhook, LrAdminWebhook, Webhook)
+#undef S
+
+/* ---- PutWebhookRequest, PutWebhookReply ---- */
+
+#define S LrAdminPutWebhookRequest
+static const ProtobufCFieldDescriptor admin_put_webhook_request_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, app_id, STRING, NULL),
+  LR_FIELD_OPT_PTR(S, 2, url, STRING, NULL),
+  LR_FIELD_REPEATED(S, 3, event_kinds, STRING, NULL),
+  LR_FIELD_OPT_HAS(S, 4, rotate_secret, BOOL, NULL),
+};
+static const unsigned admin_put_webhook_request_by_name[] = {
+  0 /* app_id */, 2 /* event_kinds */, 3 /* rotate_secret */, 1 /* url */,
+};
+LR_MESSAGE_IN(LR_ADMIN, admin_put_webhook_request, LrAdminPutWebhookRequest, PutWebhookRequest)
+#undef S
+
+#define S LrAdminPutWebhookReply
+static const ProtobufCFieldDescriptor admin_put_webhook_reply_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, webhook, MESSAGE, &admin_webhook_descriptor),
+  LR_FIELD_OPT_PTR(S, 2, signing_secret, STRING, NULL),
+};
+static const unsigned admin_put_webhook_reply_by_name[] = { 1 /* signing_secret */, 0 /* webhook */ };
+LR_MESSAGE_IN(LR_ADMIN, admin_put_webhook_reply, LrAdminPutWebhookReply, PutWebhookReply)
+#undef S
+
+/* ---- GetWebhookRequest, DeleteWebhookRequest, ResetWebhookRequest, WebhookReply ---- */
+
+#define S LrAdminGetWebhookRequest
+static const ProtobufCFieldDescriptor admin_get_webhook_request_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, app_id, STRING, NULL),
+};
+static const unsigned admin_get_webhook_request_by_name[] = { 0 /* app_id */ };
+LR_MESSAGE_IN(LR_ADMIN, admin_get_webhook_request, LrAdminGetWebhookRequest, GetWebhookRequest)
+#undef S
+
+#define S LrAdminDeleteWebhookRequest
+static const ProtobufCFieldDescriptor admin_delete_webhook_request_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, app_id, STRING, NULL),
+};
+static const unsigned admin_delete_webhook_request_by_name[] = { 0 /* app_id */ };
+LR_MESSAGE_IN(LR_ADMIN, admin_delete_webhook_request, LrAdminDeleteWebhookRequest, DeleteWebhookRequest)
+#undef S
+
+#define S LrAdminResetWebhookRequest
+static const ProtobufCFieldDescriptor admin_reset_webhook_request_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, app_id, STRING, NULL),
+};
+static const unsigned admin_reset_webhook_request_by_name[] = { 0 /* app_id */ };
+LR_MESSAGE_IN(LR_ADMIN, admin_reset_webhook_request, LrAdminResetWebhookRequest, ResetWebhookRequest)
+#undef S
+
+#define S LrAdminWebhookReply
+static const ProtobufCFieldDescriptor admin_webhook_reply_fields[] = {
+  LR_FIELD_OPT_PTR(S, 1, webhook, MESSAGE, &admin_webhook_descriptor),
+};
+static const unsigned admin_webhook_reply_by_name[] = { 0 /* webhook */ };
+LR_MESSAGE_IN(LR_ADMIN, admin_webhook_reply, LrAdminWebhookReply, WebhookReply)
 #undef S

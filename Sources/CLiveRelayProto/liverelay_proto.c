@@ -77,6 +77,13 @@ static const lr_message_accessor lr_admin_messages[] = {
   lr_admin_get_app_stats_request_descriptor,
   lr_admin_outcome_count_descriptor,
   lr_admin_app_stats_descriptor,
+  lr_admin_webhook_descriptor,
+  lr_admin_put_webhook_request_descriptor,
+  lr_admin_put_webhook_reply_descriptor,
+  lr_admin_get_webhook_request_descriptor,
+  lr_admin_delete_webhook_request_descriptor,
+  lr_admin_reset_webhook_request_descriptor,
+  lr_admin_webhook_reply_descriptor,
 };
 
 static const lr_enum_accessor lr_enums[] = {

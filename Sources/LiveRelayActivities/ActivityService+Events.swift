@@ -80,7 +80,7 @@ extension ActivityService {
     }
 
     /// An event of the feed as the protocol shows it.
-    static func event(_ entry: FeedEntry) -> Event {
+    public static func event(_ entry: FeedEntry) -> Event {
         let fact = entry.event
         return Event(
             cursor: entry.cursor, kind: EventKind(rawValue: Int32(fact.kind.rawValue)), timeMS: fact.time.milliseconds,

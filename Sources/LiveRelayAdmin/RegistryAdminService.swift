@@ -15,26 +15,30 @@ import NIOCore
 /// key is minted (random bytes and SHA-256 live with the server's
 /// authenticator), what an app uses on this node (``AppUsageFigures``), and
 /// the key files and endpoints the operator allows credentials to name
-/// (``CredentialAllowance``; by default Apple's endpoint and no key file).
+/// (``CredentialAllowance``; by default Apple's endpoint and no key file), and
+/// what webhooks need (``WebhookAdminHooks``).
 public struct RegistryAdminService: AdminService {
     /// A new key: its plaintext (`lrk_<key_id>_<64 hex>`), its id and the SHA-256 of its secret.
     public typealias KeyMinter = @Sendable () -> (plaintext: String, keyID: String, secretSHA256: String)
 
     private let registry: any TenantRegistry
-    private let clock: any WallClock
+    let clock: any WallClock
     private let mintKey: KeyMinter
     private let usage: @Sendable (RegisteredApp) -> AppUsageFigures
     private let allowance: CredentialAllowance
+    let webhookHooks: WebhookAdminHooks
 
     public init(
         registry: any TenantRegistry, clock: any WallClock = SystemClock(), mintKey: @escaping KeyMinter,
-        usage: @escaping @Sendable (RegisteredApp) -> AppUsageFigures, credentials allowance: CredentialAllowance = CredentialAllowance()
+        usage: @escaping @Sendable (RegisteredApp) -> AppUsageFigures, credentials allowance: CredentialAllowance = CredentialAllowance(),
+        webhooks: WebhookAdminHooks
     ) {
         self.registry = registry
         self.clock = clock
         self.mintKey = mintKey
         self.usage = usage
         self.allowance = allowance
+        self.webhookHooks = webhooks
     }
 
     // MARK: Apps
@@ -131,7 +135,12 @@ public struct RegistryAdminService: AdminService {
         let id = request.appID ?? ""
         return run(context) { [usage] registry in
             guard let app = try await registry.snapshot().apps[id] else { throw RegistryError.appNotFound(id) }
-            return Admin.AppStats(id, usage(app))
+            var stats = Admin.AppStats(id, usage(app))
+            if let webhook = try await webhookFigures(of: app, in: registry) {
+                stats.webhookState = webhook.state
+                stats.webhookBacklog = webhook.backlog
+            }
+            return stats
         }
     }
 
@@ -146,7 +155,7 @@ public struct RegistryAdminService: AdminService {
     }
 
     /// Runs `body` against the registry, answering on the caller's loop; registry refusals become their status.
-    private func run<Reply: Sendable>(
+    func run<Reply: Sendable>(
         _ context: CallContext, _ body: @escaping @Sendable (any TenantRegistry) async throws -> Reply
     ) -> EventLoopFuture<Reply> {
         let promise = context.eventLoop.makePromise(of: Reply.self)

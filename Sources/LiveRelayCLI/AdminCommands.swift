@@ -12,8 +12,8 @@ import Logging
 struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
-        abstract: "Manage the tenant registry (apps, their APNs keys and quotas, API keys).",
-        subcommands: [AdminBootstrap.self, AdminApps.self, AdminKeys.self, AdminCredentials.self, AdminStats.self]
+        abstract: "Manage the tenant registry (apps, their APNs keys, quotas and webhooks, API keys).",
+        subcommands: [AdminBootstrap.self, AdminApps.self, AdminKeys.self, AdminCredentials.self, AdminStats.self, AdminWebhooks.self]
     )
 }
 
@@ -235,7 +235,8 @@ struct AdminCredentials: AsyncParsableCommand {
 
 struct AdminStats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "What an app uses on the node that answers: queue, pushes by outcome, quota use.")
+        commandName: "stats",
+        abstract: "What an app uses on the node that answers: queue, pushes by outcome, quota use, webhook backlog.")
     @OptionGroup var connection: AdminConnectionOptions
     @Option(help: "The app id.") var app: String
 

@@ -96,6 +96,29 @@ extension Admin.AppStats: JSONRepresentable {
             ("live_activities", liveActivities.map { .integer(Int64(clamping: $0)) }), ("quotas", quotas?.json),
             ("nodes", nodes.map { .integer(Int64($0)) }),
             ("held_reason", heldReason.map { .string($0) }), ("held_for_ms", heldForMS.map { .integer(Int64(clamping: $0)) }),
+            ("webhook_state", webhookState.map { .string($0) }),
+            ("webhook_backlog", webhookBacklog.map { .integer(Int64(clamping: $0)) }),
         ])
     }
+}
+
+extension Admin.Webhook: JSONRepresentable {
+    var json: JSONValue {
+        present([
+            ("app_id", appID.map { .string($0) }), ("url", url.map { .string($0) }),
+            ("event_kinds", eventKinds.isEmpty ? nil : .array(eventKinds.map { .string($0) })),
+            ("created_at_ms", createdAtMS.map { .integer($0) }), ("updated_at_ms", updatedAtMS.map { .integer($0) }),
+            ("state", state.map { .string($0) }), ("delivered_cursor", deliveredCursor.map { .integer(Int64(clamping: $0)) }),
+            ("last_success_at_ms", lastSuccessAtMS.map { .integer($0) }), ("last_error", lastError.map { .string($0) }),
+            ("failing_since_ms", failingSinceMS.map { .integer($0) }), ("attempts", attempts.map { .integer(Int64($0)) }),
+        ])
+    }
+}
+
+extension Admin.PutWebhookReply: JSONRepresentable {
+    var json: JSONValue { present([("webhook", webhook?.json), ("signing_secret", signingSecret.map { .string($0) })]) }
+}
+
+extension Admin.WebhookReply: JSONRepresentable {
+    var json: JSONValue { present([("webhook", webhook?.json)]) }
 }

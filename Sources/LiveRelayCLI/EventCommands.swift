@@ -1,8 +1,10 @@
 import ArgumentParser
 import LiveRelayClient
 import LiveRelayMessages
+import LiveRelayWebhookDelivery
 
-/// `liverelay events tail`: an app's event feed (ListEvents), one JSON object per line.
+/// `liverelay events tail`: an app's event feed (ListEvents), one JSON object per line, as a webhook
+/// delivers each event.
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "events", abstract: "Read an app's event feed: what became of its calls after their replies.",
@@ -14,7 +16,8 @@ struct EventsCommand: AsyncParsableCommand {
             discussion: """
                 Without --follow, prints every event the feed holds after --after and exits. With
                 --follow, then waits for new ones (long polls of --wait seconds) until interrupted.
-                Each line carries its cursor: pass the last one printed as --after to go on from
+                Each line is the event as a webhook delivers it (docs/PROTOCOL.md, "Webhooks") and
+                carries its cursor: pass the last one printed as --after to go on from
                 there. A cursor older than the feed keeps fails with FAILED_PRECONDITION
                 (CursorExpired); --after 0 starts from the oldest event kept.
                 """)
@@ -42,59 +45,11 @@ struct EventsCommand: AsyncParsableCommand {
                     let reply = try await client.listEvents(
                         ListEventsRequest(appID: app, afterCursor: cursor, maxEvents: pageSize, waitMS: waiting),
                         timeout: timeout + .milliseconds(waiting))
-                    for event in reply.events { writeStandardOutput(event.json.compact) }
+                    for event in reply.events { writeStandardOutput(WebhookPayload.json(event, appID: app)) }
                     cursor = reply.nextCursor
                     if !follow && !reply.more { return }
                 }
             }
-        }
-    }
-}
-
-extension Event: JSONRepresentable {
-    var json: JSONValue {
-        var fields: [(String, JSONValue)] = [
-            ("cursor", .integer(Int64(clamping: self.cursor))), ("kind", .string(self.kind.protoName)),
-            ("time_ms", .integer(self.timeMS)),
-        ]
-        // Only what the kind fills: a line per event stays short.
-        if !self.activityID.isEmpty { fields.append(("activity_id", .string(self.activityID))) }
-        if self.callTimestamp != 0 { fields.append(("call_timestamp", .integer(self.callTimestamp))) }
-        if !self.idempotencyKey.isEmpty { fields.append(("idempotency_key", .string(self.idempotencyKey))) }
-        if let account = self.account { fields.append(("account", account.json)) }
-        if !self.token.isEmpty { fields.append(("token", .string(self.token))) }
-        if self.tokenKind != .unspecified {
-            fields.append(("token_kind", .string(self.tokenKind == .update ? "TOKEN_KIND_UPDATE" : "TOKEN_KIND_PUSH_TO_START")))
-        }
-        if !self.reason.isEmpty { fields.append(("reason", .string(self.reason))) }
-        if self.invalidSinceMS != 0 { fields.append(("invalid_since_ms", .integer(self.invalidSinceMS))) }
-        if self.activityState != .unspecified { fields.append(("activity_state", .string(self.activityState.protoName))) }
-        if !self.channelID.isEmpty { fields.append(("channel_id", .string(self.channelID))) }
-        return .object(fields)
-    }
-}
-
-extension ListEventsReply: JSONRepresentable {
-    var json: JSONValue {
-        .object([
-            ("events", .array(self.events.map(\.json))), ("next_cursor", .integer(Int64(clamping: self.nextCursor))),
-            ("more", .bool(self.more)),
-        ])
-    }
-}
-
-extension EventKind {
-    var protoName: String {
-        switch self {
-        case .unspecified: "EVENT_KIND_UNSPECIFIED"
-        case .callSettled: "EVENT_KIND_CALL_SETTLED"
-        case .pushFailed: "EVENT_KIND_PUSH_FAILED"
-        case .tokenPruned: "EVENT_KIND_TOKEN_PRUNED"
-        case .activityEnded: "EVENT_KIND_ACTIVITY_ENDED"
-        case .dispatchHeld: "EVENT_KIND_DISPATCH_HELD"
-        case .dispatchResumed: "EVENT_KIND_DISPATCH_RESUMED"
-        case .channelDeleted: "EVENT_KIND_CHANNEL_DELETED"
-        case .unrecognized(let n): String(n)
         }
     }
 }

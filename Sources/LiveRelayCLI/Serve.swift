@@ -64,6 +64,12 @@ struct Serve: AsyncParsableCommand {
                   "max_buffered_request_bytes_per_key",
                   "push_to_start_retention_days"}
               "dispatch": {"durable_intents": true, "intent_lease_ms": 30000}
+              "events": {"retention_hours": 72, "max_per_app": 100000}
+                  what each app's event feed keeps (the older bound wins)
+              "webhooks": {"retry_s": 3600, "probe_s": 300,
+                  "backoff_max_s": 300, "timeout_s": 10, "batch_size": 100,
+                  "ca_file", "allow_private_addresses": false}   how the
+                  apps' webhooks are delivered (docs/PROTOCOL.md, "Webhooks")
               "admission": {"enabled": true, "max_in_flight_per_app": 32,
                   "max_in_flight": 512, "busy_window_ms": 1000,
                   "retry_after_ms": 50, "refuse_unreachable_deadlines": true}
@@ -401,6 +407,7 @@ struct Serve: AsyncParsableCommand {
             kind: try file.storeKind ?? .sqlite, postgresURL: file.store?.postgresURL, dataDirectory: dataDirectory)
         description.durableIntents = file.dispatch?.durableIntents
         description.eventRetention = try file.eventRetention
+        description.webhooks = try file.webhookSettings(base: base)
         description.intentLease = .milliseconds(max(1_000, file.dispatch?.intentLeaseMilliseconds ?? 30_000))
         description.pushToStartRetention = try file.pushToStartRetention
         description.admission = try file.admissionLimits

@@ -2,9 +2,11 @@ import Foundation
 import LiveRelayAPNs
 import LiveRelayActivities
 import LiveRelayAdmin
+import LiveRelayBackoff
 import LiveRelayComposition
 import LiveRelayStore
 import LiveRelayTLS
+import LiveRelayWebhookDelivery
 import LiveRelayWire
 import NIOCore
 
@@ -93,6 +95,7 @@ struct ServeConfigurationFile: Decodable {
     var store: Store?
     var dispatch: Dispatch?
     var events: Events?
+    var webhooks: Webhooks?
     var admission: Admission?
     /// Every app's quotas (``QuotaConfiguration``); an app's own "quotas" override them.
     var quotas: QuotaConfiguration?
@@ -145,6 +148,29 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
+    /// How the apps' webhooks are delivered (docs/PROTOCOL.md, "Webhooks"): "retry_s" (how long
+    /// failed deliveries are retried before the webhook is marked failing, default 3600),
+    /// "probe_s" (the wait between a failing webhook's probes, default 300), "backoff_max_s"
+    /// (the longest wait between retries, default 300), "timeout_s" (one delivery, default 10),
+    /// "batch_size" (events per delivery, 1 to 1000, default 100), "ca_file" (PEM roots an
+    /// endpoint's certificate must chain to instead of the system's), "allow_private_addresses"
+    /// (let endpoints resolve to loopback, link-local and private addresses; default false).
+    struct Webhooks: Decodable {
+        var retrySeconds: Int64?
+        var probeSeconds: Int64?
+        var backoffMaxSeconds: Int64?
+        var timeoutSeconds: Int64?
+        var batchSize: Int?
+        var caFile: String?
+        var allowPrivateAddresses: Bool?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case retrySeconds = "retry_s", probeSeconds = "probe_s", backoffMaxSeconds = "backoff_max_s"
+            case timeoutSeconds = "timeout_s", batchSize = "batch_size", caFile = "ca_file"
+            case allowPrivateAddresses = "allow_private_addresses"
+        }
+    }
+
     /// "kind": "sqlite" (default), "memory" or "postgres"; "postgres_url" for postgres
     /// (or `LIVERELAY_POSTGRES_URL`, to keep the password out of the file).
     struct Store: Decodable {
@@ -158,7 +184,7 @@ struct ServeConfigurationFile: Decodable {
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case listen, ops, tls, insecurePlaintext = "insecure_plaintext", dataDir = "data_dir", apiKeyFile = "api_key_file"
-        case limits, nullService = "null_service", store, apps, dispatch, admission, quotas, events
+        case limits, nullService = "null_service", store, apps, dispatch, admission, quotas, events, webhooks
         case credentialKeyDirectories = "credential_key_directories", credentialEndpoints = "credential_endpoints"
         case allowAnyCredentialEndpoint = "allow_any_credential_endpoint"
     }
@@ -306,6 +332,27 @@ struct ServeConfigurationFile: Decodable {
         }
     }
 
+    /// How the apps' webhooks are delivered (``Webhooks``).
+    func webhookSettings(base: String) throws -> WebhookSettings {
+        let section = webhooks
+        var settings = WebhookSettings()
+        for (name, value) in [
+            ("retry_s", section?.retrySeconds), ("probe_s", section?.probeSeconds), ("backoff_max_s", section?.backoffMaxSeconds),
+            ("timeout_s", section?.timeoutSeconds),
+        ] {
+            if let value, !(1...604_800).contains(value) { throw CLIError("webhooks.\(name) must be 1 to 604800 seconds") }
+        }
+        if let batch = section?.batchSize, !(1...1_000).contains(batch) { throw CLIError("webhooks.batch_size must be 1 to 1000") }
+        settings.schedule = WebhookSchedule(
+            batchSize: section?.batchSize ?? 100,
+            backoff: Backoff(initial: .seconds(1), maximum: .seconds(section?.backoffMaxSeconds ?? 300)),
+            retryFor: .seconds(section?.retrySeconds ?? 3_600), probeEvery: .seconds(section?.probeSeconds ?? 300))
+        settings.requestTimeout = .seconds(section?.timeoutSeconds ?? 10)
+        settings.allowPrivateAddresses = section?.allowPrivateAddresses ?? false
+        if let caFile = section?.caFile { settings.trustRoots = .pem(.file(DevSetup.absolute(caFile, relativeTo: base))) }
+        return settings
+    }
+
     /// How long a push-to-start token registered without `expires_at` lives
     /// after its last registration: 30 days by default, 0 for no limit.
     var pushToStartRetention: UnixTime.Duration? {
@@ -352,6 +399,9 @@ struct ServeConfigurationFile: Decodable {
         if let limits = object["limits"] as? [String: Any] { try check(limits, Limits.CodingKeys.allCases.map(\.rawValue), "limits.") }
         if let store = object["store"] as? [String: Any] { try check(store, Store.CodingKeys.allCases.map(\.rawValue), "store.") }
         if let events = object["events"] as? [String: Any] { try check(events, Events.CodingKeys.allCases.map(\.rawValue), "events.") }
+        if let webhooks = object["webhooks"] as? [String: Any] {
+            try check(webhooks, Webhooks.CodingKeys.allCases.map(\.rawValue), "webhooks.")
+        }
         if let admission = object["admission"] as? [String: Any] {
             try check(admission, Admission.CodingKeys.allCases.map(\.rawValue), "admission.")
         }

@@ -247,12 +247,45 @@ public final class LiveRelayClient: Sendable {
         try await self.admin(.getAppStats, request, timeout: timeout)
     }
 
+    /// Sets an app's webhook; a new one, or `rotateSecret`, mints a signing secret that
+    /// the reply holds, shown only this once. Not resent after an unknown outcome.
+    public func putWebhook(
+        _ request: Admin.PutWebhookRequest,
+        timeout: Duration? = nil
+    ) async throws(LiveRelayClientError) -> Admin.PutWebhookReply {
+        try await self.admin(.putWebhook, request, timeout: timeout)
+    }
+
+    /// An app's webhook and its delivery state. Read-only.
+    public func getWebhook(
+        _ request: Admin.GetWebhookRequest,
+        timeout: Duration? = nil
+    ) async throws(LiveRelayClientError) -> Admin.WebhookReply {
+        try await self.admin(.getWebhook, request, timeout: timeout)
+    }
+
+    /// Stops an app's webhook deliveries; its event feed keeps its events.
+    public func deleteWebhook(
+        _ request: Admin.DeleteWebhookRequest,
+        timeout: Duration? = nil
+    ) async throws(LiveRelayClientError) -> Admin.WebhookReply {
+        try await self.admin(.deleteWebhook, request, timeout: timeout)
+    }
+
+    /// Ends a failing or retrying webhook's wait: the next delivery is tried at once.
+    public func resetWebhook(
+        _ request: Admin.ResetWebhookRequest,
+        timeout: Duration? = nil
+    ) async throws(LiveRelayClientError) -> Admin.WebhookReply {
+        try await self.admin(.resetWebhook, request, timeout: timeout)
+    }
+
     /// Reads are resent after an unknown outcome when the retry policy allows
     /// it; changes are not (CreateAPIKey would mint twice).
     private func admin<Request: LiveRelayMessage, Reply: LiveRelayMessage>(
         _ method: AdminMethod, _ request: Request, timeout: Duration?
     ) async throws(LiveRelayClientError) -> Reply {
-        let reads: Set<AdminMethod> = [.getApp, .listApps, .listAPIKeys, .getAppStats]
+        let reads: Set<AdminMethod> = [.getApp, .listApps, .listAPIKeys, .getAppStats, .getWebhook]
         return try await unary(path: method.rawValue, request, idempotent: reads.contains(method), timeout: timeout)
     }
 

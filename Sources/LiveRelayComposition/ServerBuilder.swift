@@ -8,6 +8,7 @@ import LiveRelayPushOutlet
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayWebhookDelivery
 import Logging
 import NIOCore
 import NIOPosix
@@ -58,7 +59,8 @@ package enum ServerBuilder {
     /// the operations port first (it stops last: /readyz answers 503 through the
     /// whole drain, and a final scrape sees the final counts); the store; the
     /// tenant runtime (it closes the registry after everything that reads it);
-    /// the channel store; the dispatch intents (they write their settlements
+    /// the channel store; the webhook deliverer (it stops before the registry and the store
+    /// it reads close); the dispatch intents (they write their settlements
     /// after the dispatcher's drain); the mock APNs, the APNs client and the
     /// dispatcher; the sweepers; the RPC server (it drains first); and the drain
     /// signal, which hears of the shutdown first and marks the node draining.
@@ -112,6 +114,9 @@ package enum ServerBuilder {
             parts.activities = activities
             parts.apns = apns
             service = activities
+            let webhooks = try WebhookWiring.deliverer(description, store: store, registry: registry)
+            parts.webhooks = webhooks
+            middle.insert(webhooks, at: 1)
         }
 
         // The seed (the config file's or the development setup's apps and keys), then the
@@ -140,7 +145,7 @@ package enum ServerBuilder {
                 registry: registry, mintKey: AdminWiring.mintKey,
                 usage: { [dispatcher = parts.apns?.dispatcher] app in
                     AdminWiring.usage(of: app, dispatcher: dispatcher, quotas: quotas)
-                }, credentials: allowance),
+                }, credentials: allowance, webhooks: WebhookWiring.adminHooks(store: store, deliverer: parts.webhooks)),
             logger: logger)
         tenants.attach(server)
 

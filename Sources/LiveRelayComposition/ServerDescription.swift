@@ -61,6 +61,8 @@ package struct ServerDescription: Sendable {
     package var nodeName = ServerDescription.uniqueNodeName
     /// What each app's event feed keeps.
     package var eventRetention = EventRetention()
+    /// How the apps' webhooks are delivered.
+    package var webhooks = WebhookSettings()
     /// How long a push-to-start token registered without `expires_at` lives; nil: until removed.
     package var pushToStartRetention: UnixTime.Duration? = .hours(30 * 24)
 

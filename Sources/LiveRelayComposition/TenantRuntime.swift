@@ -10,6 +10,7 @@ import LiveRelayMessages
 import LiveRelayServer
 import LiveRelayService
 import LiveRelayStore
+import LiveRelayWebhookDelivery
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -36,6 +37,8 @@ package final class TenantRuntime: Service, Sendable {
         var nodes: Int
         /// The key files and endpoints this node's configuration allows an app's credentials to name.
         var credentials = CredentialAllowance()
+        /// Delivers the apps' feeds to their webhooks (with the activity service).
+        var webhooks: WebhookDeliverer?
     }
 
     private struct Applied {
@@ -148,6 +151,7 @@ package final class TenantRuntime: Service, Sendable {
         guard let previous else { return }
         applyKeys(snapshot, previous: previous.snapshot)
         applyApps(snapshot, previous: previous)
+        parts.webhooks?.configure(snapshot.apps)
         logger.info(
             "tenant registry applied",
             metadata: ["version": "\(snapshot.version)", "apps": "\(snapshot.apps.count)", "keys": "\(snapshot.keys.count)"])

@@ -21,6 +21,25 @@ public struct FeedEvent: Hashable, Sendable {
         case dispatchResumed = 6
         /// A broadcast channel was deleted: ``channelID``.
         case channelDeleted = 7
+
+        /// The kind's liverelay.v1.EventKind name, as the admin API's `event_kinds` and the feed's JSON spell it.
+        public var protoName: String {
+            switch self {
+            case .callSettled: "EVENT_KIND_CALL_SETTLED"
+            case .pushFailed: "EVENT_KIND_PUSH_FAILED"
+            case .tokenPruned: "EVENT_KIND_TOKEN_PRUNED"
+            case .activityEnded: "EVENT_KIND_ACTIVITY_ENDED"
+            case .dispatchHeld: "EVENT_KIND_DISPATCH_HELD"
+            case .dispatchResumed: "EVENT_KIND_DISPATCH_RESUMED"
+            case .channelDeleted: "EVENT_KIND_CHANNEL_DELETED"
+            }
+        }
+
+        /// The kind an EventKind name names; nil for any other string.
+        public init?(protoName: String) {
+            guard let kind = Self.allCases.first(where: { $0.protoName == protoName }) else { return nil }
+            self = kind
+        }
     }
 
     public var appID: String

@@ -160,6 +160,8 @@ public struct RegisteredApp: Hashable, Sendable {
     public var quotas: RegisteredQuotas
     /// nil until credentials are put: the app's pushes fail `AppNotConfigured` until then.
     public var credentials: RegisteredCredentials?
+    /// Where the app's event feed is delivered; nil: nowhere (``RegistryChange/putWebhook(appID:url:eventKinds:newSecret:)``).
+    public var webhook: RegisteredWebhook?
     /// Set by the rules when the app is created and changed.
     public var createdAt: UnixTime
     public var updatedAt: UnixTime
@@ -168,7 +170,7 @@ public struct RegisteredApp: Hashable, Sendable {
     public init(
         id: String, bundleID: String, enabled: Bool = true, queueCapacity: Int? = nil, weight: Int? = nil,
         maxPushLifetimeSeconds: Int? = nil, quotas: RegisteredQuotas = .defaults, credentials: RegisteredCredentials? = nil,
-        createdAt: UnixTime = UnixTime(milliseconds: 0), updatedAt: UnixTime = UnixTime(milliseconds: 0),
+        webhook: RegisteredWebhook? = nil, createdAt: UnixTime = UnixTime(milliseconds: 0), updatedAt: UnixTime = UnixTime(milliseconds: 0),
         source: RegistrySource = .admin
     ) {
         self.id = id
@@ -179,6 +181,7 @@ public struct RegisteredApp: Hashable, Sendable {
         self.maxPushLifetimeSeconds = maxPushLifetimeSeconds
         self.quotas = quotas
         self.credentials = credentials
+        self.webhook = webhook
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.source = source

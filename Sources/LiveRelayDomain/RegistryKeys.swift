@@ -96,6 +96,11 @@ public enum RegistryChange: Hashable, Sendable {
     /// The config file's apps and keys, applied declaratively (``RegistryRules``
     /// says exactly how); idempotent: a seed that changes nothing writes nothing.
     case seed(apps: [RegisteredApp], keys: [RegisteredAPIKey])
+    /// Sets the app's webhook. `newSecret` signs from now on; nil keeps the
+    /// webhook's secret (`.invalid` when the app has no webhook yet).
+    case putWebhook(appID: String, url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String?)
+    /// Removes the app's webhook; `.webhookNotFound` when it has none.
+    case deleteWebhook(appID: String)
 }
 
 /// What an audit row says was done.
@@ -107,6 +112,8 @@ public enum AuditAction: String, Hashable, Sendable, CaseIterable {
     case createKey = "CreateAPIKey"
     case revokeKey = "RevokeAPIKey"
     case seed = "Seed"
+    case putWebhook = "PutWebhook"
+    case deleteWebhook = "DeleteWebhook"
 }
 
 /// One row of the registry's audit log: who changed what, when.
@@ -159,6 +166,8 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
     case keyNotFound(String)
     /// A new tenant key names apps the registry does not have (sorted).
     case keyAppsNotFound([String])
+    /// The app has no webhook to read, delete or reset.
+    case webhookNotFound(String)
     /// A value every node would fail to serve (a malformed id or hash, a
     /// non-positive capacity, an endpoint that is neither `apple` nor `host:port`).
     case invalid(field: String, detail: String)
@@ -167,7 +176,7 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
     public var code: DomainError.Code {
         switch self {
         case .appExists, .keyExists: .alreadyExists
-        case .appNotFound, .keyNotFound, .keyAppsNotFound: .notFound
+        case .appNotFound, .keyNotFound, .keyAppsNotFound, .webhookNotFound: .notFound
         case .invalid: .invalidArgument
         }
     }
@@ -180,6 +189,7 @@ public enum RegistryError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .keyNotFound(id): "no API key \(id)"
         case let .keyAppsNotFound(ids):
             "no app \(ids.joined(separator: ", ")): an API key acts only for apps that exist (create them first, or make it an all-apps key)"
+        case let .webhookNotFound(id): "app \(id) has no webhook"
         case let .invalid(field, detail): "\(field): \(detail)"
         }
     }

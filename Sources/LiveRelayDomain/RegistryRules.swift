@@ -81,6 +81,14 @@ public enum RegistryRules {
             key.revokedAt = now
             return RegistryPlan(writes: [.putKey(key)], action: .revokeKey, target: keyID, details: "{}")
         case let .seed(apps, keys): return try RegistrySeed.plan(apps: apps, keys: keys, on: snapshot, now: now)
+        case let .putWebhook(appID, url, kinds, secret):
+            return try putWebhook(url: url, eventKinds: kinds, newSecret: secret, appID: appID, on: snapshot, now: now)
+        case let .deleteWebhook(appID):
+            guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
+            guard app.webhook != nil else { throw .webhookNotFound(appID) }
+            app.webhook = nil
+            app.updatedAt = now
+            return RegistryPlan(writes: [.putApp(app)], action: .deleteWebhook, target: appID, details: "{}")
         }
     }
 
@@ -138,6 +146,34 @@ public enum RegistryRules {
         app.source = .admin
         return RegistryPlan(
             writes: [.putApp(app)], action: .putCredentials, target: appID, details: AuditDetails.object { $0.credentials(credentials) })
+    }
+
+    /// A webhook is the app's own, like its credentials; a seed never sets
+    /// nor clears one, so setting it does not take the app from its seed.
+    private static func putWebhook(
+        url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String?, appID: String, on snapshot: RegistrySnapshot,
+        now: UnixTime
+    ) throws(RegistryError) -> RegistryPlan? {
+        guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
+        guard let secret = newSecret ?? app.webhook?.secret else {
+            throw .invalid(field: "signing_secret", detail: "a new webhook needs a signing secret")
+        }
+        var webhook = RegisteredWebhook(
+            url: url, eventKinds: eventKinds, secret: secret, createdAt: app.webhook?.createdAt ?? now, updatedAt: now)
+        try RegistryValidation.check(webhook)
+        if let current = app.webhook {
+            webhook.updatedAt = current.updatedAt
+            guard webhook != current else { return nil }
+            webhook.updatedAt = now
+        }
+        app.webhook = webhook
+        app.updatedAt = now
+        let details = AuditDetails.object { object in
+            object.field("url", webhook.url)
+            object.field("event_kinds", strings: webhook.sortedKinds.map(\.protoName))
+            object.field("secret_minted", newSecret != nil)
+        }
+        return RegistryPlan(writes: [.putApp(app)], action: .putWebhook, target: appID, details: details)
     }
 
     private static func createKey(

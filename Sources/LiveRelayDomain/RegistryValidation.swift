@@ -1,4 +1,5 @@
 import LiveRelayAPNs
+import LiveRelayEndpoint
 
 /// The checks every registry value passes before the rules write it: what a
 /// node must be able to serve once it loads the registry. A value that fails
@@ -24,6 +25,15 @@ enum RegistryValidation {
         }
         try check(app.quotas)
         if let credentials = app.credentials { try check(credentials) }
+        if let webhook = app.webhook { try check(webhook) }
+    }
+
+    static func check(_ webhook: RegisteredWebhook) throws(RegistryError) {
+        if case let .failure(error) = WebhookURL.parse(webhook.url) { throw .invalid(field: "url", detail: error.message) }
+        let secret = webhook.secret.utf8
+        guard secret.count == 70, webhook.secret.hasPrefix("whsec_"),
+            secret.dropFirst(6).allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { throw .invalid(field: "signing_secret", detail: "must be whsec_ and 64 lowercase hex digits") }
     }
 
     static func check(_ quotas: RegisteredQuotas) throws(RegistryError) {

@@ -1,5 +1,5 @@
 // admin.proto (proto2, package liverelay.admin.v1): the admin API, the tenant
-// registry's apps, APNs credentials, quotas and API keys.
+// registry's apps, APNs credentials, quotas, API keys and webhooks.
 
 /// The messages of liverelay.admin.v1 (Protos/liverelay/admin/v1/admin.proto).
 ///
@@ -26,6 +26,10 @@ public enum AdminMethod: String, CaseIterable, Sendable {
     case listAPIKeys = "/liverelay.admin.v1.Admin/ListAPIKeys"
     case revokeAPIKey = "/liverelay.admin.v1.Admin/RevokeAPIKey"
     case getAppStats = "/liverelay.admin.v1.Admin/GetAppStats"
+    case putWebhook = "/liverelay.admin.v1.Admin/PutWebhook"
+    case getWebhook = "/liverelay.admin.v1.Admin/GetWebhook"
+    case deleteWebhook = "/liverelay.admin.v1.Admin/DeleteWebhook"
+    case resetWebhook = "/liverelay.admin.v1.Admin/ResetWebhook"
 
     public var requestProtoName: String { requestType.protoName }
     public var replyProtoName: String { replyType.protoName }
@@ -43,6 +47,10 @@ public enum AdminMethod: String, CaseIterable, Sendable {
         case .listAPIKeys: Admin.ListAPIKeysRequest.self
         case .revokeAPIKey: Admin.RevokeAPIKeyRequest.self
         case .getAppStats: Admin.GetAppStatsRequest.self
+        case .putWebhook: Admin.PutWebhookRequest.self
+        case .getWebhook: Admin.GetWebhookRequest.self
+        case .deleteWebhook: Admin.DeleteWebhookRequest.self
+        case .resetWebhook: Admin.ResetWebhookRequest.self
         }
     }
 
@@ -55,6 +63,8 @@ public enum AdminMethod: String, CaseIterable, Sendable {
         case .listAPIKeys: Admin.ListAPIKeysReply.self
         case .revokeAPIKey: Admin.APIKeyReply.self
         case .getAppStats: Admin.AppStats.self
+        case .putWebhook: Admin.PutWebhookReply.self
+        case .getWebhook, .deleteWebhook, .resetWebhook: Admin.WebhookReply.self
         }
     }
 

@@ -81,11 +81,16 @@ extension Admin {
         public var heldReason: String?
         /// How long the app has been held, in milliseconds.
         public var heldForMS: UInt64?
+        /// The app's webhook's state (`Webhook.state`); absent: no webhook.
+        public var webhookState: String?
+        /// Events of the feed after the webhook's delivered cursor, counted up to 10,000 (with `webhookState`).
+        public var webhookBacklog: UInt64?
 
         public init(
             appID: String? = nil, queueDepth: UInt64? = nil, queueCapacity: UInt64? = nil, pushes: [OutcomeCount] = [],
             pushesLastHour: UInt64? = nil, tokens: UInt64? = nil, liveActivities: UInt64? = nil, quotas: Quotas? = nil,
-            nodes: UInt32? = nil, heldReason: String? = nil, heldForMS: UInt64? = nil
+            nodes: UInt32? = nil, heldReason: String? = nil, heldForMS: UInt64? = nil, webhookState: String? = nil,
+            webhookBacklog: UInt64? = nil
         ) {
             self.appID = appID
             self.queueDepth = queueDepth
@@ -98,6 +103,8 @@ extension Admin {
             self.nodes = nodes
             self.heldReason = heldReason
             self.heldForMS = heldForMS
+            self.webhookState = webhookState
+            self.webhookBacklog = webhookBacklog
         }
 
         public init(serializedBytes bytes: UnsafeRawBufferPointer, limit: Int) throws(MessageError) {
@@ -110,6 +117,7 @@ extension Admin {
         public func validate() throws(MessageError) {
             try Rules.noNUL(appID, "app_id")
             try Rules.noNUL(heldReason, "held_reason")
+            try Rules.noNUL(webhookState, "webhook_state")
             for (i, count) in pushes.enumerated() { try count.validate(prefix: "pushes[\(i)].") }
         }
     }
@@ -164,6 +172,8 @@ extension Admin.AppStats: CMessageConvertible {
         nodes = cOptional(m.has_nodes, m.nodes)
         heldReason = cOptionalString(m.held_reason)
         heldForMS = cOptional(m.has_held_for_ms, m.held_for_ms)
+        webhookState = cOptionalString(m.webhook_state)
+        webhookBacklog = cOptional(m.has_webhook_backlog, m.webhook_backlog)
     }
 
     func build(in a: inout Arena) -> UnsafeMutablePointer<LrAdminAppStats> {
@@ -185,6 +195,8 @@ extension Admin.AppStats: CMessageConvertible {
         if let nodes { c.pointee.has_nodes = 1; c.pointee.nodes = nodes }
         c.pointee.held_reason = a.copy(heldReason)
         if let heldForMS { c.pointee.has_held_for_ms = 1; c.pointee.held_for_ms = heldForMS }
+        c.pointee.webhook_state = a.copy(webhookState)
+        if let webhookBacklog { c.pointee.has_webhook_backlog = 1; c.pointee.webhook_backlog = webhookBacklog }
         return c
     }
 }

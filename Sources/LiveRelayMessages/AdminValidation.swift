@@ -26,6 +26,7 @@ extension Rules {
     static let maxPageToken = 512
     /// The longest DNS name; an IPv6 literal in brackets is shorter.
     static let maxEndpointHost = EndpointSyntax.maxHost
+    static let maxWebhookURL = WebhookURL.maxLength
 
     /// [A-Z0-9]
     static var upperAlphanumericSet: ByteSet { ByteSet(low: 0x03FF_0000_0000_0000, high: 0x0000_0000_07FF_FFFE) }
@@ -153,6 +154,33 @@ extension Rules {
             bytes.count > 0 && inSet(bytes[0], environmentNameStartSet) && allInSet(bytes, environmentNameSet)
         }
         if !ok { throw MessageError(.invalidValue, field: name, detail: "must match [A-Z_][A-Z0-9_]*") }
+    }
+
+    /// A webhook's url: required, at most 2,048 bytes, no NUL, and an https:// URL
+    /// as `WebhookURL` reads one. Whether the addresses its host resolves to may be
+    /// reached is the server's check, at every delivery (a name may resolve anew).
+    static func webhookURL(_ value: String?, _ name: String = "url") throws(MessageError) {
+        guard let value, !value.isEmpty else { throw MessageError(.missing, field: name) }
+        try text(value, max: maxWebhookURL, name)
+        if case let .failure(error) = WebhookURL.parse(value) {
+            throw MessageError(.invalidValue, field: name, detail: error.message)
+        }
+    }
+
+    /// A webhook's event_kinds: each one of `Admin.Webhook.eventKindNames`, none twice.
+    static func eventKinds(_ values: [String], _ name: String = "event_kinds") throws(MessageError) {
+        var seen: [String: Int] = [:]
+        for (i, kind) in values.enumerated() {
+            guard Admin.Webhook.eventKindNames.contains(kind) else {
+                try noNUL(kind, "\(name)[\(i)]")
+                throw MessageError(
+                    .invalidValue, field: "\(name)[\(i)]",
+                    detail: "not an event kind (\(Admin.Webhook.eventKindNames.joined(separator: ", ")))")
+            }
+            if let first = seen.updateValue(i, forKey: kind) {
+                throw MessageError(.invalidValue, field: "\(name)[\(i)]", detail: "repeats \(name)[\(first)]")
+            }
+        }
     }
 
     /// Whether `bytes` contains `needle` (both short enough for the naive search).

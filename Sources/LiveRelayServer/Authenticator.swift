@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayMessages
 import LiveRelayService
+import LiveRelayTLS
 import NIOConcurrencyHelpers
 import NIOCore
 

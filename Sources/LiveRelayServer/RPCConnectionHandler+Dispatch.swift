@@ -87,6 +87,10 @@ extension RPCConnectionHandler {
         case .listAPIKeys: invoke(dispatch, callContext, admin.listAPIKeys)
         case .revokeAPIKey: invoke(dispatch, callContext, admin.revokeAPIKey)
         case .getAppStats: invoke(dispatch, callContext, admin.getAppStats)
+        case .putWebhook: invoke(dispatch, callContext, admin.putWebhook)
+        case .getWebhook: invoke(dispatch, callContext, admin.getWebhook)
+        case .deleteWebhook: invoke(dispatch, callContext, admin.deleteWebhook)
+        case .resetWebhook: invoke(dispatch, callContext, admin.resetWebhook)
         }
     }
 

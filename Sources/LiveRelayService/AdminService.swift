@@ -2,7 +2,7 @@ import LiveRelayMessages
 import NIOCore
 
 /// The admin API (liverelay.admin.v1.Admin) as the server calls it: the
-/// tenant registry's apps, APNs credentials and API keys.
+/// tenant registry's apps, APNs credentials, API keys and webhooks.
 ///
 /// A seam apart from ``LiveRelayService`` so that the server knows neither
 /// the registry nor the store, and a server without an admin service answers
@@ -19,4 +19,8 @@ public protocol AdminService: Sendable {
     func listAPIKeys(_ request: Admin.ListAPIKeysRequest, context: CallContext) -> EventLoopFuture<Admin.ListAPIKeysReply>
     func revokeAPIKey(_ request: Admin.RevokeAPIKeyRequest, context: CallContext) -> EventLoopFuture<Admin.APIKeyReply>
     func getAppStats(_ request: Admin.GetAppStatsRequest, context: CallContext) -> EventLoopFuture<Admin.AppStats>
+    func putWebhook(_ request: Admin.PutWebhookRequest, context: CallContext) -> EventLoopFuture<Admin.PutWebhookReply>
+    func getWebhook(_ request: Admin.GetWebhookRequest, context: CallContext) -> EventLoopFuture<Admin.WebhookReply>
+    func deleteWebhook(_ request: Admin.DeleteWebhookRequest, context: CallContext) -> EventLoopFuture<Admin.WebhookReply>
+    func resetWebhook(_ request: Admin.ResetWebhookRequest, context: CallContext) -> EventLoopFuture<Admin.WebhookReply>
 }

@@ -9,7 +9,20 @@ public final class InMemoryTenantRegistry: TenantRegistry {
     private struct State {
         var snapshot: RegistrySnapshot
         var audit: [AuditEntry] = []
+        var webhooks: [String: WebhookRow] = [:]
         var closed = false
+    }
+
+    /// An app's webhook progress with its lease, as the SQL stores keep it in a row.
+    private struct WebhookRow {
+        var progress: WebhookProgress
+        var leaseOwner: String?
+        var leaseUntil: UnixTime?
+
+        func isClaimable(by node: String, at now: UnixTime) -> Bool {
+            guard let owner = leaseOwner, owner != node, let until = leaseUntil else { return true }
+            return until <= now
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -60,6 +73,65 @@ public final class InMemoryTenantRegistry: TenantRegistry {
 
     public func audit(after sequence: Int64, limit: Int) async throws -> [AuditEntry] {
         try read { state in Array(state.audit.lazy.filter { $0.sequence > sequence }.prefix(max(0, limit))) }
+    }
+
+    // MARK: WebhookProgressStore
+
+    private func write<T>(_ body: (inout State) -> T) throws -> T {
+        try state.withLockedValue { state in
+            guard !state.closed else { throw ActivityStoreError.closed }
+            return body(&state)
+        }
+    }
+
+    public func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress? {
+        try write { state in
+            var row =
+                state.webhooks[appID]
+                ?? WebhookRow(
+                    progress: WebhookProgress(
+                        appID: appID,
+                        webhookCreatedAt: state.snapshot.apps[appID]?.webhook?.createdAt ?? UnixTime(milliseconds: 0)))
+            guard row.isClaimable(by: node, at: now) else { return nil }
+            row.leaseOwner = node
+            row.leaseUntil = now + lease
+            state.webhooks[appID] = row
+            return row.progress
+        }
+    }
+
+    public func saveWebhook(_ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> Bool {
+        try write { state in
+            guard var row = state.webhooks[progress.appID], row.leaseOwner == node, row.progress.resets == progress.resets else {
+                return false
+            }
+            row.progress = progress
+            row.leaseUntil = now + lease
+            state.webhooks[progress.appID] = row
+            return true
+        }
+    }
+
+    @discardableResult
+    public func resetWebhook(appID: String) async throws -> WebhookProgress? {
+        try write { state in
+            guard let row = state.webhooks[appID] else { return nil }
+            let progress = row.progress.reset()
+            state.webhooks[appID]?.progress = progress
+            return progress
+        }
+    }
+
+    public func webhookProgress(appID: String) async throws -> WebhookProgress? {
+        try read { $0.webhooks[appID]?.progress }
+    }
+
+    public func releaseWebhook(appID: String, node: String) async throws {
+        try write { state in
+            guard state.webhooks[appID]?.leaseOwner == node else { return }
+            state.webhooks[appID]?.leaseOwner = nil
+            state.webhooks[appID]?.leaseUntil = nil
+        }
     }
 
     public func changes(pollEvery: Duration) -> AsyncStream<Int64> {

@@ -58,6 +58,71 @@ package enum RegistryColumns {
         }
     }
 
+    /// An app's webhook as five nullable columns: all NULL when it has none.
+    /// The kinds are a JSON array of their raw values as strings, in order
+    /// (``webhookKinds(_:)``), the same text in SQLite and PostgreSQL.
+    package struct Webhook: Equatable {
+        package var url: String?
+        package var kinds: String?
+        /// The signing secret: bound to its column, never logged nor put in an error.
+        package var secret: String?
+        package var createdAt: Int64?
+        package var updatedAt: Int64?
+
+        package init(_ webhook: RegisteredWebhook?) {
+            url = webhook?.url
+            kinds = webhook.map { RegistryColumns.webhookKinds($0.eventKinds) }
+            secret = webhook?.secret
+            createdAt = webhook?.createdAt.milliseconds
+            updatedAt = webhook?.updatedAt.milliseconds
+        }
+
+        package init(url: String?, kinds: String?, secret: String?, createdAt: Int64?, updatedAt: Int64?) {
+            self.url = url
+            self.kinds = kinds
+            self.secret = secret
+            self.createdAt = createdAt
+            self.updatedAt = updatedAt
+        }
+
+        /// The webhook the columns hold: nil when all are NULL. Some NULL and
+        /// others not, or kinds that do not parse, is a corrupt row: the
+        /// registry refuses it rather than guess (a webhook without its secret
+        /// could not sign; one with a lost kind list would deliver every kind).
+        package func webhook() throws(Unreadable) -> RegisteredWebhook? {
+            switch (url, kinds, secret, createdAt, updatedAt) {
+            case (nil, nil, nil, nil, nil):
+                return nil
+            case let (url?, kinds?, secret?, createdAt?, updatedAt?):
+                guard let eventKinds = RegistryColumns.webhookKinds(fromJSONArray: kinds) else { throw Unreadable() }
+                return RegisteredWebhook(
+                    url: url, eventKinds: eventKinds, secret: secret, createdAt: UnixTime(milliseconds: createdAt),
+                    updatedAt: UnixTime(milliseconds: updatedAt))
+            default:
+                throw Unreadable()
+            }
+        }
+
+        /// The columns do not make a webhook. Carries nothing of them: one is the secret.
+        package struct Unreadable: Error {}
+    }
+
+    /// Webhook event kinds as a JSON array of their raw values as strings, in raw-value order.
+    package static func webhookKinds(_ kinds: Set<FeedEvent.Kind>) -> String {
+        jsonArray(kinds.map(\.rawValue).sorted().map(String.init))
+    }
+
+    /// The kinds of ``webhookKinds(_:)``'s array; nil if it is not one or names a kind this build does not know.
+    package static func webhookKinds(fromJSONArray text: String) -> Set<FeedEvent.Kind>? {
+        guard let strings = strings(fromJSONArray: text) else { return nil }
+        var kinds: Set<FeedEvent.Kind> = []
+        for string in strings {
+            guard let raw = Int(string), let kind = FeedEvent.Kind(rawValue: raw) else { return nil }
+            kinds.insert(kind)
+        }
+        return kinds
+    }
+
     /// A list of strings as a JSON array (SQLite has no array type).
     package static func jsonArray(_ values: [String]) -> String {
         var writer = JSONWriter()

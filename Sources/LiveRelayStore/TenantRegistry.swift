@@ -39,7 +39,7 @@ import LiveRelayDomain
 /// A stored key's PEM lives in its app's row (admin.proto asks for keys kept
 /// in the registry). Implementations never log it and never put it in an
 /// error; the values' descriptions redact it, and audit rows never carry it.
-public protocol TenantRegistry: Sendable {
+public protocol TenantRegistry: WebhookProgressStore {
     /// Everything, with the version it is at, read in one transaction: what
     /// a node loads at start and after each change.
     func snapshot() async throws -> RegistrySnapshot

@@ -70,6 +70,32 @@ enum PostgresRegistrySchema {
         ],
         // 2: an app's priority-10 budget, a quota like the others (NULL: the default, 0: none).
         ["ALTER TABLE apps ADD COLUMN quota_priority_budget_per_hour bigint"],
+        // 3: an app's webhook (all NULL: none) and each app's delivery progress, leased to one node at a time.
+        [
+            """
+            ALTER TABLE apps
+                ADD COLUMN webhook_url text,
+                ADD COLUMN webhook_kinds text,                                    -- JSON array of kinds' raw values as strings
+                ADD COLUMN webhook_secret text,                                   -- the signing key (a secret)
+                ADD COLUMN webhook_created_at bigint,
+                ADD COLUMN webhook_updated_at bigint
+            """,
+            """
+            CREATE TABLE webhook_progress (
+                app_id             text COLLATE "C" PRIMARY KEY,
+                webhook_created_at bigint NOT NULL,                               -- the webhook the progress belongs to
+                delivered_cursor   bigint NOT NULL,
+                last_success_at    bigint,
+                last_error         text,
+                failing_since      bigint,
+                attempts           bigint NOT NULL,
+                failing            boolean NOT NULL,
+                resets             bigint NOT NULL,
+                lease_owner        text,                                          -- NULL: free
+                lease_until        bigint                                         -- the database's clock (PostgresClock)
+            )
+            """,
+        ],
     ]
 }
 
@@ -79,7 +105,7 @@ enum PostgresRegistryTables {
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
         apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
-        quota_priority_budget_per_hour
+        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -126,9 +152,18 @@ enum PostgresRegistryTables {
         let quotas = RegisteredQuotas(
             callsPerSecond: try r[6].decode(Double?.self), burst: try int(7), pushesPerHour: try int(8), maxTokens: try int(9),
             maxLiveActivities: try int(10), priorityBudgetPerHour: try int(21))
+        let webhook: RegisteredWebhook?
+        do {
+            webhook = try RegistryColumns.Webhook(
+                url: try r[22].decode(String?.self), kinds: try r[23].decode(String?.self), secret: try r[24].decode(String?.self),
+                createdAt: try r[25].decode(Int64?.self), updatedAt: try r[26].decode(Int64?.self)
+            ).webhook()
+        } catch {
+            throw PostgresStoreError.corruptRow("app \(id): webhook")
+        }
         return RegisteredApp(
             id: id, bundleID: try r[1].decode(String.self), enabled: try r[2].decode(Bool.self), queueCapacity: try int(3),
-            weight: try int(4), maxPushLifetimeSeconds: try int(5), quotas: quotas, credentials: credentials,
+            weight: try int(4), maxPushLifetimeSeconds: try int(5), quotas: quotas, credentials: credentials, webhook: webhook,
             createdAt: UnixTime(milliseconds: try r[18].decode(Int64.self)),
             updatedAt: UnixTime(milliseconds: try r[19].decode(Int64.self)),
             source: source)
@@ -180,7 +215,7 @@ enum PostgresRegistryTables {
     }
 
     private static func put(_ app: RegisteredApp) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 22)
+        var b = PostgresBindings(capacity: 27)
         b.append(app.id)
         b.append(app.bundleID)
         b.append(app.enabled)
@@ -201,6 +236,12 @@ enum PostgresRegistryTables {
         b.append(app.updatedAt.milliseconds)
         b.append(app.source.rawValue)
         b.append(app.quotas.priorityBudgetPerHour.map(Int64.init))
+        let webhook = RegistryColumns.Webhook(app.webhook)
+        b.append(webhook.url)
+        b.append(webhook.kinds)
+        b.append(webhook.secret)
+        b.append(webhook.createdAt)
+        b.append(webhook.updatedAt)
         let columns = appColumns.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
@@ -260,5 +301,102 @@ enum PostgresRegistryTables {
             return AuditEntry(
                 sequence: sequence, at: UnixTime(milliseconds: at), actor: actor, action: action, target: target, details: details)
         }
+    }
+}
+
+/// Webhook progress rows (``WebhookProgressStore``). `lease_until` is kept in
+/// the database's time, like the intents' leases: `offset` is the
+/// ``PostgresClock``'s (database minus node), added to the node's `now`.
+extension PostgresRegistryTables {
+    static let progressColumns = """
+        app_id, webhook_created_at, delivered_cursor, last_success_at, last_error, failing_since, attempts, failing, resets
+        """
+
+    /// One statement, so race-free between nodes: the insert of a first claim,
+    /// or the update of a row that is free, expired or already `$2`'s. ON
+    /// CONFLICT locks the row and checks the WHERE on its newest version, so
+    /// of two nodes claiming at once the second sees the first's lease (a
+    /// conflicting insert waits for the other's commit) and gets no row.
+    static let claimSQL = """
+        INSERT INTO webhook_progress AS p (\(progressColumns), lease_owner, lease_until)
+        VALUES ($1, coalesce((SELECT webhook_created_at FROM apps WHERE id = $1), 0), 0, NULL, NULL, NULL, 0, false, 0, $2, $4)
+        ON CONFLICT (app_id) DO UPDATE SET lease_owner = excluded.lease_owner, lease_until = excluded.lease_until
+        WHERE p.lease_owner IS NULL OR p.lease_owner = excluded.lease_owner OR p.lease_until IS NULL OR p.lease_until <= $3
+        RETURNING \(progressColumns)
+        """
+
+    /// The row's `resets` stays: a reset since `$3` was read leaves nothing to update.
+    static let saveSQL = """
+        UPDATE webhook_progress SET
+            webhook_created_at = $4, delivered_cursor = $5, last_success_at = $6, last_error = $7, failing_since = $8,
+            attempts = $9, failing = $10, lease_until = $11
+        WHERE app_id = $1 AND lease_owner = $2 AND resets = $3
+        RETURNING app_id
+        """
+
+    static let resetSQL = """
+        UPDATE webhook_progress SET attempts = 0, failing = false, failing_since = NULL, resets = resets + 1 WHERE app_id = $1
+        RETURNING \(progressColumns)
+        """
+
+    static let releaseSQL = "UPDATE webhook_progress SET lease_owner = NULL, lease_until = NULL WHERE app_id = $1 AND lease_owner = $2"
+
+    static func claimWebhook(
+        appID: String, node: String, now: UnixTime, lease: UnixTime.Duration, offset: Int64, on session: PostgresSession
+    ) async throws -> WebhookProgress? {
+        var b = PostgresBindings(capacity: 4)
+        b.append(appID)
+        b.append(node)
+        b.append(now.milliseconds &+ offset)
+        b.append((now + lease).milliseconds &+ offset)
+        return try await session.query(PostgresQuery(unsafeSQL: claimSQL, binds: b)).first.map(progress)
+    }
+
+    static func saveWebhook(
+        _ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration, offset: Int64, on session: PostgresSession
+    ) async throws -> Bool {
+        var b = PostgresBindings(capacity: 11)
+        b.append(progress.appID)
+        b.append(node)
+        b.append(progress.resets)
+        b.append(progress.webhookCreatedAt.milliseconds)
+        b.append(Int64(clamping: progress.deliveredCursor))
+        b.append(progress.lastSuccessAt?.milliseconds)
+        b.append(progress.lastError)
+        b.append(progress.failingSince?.milliseconds)
+        b.append(Int64(progress.attempts))
+        b.append(progress.failing)
+        b.append((now + lease).milliseconds &+ offset)
+        return !(try await session.query(PostgresQuery(unsafeSQL: saveSQL, binds: b))).isEmpty
+    }
+
+    static func resetWebhook(appID: String, on session: PostgresSession) async throws -> WebhookProgress? {
+        var b = PostgresBindings(capacity: 1)
+        b.append(appID)
+        return try await session.query(PostgresQuery(unsafeSQL: resetSQL, binds: b)).first.map(progress)
+    }
+
+    static func webhookProgress(appID: String, on session: PostgresSession) async throws -> WebhookProgress? {
+        var b = PostgresBindings(capacity: 1)
+        b.append(appID)
+        let sql = "SELECT \(progressColumns) FROM webhook_progress WHERE app_id = $1"
+        return try await session.query(PostgresQuery(unsafeSQL: sql, binds: b)).first.map(progress)
+    }
+
+    static func releaseWebhook(appID: String, node: String, on session: PostgresSession) async throws {
+        var b = PostgresBindings(capacity: 2)
+        b.append(appID)
+        b.append(node)
+        try await session.query(PostgresQuery(unsafeSQL: releaseSQL, binds: b))
+    }
+
+    private static func progress(_ row: PostgresRow) throws -> WebhookProgress {
+        let (appID, createdAt, cursor, lastSuccess, lastError, failingSince, attempts, failing, resets) = try row.decode(
+            (String, Int64, Int64, Int64?, String?, Int64?, Int64, Bool, Int64).self)
+        return WebhookProgress(
+            appID: appID, webhookCreatedAt: UnixTime(milliseconds: createdAt), deliveredCursor: UInt64(clamping: cursor),
+            lastSuccessAt: lastSuccess.map(UnixTime.init(milliseconds:)), lastError: lastError,
+            failingSince: failingSince.map(UnixTime.init(milliseconds:)), attempts: Int(clamping: attempts), failing: failing,
+            resets: resets)
     }
 }

@@ -30,6 +30,14 @@ import PostgresNIO
 /// retried from the start on a new connection (nothing of it committed);
 /// one that loses it during COMMIT throws ``ActivityStoreError/outcomeUnknown(_:)``.
 ///
+/// ## Webhook progress
+/// ``WebhookProgressStore`` rows live in `webhook_progress`, one per app,
+/// each claim, save, reset and release one statement. Leases are written and
+/// compared in the database's time, as the intents' are (``PostgresClock``,
+/// measured on the first lease statement and again every
+/// ``PostgresClock/refreshInterval`` before one): nodes whose clocks differ
+/// still agree on when a lease runs out.
+///
 /// ## Connections
 /// At most three: one held by the listener (``PostgresRegistryListener``),
 /// the others for applies and reads, which are rare. Its connections'
@@ -51,22 +59,28 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
     private let runTask: Task<Void, Never>
     private let feed = RegistryVersionFeed()
     private let state = NIOLockedValueBox(State())
+    /// The database's clock against the callers' `now` (``PostgresClock``): webhook leases are kept in the database's.
+    let databaseClock: PostgresClock
 
     private struct State {
         var closed = false
         var listener: Task<Void, Never>?
+        /// When (this node's clock, ms) ``databaseClock`` was last measured; nil: not yet.
+        var clockMeasuredAt: Int64?
     }
 
     /// Connects with a pool of its own, and migrates the registry's tables.
     ///
     /// Throws if the server cannot be reached within `startupTimeout`, refuses
-    /// the credentials, or holds a newer registry schema.
+    /// the credentials, or holds a newer registry schema. `clock` is the one
+    /// the webhook callers' `now` comes from.
     public init(
         configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "liverelay.registry"),
-        startupTimeout: Duration = .seconds(30)
+        startupTimeout: Duration = .seconds(30), clock: any WallClock = SystemClock()
     ) async throws {
         self.configuration = configuration
         self.logger = logger
+        databaseClock = PostgresClock(clock: clock)
         let pool = try await PostgresSidePool(
             configuration: configuration, name: "registry", maxConnections: Self.maxConnections,
             versionTable: PostgresRegistrySchema.versionTable, migrations: PostgresRegistrySchema.migrations, logger: logger,
@@ -141,6 +155,56 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
 
     public func audit(after sequence: Int64, limit: Int) async throws -> [AuditEntry] {
         try await withSession { session, _ in try await PostgresRegistryTables.audit(after: sequence, limit: limit, on: session) }
+    }
+
+    // MARK: WebhookProgressStore
+
+    public func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress? {
+        try await withSession { [self] session, _ in
+            let offset = try await databaseOffset(on: session)
+            return try await PostgresRegistryTables.claimWebhook(
+                appID: appID, node: node, now: now, lease: lease, offset: offset, on: session)
+        }
+    }
+
+    public func saveWebhook(_ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> Bool {
+        try await withSession { [self] session, _ in
+            let offset = try await databaseOffset(on: session)
+            return try await PostgresRegistryTables.saveWebhook(progress, node: node, now: now, lease: lease, offset: offset, on: session)
+        }
+    }
+
+    @discardableResult
+    public func resetWebhook(appID: String) async throws -> WebhookProgress? {
+        try await withSession { session, _ in try await PostgresRegistryTables.resetWebhook(appID: appID, on: session) }
+    }
+
+    public func webhookProgress(appID: String) async throws -> WebhookProgress? {
+        try await withSession { session, _ in try await PostgresRegistryTables.webhookProgress(appID: appID, on: session) }
+    }
+
+    public func releaseWebhook(appID: String, node: String) async throws {
+        try await withSession { session, _ in try await PostgresRegistryTables.releaseWebhook(appID: appID, node: node, on: session) }
+    }
+
+    /// The database's clock offset for a lease statement, measured first on
+    /// `session` when it never was or is ``PostgresClock/refreshInterval`` old:
+    /// a registry without webhooks never spends the round trip.
+    private func databaseOffset(on session: PostgresSession) async throws -> Int64 {
+        let now = databaseClock.clock.now().milliseconds
+        let refresh = PostgresClock.refreshInterval.components.seconds * 1000
+        let last = state.withLockedValue(\.clockMeasuredAt)
+        if last.map({ now - $0 >= refresh }) ?? true {
+            let offset = try await databaseClock.measure(on: session)
+            state.withLockedValue { $0.clockMeasuredAt = now }
+            // Once, not at every refresh.
+            if last == nil, abs(offset) > 1_000 {
+                logger.warning(
+                    "this node's clock and the PostgreSQL server's differ: webhook leases use the server's",
+                    metadata: ["database_ahead_ms": "\(offset)"])
+            }
+        }
+        return databaseClock.offsetMilliseconds
     }
 
     /// Starts the listener with the first subscription (checking its

@@ -66,6 +66,28 @@ enum SQLiteRegistrySchema {
         """,
         // 2: an app's priority-10 budget, a quota like the others (NULL: the default, 0: none).
         "ALTER TABLE apps ADD COLUMN quota_priority_budget_per_hour INTEGER;",
+        // 3: an app's webhook (all NULL: none) and each app's delivery progress, leased to one node at a time.
+        """
+        ALTER TABLE apps ADD COLUMN webhook_url TEXT;
+        ALTER TABLE apps ADD COLUMN webhook_kinds TEXT;                               -- JSON array of kinds' raw values as strings
+        ALTER TABLE apps ADD COLUMN webhook_secret TEXT;                              -- the signing key (a secret)
+        ALTER TABLE apps ADD COLUMN webhook_created_at INTEGER;
+        ALTER TABLE apps ADD COLUMN webhook_updated_at INTEGER;
+
+        CREATE TABLE webhook_progress (
+            app_id             TEXT    NOT NULL PRIMARY KEY,
+            webhook_created_at INTEGER NOT NULL,                                     -- the webhook the progress belongs to
+            delivered_cursor   INTEGER NOT NULL,
+            last_success_at    INTEGER,
+            last_error         TEXT,
+            failing_since      INTEGER,
+            attempts           INTEGER NOT NULL,
+            failing            INTEGER NOT NULL CHECK (failing IN (0, 1)),
+            resets             INTEGER NOT NULL,
+            lease_owner        TEXT,                                                  -- NULL: free
+            lease_until        INTEGER
+        ) WITHOUT ROWID;
+        """,
     ]
 }
 
@@ -77,7 +99,7 @@ struct SQLiteRegistryTables {
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
         apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
-        quota_priority_budget_per_hour
+        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -120,10 +142,20 @@ struct SQLiteRegistryTables {
             callsPerSecond: s.optionalDouble(6), burst: s.optionalInt64(7).map(Int.init), pushesPerHour: s.optionalInt64(8).map(Int.init),
             maxTokens: s.optionalInt64(9).map(Int.init), maxLiveActivities: s.optionalInt64(10).map(Int.init),
             priorityBudgetPerHour: s.optionalInt64(21).map(Int.init))
+        let webhook: RegisteredWebhook?
+        do {
+            webhook = try RegistryColumns.Webhook(
+                url: s.optionalString(22), kinds: s.optionalString(23), secret: s.optionalString(24), createdAt: s.optionalInt64(25),
+                updatedAt: s.optionalInt64(26)
+            ).webhook()
+        } catch {
+            return (id, nil)
+        }
         let app = RegisteredApp(
             id: id, bundleID: s.string(1), enabled: s.int64(2) != 0, queueCapacity: s.optionalInt64(3).map(Int.init),
             weight: s.optionalInt64(4).map(Int.init), maxPushLifetimeSeconds: s.optionalInt64(5).map(Int.init), quotas: quotas,
-            credentials: credentials, createdAt: UnixTime(milliseconds: s.int64(18)), updatedAt: UnixTime(milliseconds: s.int64(19)),
+            credentials: credentials, webhook: webhook, createdAt: UnixTime(milliseconds: s.int64(18)),
+            updatedAt: UnixTime(milliseconds: s.int64(19)),
             source: source)
         return (id, app)
     }
@@ -163,7 +195,7 @@ struct SQLiteRegistryTables {
     }
 
     private func put(_ app: RegisteredApp) throws(SQLiteError) {
-        let placeholders = (1...22).map { "?\($0)" }.joined(separator: ", ")
+        let placeholders = (1...27).map { "?\($0)" }.joined(separator: ", ")
         try db.run("INSERT OR REPLACE INTO apps (\(Self.appColumns)) VALUES (\(placeholders))") { s in
             s.bind(1, app.id)
             s.bind(2, app.bundleID)
@@ -188,6 +220,12 @@ struct SQLiteRegistryTables {
             s.bind(20, app.updatedAt.milliseconds)
             s.bind(21, app.source.rawValue)
             s.bind(22, app.quotas.priorityBudgetPerHour.map(Int64.init))
+            let webhook = RegistryColumns.Webhook(app.webhook)
+            s.bind(23, webhook.url)
+            s.bind(24, webhook.kinds)
+            s.bind(25, webhook.secret)
+            s.bind(26, webhook.createdAt)
+            s.bind(27, webhook.updatedAt)
         }
     }
 
@@ -248,5 +286,115 @@ struct SQLiteRegistryTables {
                     sequence: sequence, at: UnixTime(milliseconds: at), actor: actor, action: action, target: target, details: details))
         }
         return entries
+    }
+}
+
+/// Webhook progress rows (``WebhookProgressStore``), each call inside the caller's transaction.
+extension SQLiteRegistryTables {
+    static let progressColumns = """
+        app_id, webhook_created_at, delivered_cursor, last_success_at, last_error, failing_since, attempts, failing, resets,
+        lease_owner, lease_until
+        """
+
+    /// A saved progress with its lease: who holds it and until when (the caller's `now`, UNIX ms).
+    struct ProgressRow {
+        var progress: WebhookProgress
+        var leaseOwner: String?
+        var leaseUntil: Int64?
+    }
+
+    func progress(appID: String) throws(SQLiteError) -> ProgressRow? {
+        try db.queryFirst("SELECT \(Self.progressColumns) FROM webhook_progress WHERE app_id = ?1", { $0.bind(1, appID) }) { s in
+            ProgressRow(
+                progress: WebhookProgress(
+                    appID: s.string(0), webhookCreatedAt: UnixTime(milliseconds: s.int64(1)), deliveredCursor: UInt64(clamping: s.int64(2)),
+                    lastSuccessAt: s.optionalInt64(3).map(UnixTime.init(milliseconds:)), lastError: s.optionalString(4),
+                    failingSince: s.optionalInt64(5).map(UnixTime.init(milliseconds:)), attempts: Int(s.int64(6)), failing: s.int64(7) != 0,
+                    resets: s.int64(8)),
+                leaseOwner: s.optionalString(9), leaseUntil: s.optionalInt64(10))
+        }
+    }
+
+    /// Takes or renews the lease (``WebhookProgressStore/claimWebhook(appID:node:now:lease:)``); a
+    /// first claim writes a fresh row for the app's current webhook.
+    func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) throws(SQLiteError) -> WebhookProgress? {
+        let until = (now + lease).milliseconds
+        guard var row = try progress(appID: appID) else {
+            let createdAt =
+                try db.queryFirst("SELECT webhook_created_at FROM apps WHERE id = ?1", { $0.bind(1, appID) }) { $0.optionalInt64(0) }
+                ?? nil
+            let progress = WebhookProgress(appID: appID, webhookCreatedAt: UnixTime(milliseconds: createdAt ?? 0))
+            try insert(ProgressRow(progress: progress, leaseOwner: node, leaseUntil: until))
+            return progress
+        }
+        if let owner = row.leaseOwner, owner != node, let held = row.leaseUntil, held > now.milliseconds { return nil }
+        row.leaseOwner = node
+        row.leaseUntil = until
+        try db.run("UPDATE webhook_progress SET lease_owner = ?2, lease_until = ?3 WHERE app_id = ?1") {
+            $0.bind(1, appID)
+            $0.bind(2, node)
+            $0.bind(3, until)
+        }
+        return row.progress
+    }
+
+    private func insert(_ row: ProgressRow) throws(SQLiteError) {
+        let placeholders = (1...11).map { "?\($0)" }.joined(separator: ", ")
+        try db.run("INSERT INTO webhook_progress (\(Self.progressColumns)) VALUES (\(placeholders))") { s in
+            let p = row.progress
+            s.bind(1, p.appID)
+            s.bind(2, p.webhookCreatedAt.milliseconds)
+            s.bind(3, Int64(clamping: p.deliveredCursor))
+            s.bind(4, p.lastSuccessAt?.milliseconds)
+            s.bind(5, p.lastError)
+            s.bind(6, p.failingSince?.milliseconds)
+            s.bind(7, Int64(p.attempts))
+            s.bind(8, Int64(p.failing ? 1 : 0))
+            s.bind(9, p.resets)
+            s.bind(10, row.leaseOwner)
+            s.bind(11, row.leaseUntil)
+        }
+    }
+
+    /// Writes `progress` and renews the lease where `node` holds it and no reset came since
+    /// `progress.resets`; the row's `resets` stays. Whether a row was written.
+    func saveWebhook(_ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration) throws(SQLiteError) -> Bool {
+        let sql = """
+            UPDATE webhook_progress SET
+                webhook_created_at = ?4, delivered_cursor = ?5, last_success_at = ?6, last_error = ?7, failing_since = ?8,
+                attempts = ?9, failing = ?10, lease_until = ?11
+            WHERE app_id = ?1 AND lease_owner = ?2 AND resets = ?3
+            """
+        try db.run(sql) { s in
+            s.bind(1, progress.appID)
+            s.bind(2, node)
+            s.bind(3, progress.resets)
+            s.bind(4, progress.webhookCreatedAt.milliseconds)
+            s.bind(5, Int64(clamping: progress.deliveredCursor))
+            s.bind(6, progress.lastSuccessAt?.milliseconds)
+            s.bind(7, progress.lastError)
+            s.bind(8, progress.failingSince?.milliseconds)
+            s.bind(9, Int64(progress.attempts))
+            s.bind(10, Int64(progress.failing ? 1 : 0))
+            s.bind(11, (now + lease).milliseconds)
+        }
+        return db.changes > 0
+    }
+
+    /// ``WebhookProgress/reset()`` on the saved row, whoever holds its lease.
+    func resetWebhook(appID: String) throws(SQLiteError) -> WebhookProgress? {
+        let sql = """
+            UPDATE webhook_progress SET attempts = 0, failing = 0, failing_since = NULL, resets = resets + 1 WHERE app_id = ?1
+            """
+        try db.run(sql) { $0.bind(1, appID) }
+        guard db.changes > 0 else { return nil }
+        return try progress(appID: appID)?.progress
+    }
+
+    func releaseWebhook(appID: String, node: String) throws(SQLiteError) {
+        try db.run("UPDATE webhook_progress SET lease_owner = NULL, lease_until = NULL WHERE app_id = ?1 AND lease_owner = ?2") {
+            $0.bind(1, appID)
+            $0.bind(2, node)
+        }
     }
 }

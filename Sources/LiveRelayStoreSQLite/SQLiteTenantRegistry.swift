@@ -135,6 +135,35 @@ public final class SQLiteTenantRegistry: TenantRegistry, @unchecked Sendable {
         try await run { tables in try tables.audit(after: sequence, limit: limit) }
     }
 
+    // MARK: WebhookProgressStore
+
+    /// Each in a `BEGIN IMMEDIATE` transaction: a claim's read and write are
+    /// one step for a second process on the file as well.
+    public func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress? {
+        try await run { tables in
+            try Self.transaction(tables, immediate: true) { try tables.claimWebhook(appID: appID, node: node, now: now, lease: lease) }
+        }
+    }
+
+    public func saveWebhook(_ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> Bool {
+        try await run { tables in
+            try Self.transaction(tables, immediate: true) { try tables.saveWebhook(progress, node: node, now: now, lease: lease) }
+        }
+    }
+
+    @discardableResult
+    public func resetWebhook(appID: String) async throws -> WebhookProgress? {
+        try await run { tables in try Self.transaction(tables, immediate: true) { try tables.resetWebhook(appID: appID) } }
+    }
+
+    public func webhookProgress(appID: String) async throws -> WebhookProgress? {
+        try await run { tables in try tables.progress(appID: appID)?.progress }
+    }
+
+    public func releaseWebhook(appID: String, node: String) async throws {
+        try await run { tables in try Self.transaction(tables, immediate: true) { try tables.releaseWebhook(appID: appID, node: node) } }
+    }
+
     public func changes(pollEvery: Duration) -> AsyncStream<Int64> {
         feed.subscribe(pollEvery: pollEvery) { [weak self] in
             guard let self else { throw ActivityStoreError.closed }

@@ -132,7 +132,8 @@ struct CLIDispatchTests {
         let admin = [
             ["admin", "apps", "list"], ["admin", "apps", "create"], ["admin", "apps", "get"], ["admin", "apps", "update"],
             ["admin", "apps", "disable"], ["admin", "keys", "create"], ["admin", "keys", "list"], ["admin", "keys", "revoke"],
-            ["admin", "credentials", "put"], ["admin", "stats"],
+            ["admin", "credentials", "put"], ["admin", "stats"], ["admin", "webhook", "put"], ["admin", "webhook", "get"],
+            ["admin", "webhook", "delete"], ["admin", "webhook", "reset"],
         ]
         let tenant = [["ping"], ["register-token"], ["start"], ["update"], ["end"], ["channels", "list"]]
         for (commands, reads, other) in [

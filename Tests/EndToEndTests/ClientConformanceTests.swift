@@ -394,6 +394,29 @@ private func prepare(_ rpc: String, _ value: JSON?) throws -> PreparedCall {
         call = { [request] client, timeout throws(LiveRelayClientError) in
             flatten(try await client.revokeAPIKey(request, timeout: timeout))
         }
+    case "PutWebhook":
+        var request = Admin.PutWebhookRequest(appID: "", url: "")
+        request.appID = try f.string("app_id")
+        request.url = try f.string("url")
+        request.eventKinds = try f.strings("event_kinds") ?? []
+        request.rotateSecret = try f.bool("rotate_secret")
+        call = { [request] client, timeout throws(LiveRelayClientError) in flatten(try await client.putWebhook(request, timeout: timeout)) }
+    case "GetWebhook":
+        var request = Admin.GetWebhookRequest(appID: "")
+        request.appID = try f.string("app_id")
+        call = { [request] client, timeout throws(LiveRelayClientError) in flatten(try await client.getWebhook(request, timeout: timeout)) }
+    case "DeleteWebhook":
+        var request = Admin.DeleteWebhookRequest(appID: "")
+        request.appID = try f.string("app_id")
+        call = { [request] client, timeout throws(LiveRelayClientError) in
+            flatten(try await client.deleteWebhook(request, timeout: timeout))
+        }
+    case "ResetWebhook":
+        var request = Admin.ResetWebhookRequest(appID: "")
+        request.appID = try f.string("app_id")
+        call = { [request] client, timeout throws(LiveRelayClientError) in
+            flatten(try await client.resetWebhook(request, timeout: timeout))
+        }
     default:
         throw ConformanceFailure(description: "this runner does not know the step \(rpc): implement it in all three runners")
     }
@@ -571,8 +594,33 @@ private func flatten(_ r: Admin.AppStats) -> Flat {
     [
         "app_id": [text(r.appID)], "queue_depth": [text(r.queueDepth)], "queue_capacity": [text(r.queueCapacity)],
         "pushes_last_hour": [text(r.pushesLastHour)], "tokens": [text(r.tokens)], "live_activities": [text(r.liveActivities)],
-        "nodes": [text(r.nodes)], "held_reason": [text(r.heldReason)],
+        "nodes": [text(r.nodes)], "held_reason": [text(r.heldReason)], "held_for_ms": [text(r.heldForMS)],
+        "webhook_state": [text(r.webhookState)], "webhook_backlog": [text(r.webhookBacklog)],
     ]
+}
+
+private func webhook(_ w: Admin.Webhook?, into flat: inout Flat) {
+    let w = w ?? Admin.Webhook()
+    flat.put(
+        "webhook.",
+        [
+            "app_id": text(w.appID), "url": text(w.url), "created_at_ms": text(w.createdAtMS), "updated_at_ms": text(w.updatedAtMS),
+            "state": text(w.state), "delivered_cursor": text(w.deliveredCursor), "last_success_at_ms": text(w.lastSuccessAtMS),
+            "last_error": text(w.lastError), "failing_since_ms": text(w.failingSinceMS), "attempts": text(w.attempts),
+        ])
+    flat["webhook.event_kinds[*]", default: []].append(contentsOf: w.eventKinds)
+}
+
+private func flatten(_ r: Admin.PutWebhookReply) -> Flat {
+    var flat: Flat = ["signing_secret": [text(r.signingSecret)]]
+    webhook(r.webhook, into: &flat)
+    return flat
+}
+
+private func flatten(_ r: Admin.WebhookReply) -> Flat {
+    var flat: Flat = [:]
+    webhook(r.webhook, into: &flat)
+    return flat
 }
 
 private func flatten(_ r: Admin.CreateAPIKeyReply) -> Flat {

@@ -51,7 +51,8 @@ struct CredentialAllowanceTests {
     func service(_ allowance: CredentialAllowance) -> RegistryAdminService {
         RegistryAdminService(
             registry: registry, mintKey: { ("lrk_mintedkeyabc_secret", "mintedkeyabc", String(repeating: "a", count: 64)) },
-            usage: { _ in AppUsageFigures() }, credentials: allowance)
+            usage: { _ in AppUsageFigures() }, credentials: allowance,
+            webhooks: WebhookAdminHooks(mintSecret: { "whsec_" + String(repeating: "0", count: 64) }))
     }
 
     func put(file: String? = nil, endpoint: String? = nil) throws -> Admin.PutAPNsCredentialsRequest {

@@ -6,6 +6,7 @@ import LiveRelayService
 import LiveRelayStore
 import LiveRelayTLS
 import LiveRelayWire
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
@@ -18,11 +19,27 @@ struct RegistryAdminServiceTests {
 
     func service(
         usage: @escaping @Sendable (RegisteredApp) -> AppUsageFigures = { _ in AppUsageFigures() },
-        credentials: CredentialAllowance = CredentialAllowance()
+        credentials: CredentialAllowance = CredentialAllowance(),
+        webhooks: WebhookAdminHooks = RegistryAdminServiceTests.webhookHooks()
     ) -> RegistryAdminService {
         RegistryAdminService(
             registry: registry, mintKey: { ("lrk_mintedkeyabc_secret", "mintedkeyabc", String(repeating: "a", count: 64)) },
-            usage: usage, credentials: credentials)
+            usage: usage, credentials: credentials, webhooks: webhooks)
+    }
+
+    /// Secrets numbered from 1 (`whsec_` and the number in 64 hex digits), so a test can tell them apart.
+    static func webhookHooks(
+        backlog: @escaping @Sendable (String, UInt64) async -> UInt64? = { _, _ in nil },
+        wasReset: @escaping @Sendable (String) -> Void = { _ in }
+    ) -> WebhookAdminHooks {
+        let minted = NIOLockedValueBox(0)
+        return WebhookAdminHooks(
+            mintSecret: {
+                let n = minted.withLockedValue {
+                    $0 += 1; return $0
+                }
+                return "whsec_" + String(repeating: "0", count: 63) + String(n, radix: 16)
+            }, backlog: backlog, wasReset: wasReset)
     }
 
     var context: CallContext { CallContext(principal: admin, eventLoop: loop, deadline: nil, requestID: RequestID(1)) }

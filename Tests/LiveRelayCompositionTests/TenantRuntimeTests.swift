@@ -199,4 +199,13 @@ final class FlakyRegistry: TenantRegistry, @unchecked Sendable {
     func audit(after sequence: Int64, limit: Int) async throws -> [AuditEntry] { try await inner.audit(after: sequence, limit: limit) }
     func changes(pollEvery: Duration) -> AsyncStream<Int64> { inner.changes(pollEvery: pollEvery) }
     func close() async throws { try await inner.close() }
+    func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress? {
+        try await inner.claimWebhook(appID: appID, node: node, now: now, lease: lease)
+    }
+    func saveWebhook(_ progress: WebhookProgress, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> Bool {
+        try await inner.saveWebhook(progress, node: node, now: now, lease: lease)
+    }
+    func resetWebhook(appID: String) async throws -> WebhookProgress? { try await inner.resetWebhook(appID: appID) }
+    func webhookProgress(appID: String) async throws -> WebhookProgress? { try await inner.webhookProgress(appID: appID) }
+    func releaseWebhook(appID: String, node: String) async throws { try await inner.releaseWebhook(appID: appID, node: node) }
 }

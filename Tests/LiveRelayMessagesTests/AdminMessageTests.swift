@@ -44,11 +44,17 @@ enum AdminFixtures {
 
     static var revoke: Admin.RevokeAPIKeyRequest { Admin.RevokeAPIKeyRequest(keyID: "abcdefgh2345") }
 
+    static var putWebhook: Admin.PutWebhookRequest {
+        Admin.PutWebhookRequest(
+            appID: app, url: "https://hooks.example.com/liverelay", eventKinds: ["EVENT_KIND_PUSH_FAILED", "EVENT_KIND_CALL_SETTLED"])
+    }
+
     /// Every admin request, valid.
     static var requests: [any LiveRelayMessage] {
         [
             createApp, updateApp, Admin.GetAppRequest(appID: app), Admin.DisableAppRequest(appID: app), listApps,
-            putCredentials, tenantKey, adminKey, listKeys, revoke, Admin.GetAppStatsRequest(appID: app),
+            putCredentials, tenantKey, adminKey, listKeys, revoke, Admin.GetAppStatsRequest(appID: app), putWebhook,
+            Admin.GetWebhookRequest(appID: app), Admin.DeleteWebhookRequest(appID: app), Admin.ResetWebhookRequest(appID: app),
         ]
     }
 }
@@ -98,6 +104,8 @@ enum AdminFixtures {
                 appID: "é", queueDepth: .max, queueCapacity: 0, pushes: [Admin.OutcomeCount()], pushesLastHour: 1,
                 tokens: 2, liveActivities: 3, quotas: Admin.Quotas(), nodes: .max))
         try Self.roundTrip(Admin.CreateAPIKeyReply(key: Admin.APIKey(appIDs: ["", "x"], allowedMethods: [""]), secret: ""))
+        try Self.roundTrip(Admin.PutWebhookReply(webhook: Admin.Webhook(eventKinds: ["", "x"], attempts: 0), signingSecret: ""))
+        try Self.roundTrip(Admin.AppStats(webhookState: "", webhookBacklog: 0))
     }
 
     /// Every field of PutAPNsCredentialsRequest at once (the three key sources together, which
@@ -130,6 +138,12 @@ enum AdminFixtures {
         #expect(Admin.Quotas().serializedBytes() == [])
         #expect(Admin.CreateAPIKeyRequest().serializedBytes() == [])
         #expect(Admin.AppStats().serializedBytes() == [])
+        #expect(Admin.Webhook().serializedBytes() == [])
+        #expect(Admin.PutWebhookRequest().serializedBytes() == [])
+        // rotate_secret = false is sent: 20 00.
+        #expect(Admin.PutWebhookRequest(rotateSecret: false).serializedBytes() == [0x20, 0x00])
+        // AppStats.webhook_backlog = 0 (field 13, varint): 68 00; webhook_state = "" (field 12): 62 00.
+        #expect(Admin.AppStats(webhookState: "", webhookBacklog: 0).serializedBytes() == [0x62, 0x00, 0x68, 0x00])
         // Quotas.burst = 0: 10 00; calls_per_second = 0: 09 + 8 zero bytes.
         #expect(Admin.Quotas(burst: 0).serializedBytes() == [0x10, 0x00])
         #expect(Admin.Quotas(callsPerSecond: 0).serializedBytes() == [0x09, 0, 0, 0, 0, 0, 0, 0, 0])
@@ -146,6 +160,7 @@ enum AdminFixtures {
         #expect(Admin.APIKey(revokedAtMS: -1).serializedBytes() == [0x48] + Array(repeating: 0xFF, count: 9) + [0x01])
         // Repeated strings are never packed.
         #expect(Admin.CreateAPIKeyRequest(appIDs: ["a", "b"]).serializedBytes() == [0x0A, 0x01, 0x61, 0x0A, 0x01, 0x62])
+        #expect(Admin.PutWebhookRequest(eventKinds: ["a", "b"]).serializedBytes() == [0x1A, 0x01, 0x61, 0x1A, 0x01, 0x62])
     }
 
     @Test func unknownFieldsAreDropped() throws {
@@ -198,6 +213,12 @@ enum AdminFixtures {
         #expect(validationError(Admin.AppStats(pushes: [Admin.OutcomeCount(reason: "\u{0}")]))?.field == "pushes[0].reason")
         #expect(validationError(Admin.CreateAPIKeyReply(secret: "\u{0}")) == MessageError(.embeddedNUL, field: "secret"))
         #expect(validationError(Admin.ListAppsReply(nextPageToken: "\u{0}"))?.field == "next_page_token")
+        #expect(
+            validationError(Admin.WebhookReply(webhook: Admin.Webhook(eventKinds: ["EVENT_KIND_PUSH_FAILED", "\u{0}"])))?.field
+                == "webhook.event_kinds[1]")
+        #expect(validationError(Admin.PutWebhookReply(webhook: Admin.Webhook(lastError: "\u{0}")))?.field == "webhook.last_error")
+        #expect(validationError(Admin.PutWebhookReply(signingSecret: "\u{0}")) == MessageError(.embeddedNUL, field: "signing_secret"))
+        #expect(validationError(Admin.AppStats(webhookState: "\u{0}"))?.field == "webhook_state")
     }
 
     // MARK: descriptors
@@ -207,8 +228,8 @@ enum AdminFixtures {
     }
 
     @Test func adminRegistryListsEverything() {
-        #expect(Self.descriptors.count == 21)
-        #expect(lr_admin_message_descriptor_at(21) == nil)
+        #expect(Self.descriptors.count == 28)
+        #expect(lr_admin_message_descriptor_at(28) == nil)
         #expect(lr_admin_app_descriptor() == lr_admin_app_descriptor())
         // The v1 registry (27 with the broadcast channels and the event feed) does not hold the admin messages.
         #expect(lr_message_descriptor_count() == 27)
@@ -216,7 +237,7 @@ enum AdminFixtures {
         #expect(names == Set(BindingContract.adminSwiftTypes.map { $0.protoName }))
     }
 
-    @Test(arguments: 0..<21)
+    @Test(arguments: 0..<28)
     func adminDescriptorInvariants(index: Int) throws {
         let descriptors = Self.descriptors
         try #require(index < descriptors.count, "the registry lists \(descriptors.count) messages")
@@ -249,12 +270,16 @@ enum AdminFixtures {
         var k = LrAdminAPIKey()
         lr_admin_api_key_init(&k)
         #expect(k.n_app_ids == 0 && k.app_ids == nil && k.has_admin == 0)
+        var w = LrAdminPutWebhookRequest()
+        lr_admin_put_webhook_request_init(&w)
+        #expect(w.base.descriptor == lr_admin_put_webhook_request_descriptor())
+        #expect(w.url == nil && w.n_event_kinds == 0 && w.event_kinds == nil && w.has_rotate_secret == 0)
     }
 
     // MARK: methods
 
     @Test func adminMethodsNameTheirMessages() {
-        #expect(AdminMethod.allCases.count == 10)
+        #expect(AdminMethod.allCases.count == 14)
         #expect(AdminMethod.createApp.rawValue == "/liverelay.admin.v1.Admin/CreateApp")
         #expect(AdminMethod.putAPNsCredentials.methodName == "PutAPNsCredentials")
         #expect(AdminMethod(methodName: "RevokeAPIKey") == .revokeAPIKey)
@@ -262,6 +287,12 @@ enum AdminFixtures {
         #expect(AdminMethod(methodName: "/liverelay.admin.v1.Admin/GetApp") == nil)
         #expect(AdminMethod.getAppStats.replyProtoName == "liverelay.admin.v1.AppStats")
         #expect(ObjectIdentifier(AdminMethod.disableApp.replyType) == ObjectIdentifier(Admin.AppReply.self))
+        #expect(AdminMethod.putWebhook.rawValue == "/liverelay.admin.v1.Admin/PutWebhook")
+        #expect(AdminMethod.putWebhook.replyProtoName == "liverelay.admin.v1.PutWebhookReply")
+        #expect(AdminMethod(methodName: "ResetWebhook") == .resetWebhook)
+        for method in [AdminMethod.getWebhook, .deleteWebhook, .resetWebhook] {
+            #expect(method.replyProtoName == "liverelay.admin.v1.WebhookReply")
+        }
         let registered = Set(Self.descriptors.map { String(cString: $0.pointee.name) })
         for method in AdminMethod.allCases {
             #expect(method.rawValue == "/liverelay.admin.v1.Admin/" + method.methodName)
@@ -271,6 +302,17 @@ enum AdminFixtures {
             #expect(LiveRelayMethod(methodName: method.methodName) == nil)
             #expect(LiveRelayMethod(rawValue: method.rawValue) == nil)
         }
+    }
+
+    /// The names a webhook's event_kinds may hold are liverelay.v1.EventKind's, but
+    /// EVENT_KIND_UNSPECIFIED, in number order.
+    @Test func webhookEventKindNamesAreTheEventKindEnum() throws {
+        let e = try #require(lr_event_kind_enum_descriptor()).pointee
+        let values = UnsafeBufferPointer(start: e.values, count: Int(e.n_values))
+            .filter { $0.value != 0 }
+            .sorted { $0.value < $1.value }
+            .map { String(cString: $0.name) }
+        #expect(Admin.Webhook.eventKindNames == values)
     }
 
     /// LiveRelayMethod.methodName moved here from LiveRelayServer unchanged.

@@ -13,8 +13,10 @@ import Testing
         var create = F.createApp; create.appID = nil
         var update = F.updateApp; update.appID = ""
         var put = F.putCredentials; put.appID = nil
+        var webhook = F.putWebhook; webhook.appID = ""
         let requests: [any LiveRelayMessage] = [
-            create, update, Admin.GetAppRequest(), Admin.DisableAppRequest(appID: ""), put, Admin.GetAppStatsRequest(),
+            create, update, Admin.GetAppRequest(), Admin.DisableAppRequest(appID: ""), put, Admin.GetAppStatsRequest(), webhook,
+            Admin.GetWebhookRequest(), Admin.DeleteWebhookRequest(appID: ""), Admin.ResetWebhookRequest(),
         ]
         for request in requests {
             #expect(validationError(request) == MessageError(.missing, field: "app_id"), "\(type(of: request).protoName)")
@@ -29,6 +31,9 @@ import Testing
         #expect(validationError(Admin.GetAppStatsRequest(appID: "com/example"))?.field == "app_id")
         #expect(validationError(Admin.DisableAppRequest(appID: "com example"))?.kind == .invalidValue)
         #expect(validationError(Admin.GetAppRequest(appID: "Com.Example-app_2")) == nil)
+        #expect(validationError(Admin.ResetWebhookRequest(appID: "com example"))?.field == "app_id")
+        var webhook = F.putWebhook; webhook.appID = String(repeating: "a", count: 129)
+        #expect(validationError(webhook) == MessageError(.tooLong(length: 129, max: 128), field: "app_id"))
     }
 
     @Test func listAPIKeysAppIDIsOptionalButValid() {
@@ -435,6 +440,61 @@ import Testing
         #expect(validationError(apps) == MessageError(.embeddedNUL, field: "page_token"))
         #expect(validationError(Admin.ListAppsRequest()) == nil)
         #expect(validationError(Admin.ListAPIKeysRequest()) == nil)
+    }
+
+    // MARK: webhooks
+
+    @Test func webhookURLIsRequired() {
+        var put = F.putWebhook; put.url = nil
+        #expect(validationError(put) == MessageError(.missing, field: "url"))
+        put.url = ""
+        #expect(validationError(put) == MessageError(.missing, field: "url"))
+    }
+
+    @Test func webhookURLAtMost2048BytesWithoutNUL() {
+        var put = F.putWebhook
+        let base = "https://hooks.example.com/"
+        put.url = base + String(repeating: "p", count: 2048 - base.utf8.count)
+        #expect(validationError(put) == nil)
+        put.url = base + String(repeating: "p", count: 2049 - base.utf8.count)
+        #expect(validationError(put) == MessageError(.tooLong(length: 2049, max: 2048), field: "url"))
+        put.url = base + "a\u{0}b"
+        #expect(validationError(put) == MessageError(.embeddedNUL, field: "url"))
+    }
+
+    @Test func webhookURLIsAnHTTPSURLWithAHost() {
+        var put = F.putWebhook
+        for good in [
+            "https://h", "HTTPS://Hooks.Example.com:8443/in?x=1&y=%2F", "https://10.0.0.1/", "https://[::1]:1/", "https://h?q",
+        ] {
+            put.url = good
+            #expect(validationError(put) == nil, "\(good)")
+        }
+        for bad in [
+            "http://hooks.example.com/", "hooks.example.com/in", "https://", "https:///in", "https://user@h/", "https://h/#top",
+            "https://h:0/", "https://h:65536/", "https://::1/", "https://h/a b", "https://h/ü", "https://h/%zz", "https://h\\x/",
+            "ftp://h/",
+        ] {
+            put.url = bad
+            #expect(validationError(put)?.field == "url", "\(bad)")
+            #expect(validationError(put)?.kind == .invalidValue, "\(bad)")
+        }
+    }
+
+    @Test func webhookEventKindsAreKnownNamesOnce() {
+        var put = F.putWebhook; put.eventKinds = []
+        #expect(validationError(put) == nil)
+        put.eventKinds = Admin.Webhook.eventKindNames
+        #expect(validationError(put) == nil)
+        for bad in ["EVENT_KIND_UNSPECIFIED", "PUSH_FAILED", "event_kind_push_failed", "", "EVENT_KIND_PUSH_FAILED "] {
+            put.eventKinds = ["EVENT_KIND_CALL_SETTLED", bad]
+            #expect(validationError(put)?.field == "event_kinds[1]", "\(bad)")
+            #expect(validationError(put)?.kind == .invalidValue, "\(bad)")
+        }
+        put.eventKinds = ["EVENT_KIND_CALL_SETTLED", "X\u{0}"]
+        #expect(validationError(put) == MessageError(.embeddedNUL, field: "event_kinds[1]"))
+        put.eventKinds = ["EVENT_KIND_PUSH_FAILED", "EVENT_KIND_TOKEN_PRUNED", "EVENT_KIND_PUSH_FAILED"]
+        #expect(validationError(put) == MessageError(.invalidValue, field: "event_kinds[2]", detail: "repeats event_kinds[0]"))
     }
 
     @Test func errorsBecomeFieldViolations() {

@@ -106,10 +106,10 @@ import Testing
     }
 
     @Test func theProtocSideSeesTheAdminContract() throws {
-        // admin.proto (liverelay.admin.v1): 21 messages, no enums, 10 methods.
+        // admin.proto (liverelay.admin.v1): 28 messages, no enums, 14 methods.
         let proto = try ProtocContract.load()
-        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.admin.v1.") }.count >= 21)
-        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.admin.v1.Admin/") }.count >= 10)
+        #expect(proto.messages.keys.filter { $0.hasPrefix("liverelay.admin.v1.") }.count >= 28)
+        #expect(proto.methods.keys.filter { $0.hasPrefix("/liverelay.admin.v1.Admin/") }.count >= 14)
         #expect(
             proto.messages["liverelay.admin.v1.PutAPNsCredentialsRequest"]?["private_key_pem"]
                 == ContractModel.Field(number: 4, type: "bytes", label: "optional"))
@@ -122,6 +122,12 @@ import Testing
         #expect(
             proto.methods["/liverelay.admin.v1.Admin/CreateApp"]
                 == ContractModel.Method(request: "liverelay.admin.v1.CreateAppRequest", reply: "liverelay.admin.v1.AppReply"))
+        #expect(
+            proto.messages["liverelay.admin.v1.Webhook"]?["event_kinds"]
+                == ContractModel.Field(number: 3, type: "string", label: "repeated"))
+        #expect(
+            proto.methods["/liverelay.admin.v1.Admin/ResetWebhook"]
+                == ContractModel.Method(request: "liverelay.admin.v1.ResetWebhookRequest", reply: "liverelay.admin.v1.WebhookReply"))
         // The bindings side reads both registries and both method enums.
         let bindings = BindingContract.load()
         #expect(bindings.messages.keys.filter { $0.hasPrefix("liverelay.admin.v1.") }.count == lr_admin_message_descriptor_count())

@@ -151,6 +151,53 @@ struct PostgresTenantRegistryTests {
         }
     }
 
+    /// Two nodes claiming the same apps' webhooks at once, each through its
+    /// own registry: exactly one wins each app, first claims (both inserting)
+    /// and takeovers of a lapsed lease alike, and the loser's saves are refused.
+    @Test func twoNodesRacingForALeaseNeverBothWin() async throws {
+        try await PostgresTestDatabase.withSchema { schema in
+            let a = try await Self.registry(schema: schema, node: "a")
+            let b = try await Self.registry(schema: schema, node: "b")
+            let apps = (0..<12).map { "app\($0)" }
+            for app in apps { try await RegistryBehaviourSuite.appWithWebhook(a, app) }
+            let lease = UnixTime.Duration.seconds(30)
+
+            func race(at now: UnixTime) async throws -> [String: [String]] {
+                try await withThrowingTaskGroup(of: (String, String?).self) { group in
+                    for app in apps {
+                        for (registry, node) in [(a, "node-a"), (b, "node-b")] {
+                            group.addTask {
+                                let won = try await registry.claimWebhook(appID: app, node: node, now: now, lease: lease)
+                                return (app, won == nil ? nil : node)
+                            }
+                        }
+                    }
+                    var winners: [String: [String]] = [:]
+                    for try await (app, node) in group { winners[app, default: []] += node.map { [$0] } ?? [] }
+                    return winners
+                }
+            }
+
+            let first = try await race(at: t0)
+            for app in apps { #expect(first[app]?.count == 1, "\(app): \(first[app] ?? [])") }
+            // After the leases lapse, both race to take over again.
+            let second = try await race(at: t0 + .seconds(60))
+            for app in apps { #expect(second[app]?.count == 1, "\(app): \(second[app] ?? [])") }
+
+            for app in apps {
+                let winner = try #require(second[app]?.first)
+                let (holder, loser) = winner == "node-a" ? ((a, "node-a"), (b, "node-b")) : ((b, "node-b"), (a, "node-a"))
+                var progress = WebhookProgress(appID: app, webhookCreatedAt: t0, deliveredCursor: 5)
+                #expect(try await loser.0.saveWebhook(progress, node: loser.1, now: t0 + .seconds(61), lease: lease) == false)
+                progress.deliveredCursor = 6
+                #expect(try await holder.0.saveWebhook(progress, node: holder.1, now: t0 + .seconds(61), lease: lease))
+                #expect(try await loser.0.webhookProgress(appID: app) == progress, "both nodes read the one row")
+            }
+            try await a.close()
+            try await b.close()
+        }
+    }
+
     @Test func payloadsNameTheirSchema() {
         #expect(PostgresTenantRegistry.payload(schema: "public", version: 42) == "public:42")
         #expect(PostgresTenantRegistry.version(fromPayload: "public:42", schema: "public") == 42)

@@ -30,7 +30,7 @@ enum RegistryBehaviourSuite {
             RegistryBehaviour(description: "audit rows come in order and carry no secret", run: auditHasNoSecrets),
             RegistryBehaviour(description: "every field survives the round trip", run: roundTrip),
             RegistryBehaviour(description: "invalid values are refused and write nothing", run: invalidValues),
-        ] + seedBehaviours + feedBehaviours
+        ] + seedBehaviours + feedBehaviours + webhookBehaviours
 
     static let actor = "keyidaaaaadm"
 

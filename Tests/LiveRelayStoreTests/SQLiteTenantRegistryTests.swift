@@ -80,7 +80,7 @@ import Darwin
         let db = try SQLiteConnection(path: registry.path, create: false)
         defer { db.close() }
         let tables = try db.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") { $0.string(0) }
-        #expect(tables == ["api_keys", "apps", "registry_audit", "registry_schema_version", "registry_version"])
+        #expect(tables == ["api_keys", "apps", "registry_audit", "registry_schema_version", "registry_version", "webhook_progress"])
         #expect(try db.pragma("PRAGMA journal_mode") == "wal")
     }
 
@@ -110,6 +110,66 @@ import Darwin
         try await registry.apply(.updateApp(id: "orders", patch), actor: "admin-key", now: t0)
         #expect(try await registry.snapshot().apps["orders"]?.quotas.priorityBudgetPerHour == 12)
         try await registry.close()
+    }
+
+    /// The webhook's progress and its lease are on disk too: a restarted node
+    /// goes on from the saved cursor, and a lease it held still holds.
+    @Test func webhookProgressSurvivesReopening() async throws {
+        let directory = try makeTemporaryDirectory("liverelay-registry-")
+        defer { removeDirectory(directory) }
+        let registry = try SQLiteTenantRegistry(dataDirectory: directory)
+        try await RegistryBehaviourSuite.appWithWebhook(registry)
+        var progress = try #require(try await registry.claimWebhook(appID: "orders", node: "a", now: t0, lease: .seconds(30)))
+        progress.deliveredCursor = 1234
+        progress.lastSuccessAt = t0 + .seconds(1)
+        progress.lastError = "HTTP 500"
+        progress.failingSince = t0 + .seconds(2)
+        progress.attempts = 4
+        progress.failing = true
+        #expect(try await registry.saveWebhook(progress, node: "a", now: t0 + .seconds(2), lease: .seconds(30)))
+        let webhook = try await registry.snapshot().apps["orders"]?.webhook
+        try await registry.close()
+
+        let reopened = try SQLiteTenantRegistry(dataDirectory: directory)
+        #expect(try await reopened.snapshot().apps["orders"]?.webhook == webhook)
+        #expect(try await reopened.webhookProgress(appID: "orders") == progress)
+        #expect(try await reopened.claimWebhook(appID: "orders", node: "b", now: t0 + .seconds(31), lease: .seconds(30)) == nil)
+        #expect(try await reopened.claimWebhook(appID: "orders", node: "a", now: t0 + .seconds(31), lease: .seconds(30)) == progress)
+        try await reopened.close()
+    }
+
+    /// Webhook columns that do not make a webhook (some NULL, kinds that do not
+    /// parse) make the row unreadable, and the error carries no secret.
+    @Test(arguments: [
+        "UPDATE apps SET webhook_secret = NULL",
+        "UPDATE apps SET webhook_kinds = NULL",
+        "UPDATE apps SET webhook_updated_at = NULL",
+        "UPDATE apps SET webhook_kinds = 'not json'",
+        "UPDATE apps SET webhook_kinds = '[\"1\",\"999\"]'",
+        "UPDATE apps SET webhook_kinds = '[1]'",
+        "UPDATE apps SET webhook_url = NULL, webhook_kinds = NULL, webhook_secret = NULL, webhook_created_at = NULL",
+    ])
+    func partialWebhookColumnsAreACorruptRow(_ damage: String) async throws {
+        let directory = try makeTemporaryDirectory("liverelay-registry-")
+        defer { removeDirectory(directory) }
+        let registry = try SQLiteTenantRegistry(dataDirectory: directory)
+        try await RegistryBehaviourSuite.appWithWebhook(registry)
+        try await registry.close()
+        do {
+            let db = try SQLiteConnection(path: registry.path, create: false)
+            try db.execute(damage)
+            db.close()
+        }
+        let reopened = try SQLiteTenantRegistry(dataDirectory: directory)
+        do {
+            _ = try await reopened.snapshot()
+            Issue.record("a row with damaged webhook columns was read")
+        } catch {
+            #expect(error is SQLiteError)
+            #expect(!String(describing: error).contains(webhookSecretHex))
+            #expect(!String(reflecting: error).contains(webhookSecretHex))
+        }
+        try await reopened.close()
     }
 
     @Test func aFileWithANewerRegistrySchemaIsRefused() async throws {
@@ -157,5 +217,8 @@ enum RegistryReopening {
         try await registry.apply(.revokeKey(keyID: registryKeyID(1)), actor: "config", now: t0 + .seconds(4))
         try await registry.apply(.disableApp(id: "rides"), actor: "config", now: t0 + .seconds(5))
         try await registry.touch([registryKeyID(2): t0 + .seconds(6)])
+        try await registry.apply(
+            .putWebhook(appID: "orders", url: webhookURL("orders"), eventKinds: [.callSettled, .activityEnded], newSecret: webhookSecret),
+            actor: "config", now: t0 + .seconds(7))
     }
 }

@@ -399,6 +399,18 @@ var conformanceRPCs = map[string]conformanceRPC{
 	"RevokeAPIKey": {func() proto.Message { return &adminpb.RevokeAPIKeyRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
 		return c.RevokeAPIKey(ctx, r.(*adminpb.RevokeAPIKeyRequest))
 	}},
+	"PutWebhook": {func() proto.Message { return &adminpb.PutWebhookRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
+		return c.PutWebhook(ctx, r.(*adminpb.PutWebhookRequest))
+	}},
+	"GetWebhook": {func() proto.Message { return &adminpb.GetWebhookRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
+		return c.GetWebhook(ctx, r.(*adminpb.GetWebhookRequest))
+	}},
+	"DeleteWebhook": {func() proto.Message { return &adminpb.DeleteWebhookRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
+		return c.DeleteWebhook(ctx, r.(*adminpb.DeleteWebhookRequest))
+	}},
+	"ResetWebhook": {func() proto.Message { return &adminpb.ResetWebhookRequest{} }, func(ctx context.Context, c *Client, r proto.Message) (proto.Message, error) {
+		return c.ResetWebhook(ctx, r.(*adminpb.ResetWebhookRequest))
+	}},
 }
 
 // buildRequest turns a step's request fields into the typed request: JSON

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liverelay/liverelay/clients/go/adminpb"
 	"github.com/liverelay/liverelay/clients/go/internal/wire"
 	pb "github.com/liverelay/liverelay/clients/go/liverelaypb"
 	"google.golang.org/protobuf/proto"
@@ -716,5 +717,81 @@ func TestScriptedErrorDetails(t *testing.T) {
 	}
 	if want := "liverelay: INVALID_ARGUMENT: bad token (reason InvalidField); token: not hex; kind: missing"; e.Error() != want {
 		t.Fatalf("Error() = %q\nwant      %q", e.Error(), want)
+	}
+}
+
+// The webhook methods send their request to their own path and return the
+// reply as sent; GetWebhook, a read, is resent after a lost connection, and
+// PutWebhook, which may mint a secret, is not.
+func TestScriptedWebhookMethods(t *testing.T) {
+	s := newScripted(t)
+	c := s.client(Config{})
+	ctx := context.Background()
+	hook := &adminpb.Webhook{
+		AppId: proto.String("dev.app"), Url: proto.String("https://hooks.example.com/in"),
+		EventKinds: []string{"EVENT_KIND_PUSH_FAILED"}, State: proto.String("delivering"), DeliveredCursor: proto.Uint64(7),
+	}
+	put := &adminpb.PutWebhookRequest{
+		AppId: proto.String("dev.app"), Url: proto.String("https://hooks.example.com/in"),
+		EventKinds: []string{"EVENT_KIND_PUSH_FAILED"}, RotateSecret: proto.Bool(true),
+	}
+	putDone := async(func() (*adminpb.PutWebhookReply, error) { return c.PutWebhook(ctx, put) })
+	p := s.accept()
+	p.handshake()
+	id, r := p.request(MethodPutWebhook)
+	sent := new(adminpb.PutWebhookRequest)
+	if err := proto.Unmarshal(r.Message, sent); err != nil || !proto.Equal(sent, put) {
+		t.Fatalf("PutWebhook sent %v (%v)", sent, err)
+	}
+	p.respond(id, &adminpb.PutWebhookReply{Webhook: hook, SigningSecret: proto.String("whsec_" + strings.Repeat("ab", 32))})
+	if reply, err := await(t, putDone); err != nil || !proto.Equal(reply.GetWebhook(), hook) || !strings.HasPrefix(reply.GetSigningSecret(), "whsec_") {
+		t.Fatalf("PutWebhook: %v, %v", reply, err)
+	}
+
+	calls := []struct {
+		method string
+		call   func() (*adminpb.WebhookReply, error)
+	}{
+		{MethodGetWebhook, func() (*adminpb.WebhookReply, error) {
+			return c.GetWebhook(ctx, &adminpb.GetWebhookRequest{AppId: proto.String("dev.app")})
+		}},
+		{MethodDeleteWebhook, func() (*adminpb.WebhookReply, error) {
+			return c.DeleteWebhook(ctx, &adminpb.DeleteWebhookRequest{AppId: proto.String("dev.app")})
+		}},
+		{MethodResetWebhook, func() (*adminpb.WebhookReply, error) {
+			return c.ResetWebhook(ctx, &adminpb.ResetWebhookRequest{AppId: proto.String("dev.app")})
+		}},
+	}
+	for _, call := range calls {
+		done := async(call.call)
+		id, r := p.request(call.method)
+		if string(r.Message) != "\x0a\x07dev.app" {
+			t.Fatalf("%s sent %x", call.method, r.Message)
+		}
+		p.respond(id, &adminpb.WebhookReply{Webhook: hook})
+		if reply, err := await(t, done); err != nil || !proto.Equal(reply.GetWebhook(), hook) {
+			t.Fatalf("%s: %v, %v", call.method, reply, err)
+		}
+	}
+
+	getDone := async(func() (*adminpb.WebhookReply, error) {
+		return c.GetWebhook(ctx, &adminpb.GetWebhookRequest{AppId: proto.String("dev.app")})
+	})
+	p.request(MethodGetWebhook)
+	_ = p.nc.Close()
+	p2 := s.accept()
+	p2.handshake()
+	id, _ = p2.request(MethodGetWebhook)
+	p2.respond(id, &adminpb.WebhookReply{Webhook: hook})
+	if _, err := await(t, getDone); err != nil {
+		t.Fatalf("GetWebhook after a lost connection: %v", err)
+	}
+
+	putDone = async(func() (*adminpb.PutWebhookReply, error) { return c.PutWebhook(ctx, put) })
+	p2.request(MethodPutWebhook)
+	_ = p2.nc.Close()
+	_, err := await(t, putDone)
+	if e := asError(t, err); e.Status != Unavailable || e.Processing != MayHaveBeenProcessed {
+		t.Fatalf("PutWebhook after a lost connection: %+v", e)
 	}
 }

@@ -34,6 +34,10 @@ const (
 	MethodListAPIKeys        = "/liverelay.admin.v1.Admin/ListAPIKeys"
 	MethodRevokeAPIKey       = "/liverelay.admin.v1.Admin/RevokeAPIKey"
 	MethodGetAppStats        = "/liverelay.admin.v1.Admin/GetAppStats"
+	MethodPutWebhook         = "/liverelay.admin.v1.Admin/PutWebhook"
+	MethodGetWebhook         = "/liverelay.admin.v1.Admin/GetWebhook"
+	MethodDeleteWebhook      = "/liverelay.admin.v1.Admin/DeleteWebhook"
+	MethodResetWebhook       = "/liverelay.admin.v1.Admin/ResetWebhook"
 )
 
 // CallOption changes how Invoke treats one call.
@@ -310,6 +314,28 @@ func (c *Client) RevokeAPIKey(ctx context.Context, req *adminpb.RevokeAPIKeyRequ
 // GetAppStats reports what the answering node sees of the app.
 func (c *Client) GetAppStats(ctx context.Context, req *adminpb.GetAppStatsRequest) (*adminpb.AppStats, error) {
 	return adminCall(ctx, c, MethodGetAppStats, req, new(adminpb.AppStats), true)
+}
+
+// PutWebhook sets the app's webhook. A new webhook, or RotateSecret, mints a
+// signing secret: the reply's SigningSecret is the only copy of it.
+func (c *Client) PutWebhook(ctx context.Context, req *adminpb.PutWebhookRequest) (*adminpb.PutWebhookReply, error) {
+	return adminCall(ctx, c, MethodPutWebhook, req, new(adminpb.PutWebhookReply), false)
+}
+
+// GetWebhook reads the app's webhook and its delivery state.
+func (c *Client) GetWebhook(ctx context.Context, req *adminpb.GetWebhookRequest) (*adminpb.WebhookReply, error) {
+	return adminCall(ctx, c, MethodGetWebhook, req, new(adminpb.WebhookReply), true)
+}
+
+// DeleteWebhook stops the app's deliveries; its event feed keeps its events.
+func (c *Client) DeleteWebhook(ctx context.Context, req *adminpb.DeleteWebhookRequest) (*adminpb.WebhookReply, error) {
+	return adminCall(ctx, c, MethodDeleteWebhook, req, new(adminpb.WebhookReply), false)
+}
+
+// ResetWebhook ends a failing or retrying webhook's wait: the next delivery
+// is tried at once, with a fresh retry window.
+func (c *Client) ResetWebhook(ctx context.Context, req *adminpb.ResetWebhookRequest) (*adminpb.WebhookReply, error) {
+	return adminCall(ctx, c, MethodResetWebhook, req, new(adminpb.WebhookReply), false)
 }
 
 func adminCall[Req proto.Message, Reply proto.Message](ctx context.Context, c *Client, method string, req Req, reply Reply, idempotent bool) (Reply, error) {

@@ -601,7 +601,68 @@ typedef struct LrAdminAppStats {
   char *held_reason;
   protobuf_c_boolean has_held_for_ms;
   uint64_t held_for_ms;
+  char *webhook_state;
+  protobuf_c_boolean has_webhook_backlog;
+  uint64_t webhook_backlog;
 } LrAdminAppStats;
+
+typedef struct LrAdminWebhook {
+  ProtobufCMessage base;
+  char *app_id;
+  char *url;
+  size_t n_event_kinds;
+  char **event_kinds;
+  protobuf_c_boolean has_created_at_ms;
+  int64_t created_at_ms;
+  protobuf_c_boolean has_updated_at_ms;
+  int64_t updated_at_ms;
+  char *state;
+  protobuf_c_boolean has_delivered_cursor;
+  uint64_t delivered_cursor;
+  protobuf_c_boolean has_last_success_at_ms;
+  int64_t last_success_at_ms;
+  char *last_error;
+  protobuf_c_boolean has_failing_since_ms;
+  int64_t failing_since_ms;
+  protobuf_c_boolean has_attempts;
+  uint32_t attempts;
+} LrAdminWebhook;
+
+typedef struct LrAdminPutWebhookRequest {
+  ProtobufCMessage base;
+  char *app_id;
+  char *url;
+  size_t n_event_kinds;
+  char **event_kinds;
+  protobuf_c_boolean has_rotate_secret;
+  protobuf_c_boolean rotate_secret;
+} LrAdminPutWebhookRequest;
+
+typedef struct LrAdminPutWebhookReply {
+  ProtobufCMessage base;
+  LrAdminWebhook *webhook;
+  char *signing_secret;
+} LrAdminPutWebhookReply;
+
+typedef struct LrAdminGetWebhookRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminGetWebhookRequest;
+
+typedef struct LrAdminDeleteWebhookRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminDeleteWebhookRequest;
+
+typedef struct LrAdminResetWebhookRequest {
+  ProtobufCMessage base;
+  char *app_id;
+} LrAdminResetWebhookRequest;
+
+typedef struct LrAdminWebhookReply {
+  ProtobufCMessage base;
+  LrAdminWebhook *webhook;
+} LrAdminWebhookReply;
 
 /* ---- descriptors and init functions ---- */
 
@@ -658,6 +719,13 @@ LR_DECLARE_MESSAGE(admin_api_key_reply, LrAdminAPIKeyReply)
 LR_DECLARE_MESSAGE(admin_get_app_stats_request, LrAdminGetAppStatsRequest)
 LR_DECLARE_MESSAGE(admin_outcome_count, LrAdminOutcomeCount)
 LR_DECLARE_MESSAGE(admin_app_stats, LrAdminAppStats)
+LR_DECLARE_MESSAGE(admin_webhook, LrAdminWebhook)
+LR_DECLARE_MESSAGE(admin_put_webhook_request, LrAdminPutWebhookRequest)
+LR_DECLARE_MESSAGE(admin_put_webhook_reply, LrAdminPutWebhookReply)
+LR_DECLARE_MESSAGE(admin_get_webhook_request, LrAdminGetWebhookRequest)
+LR_DECLARE_MESSAGE(admin_delete_webhook_request, LrAdminDeleteWebhookRequest)
+LR_DECLARE_MESSAGE(admin_reset_webhook_request, LrAdminResetWebhookRequest)
+LR_DECLARE_MESSAGE(admin_webhook_reply, LrAdminWebhookReply)
 
 #undef LR_DECLARE_MESSAGE
 

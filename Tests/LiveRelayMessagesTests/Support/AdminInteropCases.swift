@@ -30,6 +30,12 @@ extension InteropCases {
         admin: false, label: "staging push worker — ✓", createdAtMS: 1_767_225_500_000, lastUsedAtMS: 1_767_225_540_000,
         revokedAtMS: -1)
 
+    static let fullWebhook = Admin.Webhook(
+        appID: app, url: "https://hooks.example.com:8443/liverelay?app=scores&v=%E2%9C%93",
+        eventKinds: ["EVENT_KIND_PUSH_FAILED", "EVENT_KIND_TOKEN_PRUNED"], createdAtMS: 1_767_225_500_000,
+        updatedAtMS: 1_767_225_600_000, state: "failing", deliveredCursor: .max, lastSuccessAtMS: 1_767_225_540_000,
+        lastError: "connect: connection refused — ✓", failingSinceMS: -1, attempts: .max)
+
     static let zeroQuotas = Admin.Quotas(
         callsPerSecond: 0, burst: 0, pushesPerHour: 0, maxTokens: 0, maxLiveActivities: 0, priorityBudgetPerHour: 0)
 
@@ -119,8 +125,30 @@ extension InteropCases {
             ],
             pushesLastHour: 1003, tokens: 250, liveActivities: 17,
             quotas: Admin.Quotas(callsPerSecond: 6.25, pushesPerHour: 125_000), nodes: 2, heldReason: "InvalidProviderToken",
-            heldForMS: 61_000),
+            heldForMS: 61_000, webhookState: "retrying", webhookBacklog: 1200),
         "admin_app_stats_empty": Admin.AppStats(),
+    ]
+
+    static let adminWebhooks: [String: any LiveRelayMessage] = [
+        "admin_webhook_every_field": fullWebhook,
+        "admin_webhook_present_zero": Admin.Webhook(
+            appID: "", url: "", createdAtMS: 0, updatedAtMS: 0, state: "", deliveredCursor: 0, lastSuccessAtMS: 0, lastError: "",
+            failingSinceMS: 0, attempts: 0),
+        "admin_webhook_empty": Admin.Webhook(),
+        "admin_put_webhook_every_field": Admin.PutWebhookRequest(
+            appID: app, url: "https://[2001:db8::1]/in", eventKinds: Admin.Webhook.eventKindNames, rotateSecret: true),
+        "admin_put_webhook_minimal": Admin.PutWebhookRequest(appID: "a", url: "https://h"),
+        "admin_put_webhook_rotate_false": Admin.PutWebhookRequest(
+            appID: app, url: "https://10.0.0.1:1/", eventKinds: ["EVENT_KIND_CHANNEL_DELETED"], rotateSecret: false),
+        "admin_put_webhook_reply_every_field": Admin.PutWebhookReply(
+            webhook: fullWebhook, signingSecret: "whsec_" + String(repeating: "0123456789abcdef", count: 4)),
+        "admin_put_webhook_reply_empty": Admin.PutWebhookReply(),
+        "admin_get_webhook": Admin.GetWebhookRequest(appID: app),
+        "admin_delete_webhook": Admin.DeleteWebhookRequest(appID: "com.example.news_2"),
+        "admin_reset_webhook": Admin.ResetWebhookRequest(appID: app),
+        "admin_webhook_reply_every_field": Admin.WebhookReply(webhook: fullWebhook),
+        "admin_webhook_reply_empty_webhook": Admin.WebhookReply(webhook: Admin.Webhook()),
+        "admin_webhook_reply_empty": Admin.WebhookReply(),
     ]
 
     /// interop.py `generated_admin_cases()`.

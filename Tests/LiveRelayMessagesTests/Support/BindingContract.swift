@@ -29,7 +29,9 @@ enum BindingContract {
         Admin.PutAPNsCredentialsRequest.self, Admin.APIKey.self, Admin.CreateAPIKeyRequest.self,
         Admin.CreateAPIKeyReply.self, Admin.ListAPIKeysRequest.self, Admin.ListAPIKeysReply.self,
         Admin.RevokeAPIKeyRequest.self, Admin.APIKeyReply.self, Admin.GetAppStatsRequest.self,
-        Admin.OutcomeCount.self, Admin.AppStats.self,
+        Admin.OutcomeCount.self, Admin.AppStats.self, Admin.Webhook.self, Admin.PutWebhookRequest.self,
+        Admin.PutWebhookReply.self, Admin.GetWebhookRequest.self, Admin.DeleteWebhookRequest.self,
+        Admin.ResetWebhookRequest.self, Admin.WebhookReply.self,
     ]
 
     /// Both registries: liverelay.v1's, then liverelay.admin.v1's.

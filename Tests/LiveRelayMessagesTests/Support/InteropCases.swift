@@ -30,6 +30,7 @@ enum InteropCases {
         .merging(generated) { a, _ in a }
         .merging(adminApps) { a, _ in a }
         .merging(adminCredentialsAndKeys) { a, _ in a }
+        .merging(adminWebhooks) { a, _ in a }
         .merging(adminGenerated) { a, _ in a }
         .merging(channels) { a, _ in a }
         .merging(channelsGenerated) { a, _ in a }

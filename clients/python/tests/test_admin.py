@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from conftest import V1_METHODS, Dev
+from fake_server import FakeConnection, FakeServer
 from harness import eventually_sync, key_accepted, run, uid
 
-from liverelay import admin_pb
+import liverelay
+from liverelay import admin_pb, pb
+
+FAST = liverelay.Backoff(initial=0.001, maximum=0.01, jitter=0)
 
 
 def test_apps_credentials_keys_and_stats(dev: Dev) -> None:
@@ -89,5 +94,67 @@ def test_async_admin(dev: Dev) -> None:
                 app_with_key = await admin.put_apns_credentials(
                     app_id=app, team_id="ABCDE12345", key_id="KEY1234567", private_key_pem=key_file.read())
             assert app_with_key.credentials.key_id == "KEY1234567"
+
+    run(main())
+
+
+def test_webhook_methods_through_a_scripted_server() -> None:
+    """Each webhook method's path, request and reply; the minted secret stays out of repr, and
+    only get_webhook (a read) is resent after a lost connection."""
+    hook = admin_pb.Webhook(app_id="dev.app", url="https://hooks.example.com/in",
+                            event_kinds=["EVENT_KIND_PUSH_FAILED"], state="delivering", delivered_cursor=7)
+    secret = "whsec_" + "ab" * 32
+
+    async def handler(connection: FakeConnection) -> None:
+        await connection.handshake()
+        while True:
+            request = await connection.next()
+            if request is None:
+                return
+            method = request.method.rsplit("/", 1)[1]
+            if method == "PutWebhook":
+                sent = admin_pb.PutWebhookRequest.FromString(request.message)
+                if sent.url.endswith("/drop"):
+                    return await connection.close()
+                reply = admin_pb.PutWebhookReply(webhook=hook)
+                if sent.rotate_secret:
+                    reply.signing_secret = secret
+                connection.reply(request.request_id, reply.SerializeToString())
+            elif method == "GetWebhook" and connection.index == 0 and len(connection.requests) > 4:
+                return await connection.close()
+            else:
+                connection.reply(request.request_id, admin_pb.WebhookReply(webhook=hook).SerializeToString())
+
+    async def main() -> None:
+        async with FakeServer(handler) as server:
+            async with liverelay.AsyncClient("127.0.0.1", server.port, api_key="lrk_test_secret", insecure_plaintext=True,
+                                             connections=1, reconnect_backoff=FAST,
+                                             retry=liverelay.RetryPolicy(max_attempts=3, backoff=FAST)) as admin:
+                minted = await admin.put_webhook(app_id="dev.app", url="https://hooks.example.com/in",
+                                                 event_kinds=[pb.EVENT_KIND_PUSH_FAILED, "EVENT_KIND_CALL_SETTLED"],
+                                                 rotate_secret=True)
+                assert (minted.webhook, minted.signing_secret) == (hook, secret)
+                assert secret not in repr(minted)
+                kept = await admin.put_webhook(app_id="dev.app", url="https://hooks.example.com/in")
+                assert (kept.webhook, kept.signing_secret) == (hook, None)
+                assert await admin.get_webhook(app_id="dev.app") == hook
+                assert await admin.delete_webhook(app_id="dev.app") == hook
+                assert await admin.reset_webhook(app_id="dev.app") == hook
+                # The fifth request and on: the first connection drops a GetWebhook unanswered.
+                assert await admin.get_webhook(app_id="dev.app") == hook
+                with pytest.raises(liverelay.UnavailableError):
+                    await admin.put_webhook(app_id="dev.app", url="https://hooks.example.com/drop")
+            sent = [(i, r.method.rsplit("/", 1)[1], r.message) for i, r in server.requests]
+            assert [m for _, m, _ in sent] == [
+                "PutWebhook", "PutWebhook", "GetWebhook", "DeleteWebhook", "ResetWebhook", "GetWebhook", "GetWebhook",
+                "PutWebhook",
+            ]
+            first = admin_pb.PutWebhookRequest.FromString(sent[0][2])
+            assert (first.app_id, first.url, list(first.event_kinds), first.rotate_secret) == (
+                "dev.app", "https://hooks.example.com/in", ["EVENT_KIND_PUSH_FAILED", "EVENT_KIND_CALL_SETTLED"], True)
+            assert not admin_pb.PutWebhookRequest.FromString(sent[1][2]).HasField("rotate_secret")
+            for _, method, message in sent[2:5]:
+                assert getattr(admin_pb, method + "Request").FromString(message).app_id == "dev.app"
+            assert [i for i, _, _ in sent[5:7]] == [0, 1]
 
     run(main())

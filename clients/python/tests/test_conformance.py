@@ -217,6 +217,17 @@ def call(client: liverelay.Client, rpc: str, request: Dict[str, Any], timeout: O
         return client.list_api_keys(**r, **options)
     if rpc == "RevokeAPIKey":
         return admin_pb.APIKeyReply(key=client.revoke_api_key(**r, **options))
+    if rpc == "PutWebhook":
+        put = client.put_webhook(**r, **options)
+        if put.signing_secret is None:
+            return admin_pb.PutWebhookReply(webhook=put.webhook)
+        return admin_pb.PutWebhookReply(webhook=put.webhook, signing_secret=put.signing_secret)
+    if rpc == "GetWebhook":
+        return admin_pb.WebhookReply(webhook=client.get_webhook(**r, **options))
+    if rpc == "DeleteWebhook":
+        return admin_pb.WebhookReply(webhook=client.delete_webhook(**r, **options))
+    if rpc == "ResetWebhook":
+        return admin_pb.WebhookReply(webhook=client.reset_webhook(**r, **options))
     raise ScenarioError(f"this runner does not know the step {rpc!r}: implement it in all three runners")
 
 

@@ -12,7 +12,7 @@ small pool of pipelined TLS connections; see the package's README.md.
 """
 
 from . import admin_pb, errors, pb
-from ._client import AsyncClient, CreatedAPIKey, JSONObject
+from ._client import AsyncClient, CreatedAPIKey, JSONObject, PutWebhookResult
 from ._pool import ClientStats
 from ._sync import Client
 from .errors import (
@@ -54,6 +54,7 @@ __all__ = [
     "Client",
     "ClientStats",
     "CreatedAPIKey",
+    "PutWebhookResult",
     "JSONObject",
     "TLSConfig",
     "RetryPolicy",

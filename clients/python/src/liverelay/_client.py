@@ -38,6 +38,16 @@ class CreatedAPIKey:
     secret: str = field(repr=False)
 
 
+@dataclass(frozen=True)
+class PutWebhookResult:
+    """An app's webhook as ``put_webhook`` left it. ``signing_secret`` is set when one was
+    minted (a new webhook, or ``rotate_secret``): shown this once, so it is left out of
+    ``repr`` as well."""
+
+    webhook: admin_pb2.Webhook
+    signing_secret: Optional[str] = field(default=None, repr=False)
+
+
 def _json(value: Optional[JSONObject]) -> Optional[str]:
     if value is None or isinstance(value, str):
         return value
@@ -772,3 +782,64 @@ class AsyncClient:
             timeout=timeout,
             idempotent=True,
         )
+
+    async def put_webhook(
+        self,
+        *,
+        app_id: str,
+        url: str,
+        event_kinds: Sequence[Union[liverelay_pb2.EventKind, str]] = (),
+        rotate_secret: Optional[bool] = None,
+        timeout: Optional[float] = None,
+    ) -> PutWebhookResult:
+        """Sets the app's webhook: the https:// ``url`` its event feed is delivered to, the
+        ``event_kinds`` delivered (values or names; none: every kind). A new webhook, or
+        ``rotate_secret``, mints a signing secret, returned this once. Not resent after an
+        unknown outcome."""
+        request = admin_pb2.PutWebhookRequest(
+            **_present(
+                app_id=app_id,
+                url=url,
+                event_kinds=[k if isinstance(k, str) else liverelay_pb2.EventKind.Name(k) for k in event_kinds],
+                rotate_secret=rotate_secret,
+            )
+        )
+        reply = await self._unary(
+            _ADMIN + "PutWebhook", request, admin_pb2.PutWebhookReply, timeout=timeout, idempotent=False
+        )
+        secret = reply.signing_secret if reply.HasField("signing_secret") else None
+        return PutWebhookResult(webhook=reply.webhook, signing_secret=secret)
+
+    async def get_webhook(self, *, app_id: str, timeout: Optional[float] = None) -> admin_pb2.Webhook:
+        """The app's webhook and its delivery state (NOT_FOUND when it has none)."""
+        reply = await self._unary(
+            _ADMIN + "GetWebhook",
+            admin_pb2.GetWebhookRequest(app_id=app_id),
+            admin_pb2.WebhookReply,
+            timeout=timeout,
+            idempotent=True,
+        )
+        return reply.webhook
+
+    async def delete_webhook(self, *, app_id: str, timeout: Optional[float] = None) -> admin_pb2.Webhook:
+        """Stops the app's deliveries (its event feed keeps its events); returns the webhook removed."""
+        reply = await self._unary(
+            _ADMIN + "DeleteWebhook",
+            admin_pb2.DeleteWebhookRequest(app_id=app_id),
+            admin_pb2.WebhookReply,
+            timeout=timeout,
+            idempotent=False,
+        )
+        return reply.webhook
+
+    async def reset_webhook(self, *, app_id: str, timeout: Optional[float] = None) -> admin_pb2.Webhook:
+        """Ends a failing or retrying webhook's wait: the next delivery is tried at once, with a
+        fresh retry window."""
+        reply = await self._unary(
+            _ADMIN + "ResetWebhook",
+            admin_pb2.ResetWebhookRequest(app_id=app_id),
+            admin_pb2.WebhookReply,
+            timeout=timeout,
+            idempotent=False,
+        )
+        return reply.webhook

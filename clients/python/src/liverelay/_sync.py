@@ -212,6 +212,10 @@ class Client:
     list_api_keys = _blocking(AsyncClient.list_api_keys)
     revoke_api_key = _blocking(AsyncClient.revoke_api_key)
     get_app_stats = _blocking(AsyncClient.get_app_stats)
+    put_webhook = _blocking(AsyncClient.put_webhook)
+    get_webhook = _blocking(AsyncClient.get_webhook)
+    delete_webhook = _blocking(AsyncClient.delete_webhook)
+    reset_webhook = _blocking(AsyncClient.reset_webhook)
 
     def iter_channels(
         self,

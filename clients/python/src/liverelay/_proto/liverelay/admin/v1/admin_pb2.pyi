@@ -249,7 +249,7 @@ class OutcomeCount(_message.Message):
     def __init__(self, outcome: _Optional[str] = ..., reason: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class AppStats(_message.Message):
-    __slots__ = ("app_id", "queue_depth", "queue_capacity", "pushes", "pushes_last_hour", "tokens", "live_activities", "quotas", "nodes", "held_reason", "held_for_ms")
+    __slots__ = ("app_id", "queue_depth", "queue_capacity", "pushes", "pushes_last_hour", "tokens", "live_activities", "quotas", "nodes", "held_reason", "held_for_ms", "webhook_state", "webhook_backlog")
     APP_ID_FIELD_NUMBER: _ClassVar[int]
     QUEUE_DEPTH_FIELD_NUMBER: _ClassVar[int]
     QUEUE_CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -261,6 +261,8 @@ class AppStats(_message.Message):
     NODES_FIELD_NUMBER: _ClassVar[int]
     HELD_REASON_FIELD_NUMBER: _ClassVar[int]
     HELD_FOR_MS_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_STATE_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_BACKLOG_FIELD_NUMBER: _ClassVar[int]
     app_id: str
     queue_depth: int
     queue_capacity: int
@@ -272,4 +274,76 @@ class AppStats(_message.Message):
     nodes: int
     held_reason: str
     held_for_ms: int
-    def __init__(self, app_id: _Optional[str] = ..., queue_depth: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., pushes: _Optional[_Iterable[_Union[OutcomeCount, _Mapping]]] = ..., pushes_last_hour: _Optional[int] = ..., tokens: _Optional[int] = ..., live_activities: _Optional[int] = ..., quotas: _Optional[_Union[Quotas, _Mapping]] = ..., nodes: _Optional[int] = ..., held_reason: _Optional[str] = ..., held_for_ms: _Optional[int] = ...) -> None: ...
+    webhook_state: str
+    webhook_backlog: int
+    def __init__(self, app_id: _Optional[str] = ..., queue_depth: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., pushes: _Optional[_Iterable[_Union[OutcomeCount, _Mapping]]] = ..., pushes_last_hour: _Optional[int] = ..., tokens: _Optional[int] = ..., live_activities: _Optional[int] = ..., quotas: _Optional[_Union[Quotas, _Mapping]] = ..., nodes: _Optional[int] = ..., held_reason: _Optional[str] = ..., held_for_ms: _Optional[int] = ..., webhook_state: _Optional[str] = ..., webhook_backlog: _Optional[int] = ...) -> None: ...
+
+class Webhook(_message.Message):
+    __slots__ = ("app_id", "url", "event_kinds", "created_at_ms", "updated_at_ms", "state", "delivered_cursor", "last_success_at_ms", "last_error", "failing_since_ms", "attempts")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERED_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    LAST_SUCCESS_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FAILING_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    url: str
+    event_kinds: _containers.RepeatedScalarFieldContainer[str]
+    created_at_ms: int
+    updated_at_ms: int
+    state: str
+    delivered_cursor: int
+    last_success_at_ms: int
+    last_error: str
+    failing_since_ms: int
+    attempts: int
+    def __init__(self, app_id: _Optional[str] = ..., url: _Optional[str] = ..., event_kinds: _Optional[_Iterable[str]] = ..., created_at_ms: _Optional[int] = ..., updated_at_ms: _Optional[int] = ..., state: _Optional[str] = ..., delivered_cursor: _Optional[int] = ..., last_success_at_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., failing_since_ms: _Optional[int] = ..., attempts: _Optional[int] = ...) -> None: ...
+
+class PutWebhookRequest(_message.Message):
+    __slots__ = ("app_id", "url", "event_kinds", "rotate_secret")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KINDS_FIELD_NUMBER: _ClassVar[int]
+    ROTATE_SECRET_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    url: str
+    event_kinds: _containers.RepeatedScalarFieldContainer[str]
+    rotate_secret: bool
+    def __init__(self, app_id: _Optional[str] = ..., url: _Optional[str] = ..., event_kinds: _Optional[_Iterable[str]] = ..., rotate_secret: bool = ...) -> None: ...
+
+class PutWebhookReply(_message.Message):
+    __slots__ = ("webhook", "signing_secret")
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    signing_secret: str
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ..., signing_secret: _Optional[str] = ...) -> None: ...
+
+class GetWebhookRequest(_message.Message):
+    __slots__ = ("app_id",)
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    def __init__(self, app_id: _Optional[str] = ...) -> None: ...
+
+class DeleteWebhookRequest(_message.Message):
+    __slots__ = ("app_id",)
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    def __init__(self, app_id: _Optional[str] = ...) -> None: ...
+
+class ResetWebhookRequest(_message.Message):
+    __slots__ = ("app_id",)
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    def __init__(self, app_id: _Optional[str] = ...) -> None: ...
+
+class WebhookReply(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: Webhook
+    def __init__(self, webhook: _Optional[_Union[Webhook, _Mapping]] = ...) -> None: ...

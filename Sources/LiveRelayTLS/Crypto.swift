@@ -1,10 +1,10 @@
 import COpenSSL
 
-/// The few primitives API keys need, from the libcrypto the TLS layer already links,
-/// so authentication adds no dependency and no hand-rolled cryptography.
-enum Crypto {
+/// The few primitives API keys and webhook signatures need, from the libcrypto the TLS
+/// layer links, so neither adds a dependency nor hand-rolled cryptography.
+package enum Crypto {
     /// SHA-256 through the EVP interface (the low-level SHA256_* calls are deprecated in OpenSSL 3).
-    static func sha256<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
+    package static func sha256<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         let ok: Int32 =
             bytes.withContiguousStorageIfAvailable { input in
@@ -26,9 +26,23 @@ enum Crypto {
         return digest
     }
 
+    /// HMAC-SHA256 of `message` keyed with `key` (OpenSSL's one-shot HMAC).
+    package static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let result = key.withUnsafeBytes { key in
+            message.withUnsafeBufferPointer { message in
+                HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), message.baseAddress, message.count, &digest, &length)
+            }
+        }
+        // HMAC fails only on allocation failure or a missing SHA-256 provider: nothing can be signed then.
+        precondition(result != nil && length == 32, "OpenSSL HMAC-SHA256 failed")
+        return digest
+    }
+
     /// Compares in time that depends only on the length, so a response time
     /// says nothing about how many leading bytes of a guessed hash were right.
-    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         return a.withUnsafeBytes { pa in
             b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, pa.count) == 0 }
@@ -36,7 +50,7 @@ enum Crypto {
     }
 
     /// Bytes from OpenSSL's CSPRNG; a failure here means the process cannot make keys safely at all.
-    static func randomBytes(_ count: Int) -> [UInt8] {
+    package static func randomBytes(_ count: Int) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let ok = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32($0.count)) }
         precondition(ok == 1, "RAND_bytes failed: the CSPRNG is unavailable")
@@ -44,10 +58,11 @@ enum Crypto {
     }
 }
 
-enum Hex {
+/// Lowercase hex, as key hashes and signatures are written.
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
+    package static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
         var out: [UInt8] = []
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
@@ -57,7 +72,7 @@ enum Hex {
     }
 
     /// Lowercase or uppercase hex to bytes; nil if the text is not an even number of hex digits.
-    static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
         var out: [UInt8] = []
@@ -78,32 +93,5 @@ enum Hex {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
         default: return nil
         }
-    }
-}
-
-/// RFC 4648 base32 in lowercase, without padding: key ids stay readable in logs
-/// and survive double-click selection (no punctuation), and 12 characters hold 60 bits.
-enum Base32 {
-    static let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
-
-    /// The first `characters` base32 digits of `bytes` (which must hold at least 5·characters bits).
-    static func encode(_ bytes: [UInt8], characters: Int) -> String {
-        precondition(bytes.count * 8 >= characters * 5)
-        var out: [UInt8] = []
-        out.reserveCapacity(characters)
-        for index in 0..<characters {
-            let bit = index * 5
-            let byte = bit / 8
-            let shift = bit % 8
-            var word = UInt16(bytes[byte]) << 8
-            if byte + 1 < bytes.count { word |= UInt16(bytes[byte + 1]) }
-            let value = Int((word >> (11 - shift)) & 0x1F)
-            out.append(alphabet[value])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func isValid(_ text: Substring.UTF8View) -> Bool {
-        text.allSatisfy { alphabet.contains($0) }
     }
 }
