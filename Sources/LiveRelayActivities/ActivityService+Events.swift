@@ -63,7 +63,11 @@ extension ActivityService {
                         details: ErrorDetails(reason: "CursorExpired")))
             }
             let now = NIODeadline.now()
-            guard page.entries.isEmpty, let until, now < until, !context.cancellation.isCancelled, !self.sink.isShuttingDown else {
+            // Rows this build cannot read (a newer build's kinds) answer at once too: the reply's
+            // cursor moves past them, so a reader is never held below them.
+            guard page.entries.isEmpty, page.scannedThrough <= cursor, let until, now < until, !context.cancellation.isCancelled,
+                !self.sink.isShuttingDown
+            else {
                 return context.eventLoop.makeSucceededFuture(Self.reply(page, after: cursor))
             }
             var wakeAt = min(until, now + Self.eventWaitSlice)
@@ -76,7 +80,7 @@ extension ActivityService {
 
     static func reply(_ page: EventPage, after cursor: UInt64) -> ListEventsReply {
         ListEventsReply(
-            events: page.entries.map(Self.event), nextCursor: page.entries.last?.cursor ?? cursor, more: page.more)
+            events: page.entries.map(Self.event), nextCursor: page.nextCursor(after: cursor), more: page.more)
     }
 
     /// An event of the feed as the protocol shows it.

@@ -7,20 +7,24 @@ import NIOCore
 
 /// What the admin API's webhook calls need from the rest of `serve`: the
 /// signing secret's minting (OpenSSL's random bytes live with the webhook
-/// client), the feed's backlog, and the deliverer to tell of a reset.
+/// client), the feed's last cursor and backlog, and the deliverer to tell of a reset.
 public struct WebhookAdminHooks: Sendable {
     /// A new signing secret: `whsec_` and 64 hex digits.
     public var mintSecret: @Sendable () -> String
+    /// The app's feed's last cursor (``ActivityStore/lastEventCursor(appID:on:)``): where a new webhook starts.
+    public var lastCursor: @Sendable (_ appID: String) async throws -> UInt64
     /// Events in the app's feed after `cursor`, counted up to a bound; nil when the feed cannot be read.
     public var backlog: @Sendable (_ appID: String, _ after: UInt64) async -> UInt64?
     /// The app's progress was reset: this node's deliverer stops waiting for the app at once.
     public var wasReset: @Sendable (_ appID: String) -> Void
 
     public init(
-        mintSecret: @escaping @Sendable () -> String, backlog: @escaping @Sendable (String, UInt64) async -> UInt64? = { _, _ in nil },
+        mintSecret: @escaping @Sendable () -> String, lastCursor: @escaping @Sendable (String) async throws -> UInt64 = { _ in 0 },
+        backlog: @escaping @Sendable (String, UInt64) async -> UInt64? = { _, _ in nil },
         wasReset: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.mintSecret = mintSecret
+        self.lastCursor = lastCursor
         self.backlog = backlog
         self.wasReset = wasReset
     }
@@ -33,12 +37,26 @@ extension RegistryAdminService {
         let appID = request.appID ?? ""
         let kinds = Set(request.eventKinds.compactMap(FeedEvent.Kind.init(protoName:)))
         return run(context) { [clock, webhookHooks] registry in
-            guard let app = try await registry.snapshot().apps[appID] else { throw RegistryError.appNotFound(appID) }
-            let secret = app.webhook == nil || request.rotateSecret == true ? webhookHooks.mintSecret() : nil
-            let change = RegistryChange.putWebhook(appID: appID, url: request.url ?? "", eventKinds: kinds, newSecret: secret)
+            guard try await registry.snapshot().apps[appID] != nil else { throw RegistryError.appNotFound(appID) }
+            // Read before the change: every event committed after it has a higher cursor, so a new
+            // webhook misses none of them. Used only if the change creates the webhook.
+            let startCursor: UInt64
+            do {
+                startCursor = try await webhookHooks.lastCursor(appID)
+            } catch {
+                throw RPCError(.unavailable, "the app's event feed cannot be read (a new webhook starts at its last event); try again")
+            }
+            // Minted every time: whether it is used (no webhook yet, or a rotation) is the change's to decide.
+            let secret = webhookHooks.mintSecret()
+            let change = RegistryChange.putWebhook(
+                appID: appID, url: request.url ?? "", eventKinds: kinds, newSecret: secret, rotate: request.rotateSecret == true,
+                startCursor: startCursor)
             try await registry.apply(change, actor: context.principal.keyID, now: clock.now())
             let webhook = try await Self.webhook(of: appID, in: registry)
-            return Admin.PutWebhookReply(webhook: try await Self.describe(webhook, appID: appID, registry), signingSecret: secret)
+            // Shown only if it is the one in force: not when the webhook kept its own (it existed, or
+            // another call created it first).
+            return Admin.PutWebhookReply(
+                webhook: try await Self.describe(webhook, appID: appID, registry), signingSecret: webhook.secret == secret ? secret : nil)
         }
     }
 
@@ -89,7 +107,7 @@ extension RegistryAdminService {
     private static func progress(
         of webhook: RegisteredWebhook, appID: String, _ registry: any TenantRegistry
     ) async throws -> WebhookProgress {
-        let fresh = WebhookProgress(appID: appID, webhookCreatedAt: webhook.createdAt)
+        let fresh = WebhookProgress.fresh(for: webhook, appID: appID)
         guard let saved = try await registry.webhookProgress(appID: appID), saved.webhookCreatedAt == webhook.createdAt else {
             return fresh
         }

@@ -28,6 +28,15 @@ package enum WebhookWiring {
     /// waiting out the lease its previous life held.
     static let singleNode = "local"
 
+    /// Where the webhooks' host names are resolved (getaddrinfo blocks a thread until it answers or
+    /// gives up): threads of their own, so that a tenant whose DNS does not answer holds a few of
+    /// them, not the threads the rest of the process resolves and does blocking work on.
+    static let resolverThreads: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 16)
+        pool.start()
+        return pool
+    }()
+
     /// Bounds GetAppStats' backlog count: one page of the feed, not a scan of it.
     static let backlogCountLimit = 10_000
 
@@ -40,14 +49,13 @@ package enum WebhookWiring {
         do {
             client = try WebhookHTTPClient(
                 group: MultiThreadedEventLoopGroup.singleton, trustRoots: settings.trustRoots,
-                addressPolicy: WebhookAddressPolicy(allowPrivateAddresses: settings.allowPrivateAddresses))
+                addressPolicy: WebhookAddressPolicy(allowPrivateAddresses: settings.allowPrivateAddresses),
+                threadPool: resolverThreads)
         } catch {
             throw SetupError("cannot set up the webhooks' TLS: \(error)")
         }
-        // As long as the intents' lease, and long enough that a delivery (at most the request timeout,
-        // begun within a third of the lease) ends before the lease can pass to another node.
-        let timeoutMS = settings.requestTimeout.nanoseconds / 1_000_000
-        let lease = UnixTime.Duration(milliseconds: max(Int64(description.intentLease.components.seconds) * 1000, 3 * timeoutMS + 1_000))
+        // As long as the intents' lease (the deliverer makes it longer for a long request timeout).
+        let lease = UnixTime.Duration(milliseconds: Int64(description.intentLease.components.seconds) * 1000)
         return WebhookDeliverer(
             configuration: WebhookDeliverer.Configuration(
                 schedule: settings.schedule, requestTimeout: settings.requestTimeout, lease: lease,
@@ -61,6 +69,7 @@ package enum WebhookWiring {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         return WebhookAdminHooks(
             mintSecret: { WebhookSignature.mintSecret() },
+            lastCursor: { appID in try await store.lastEventCursor(appID: appID, on: loop).get() },
             backlog: { appID, cursor in
                 guard let page = try? await store.events(appID: appID, after: cursor, limit: backlogCountLimit, on: loop).get()
                 else { return nil }

@@ -160,7 +160,7 @@ public struct RegisteredApp: Hashable, Sendable {
     public var quotas: RegisteredQuotas
     /// nil until credentials are put: the app's pushes fail `AppNotConfigured` until then.
     public var credentials: RegisteredCredentials?
-    /// Where the app's event feed is delivered; nil: nowhere (``RegistryChange/putWebhook(appID:url:eventKinds:newSecret:)``).
+    /// Where the app's event feed is delivered; nil: nowhere (``RegistryChange/putWebhook(appID:url:eventKinds:newSecret:rotate:startCursor:)``).
     public var webhook: RegisteredWebhook?
     /// Set by the rules when the app is created and changed.
     public var createdAt: UnixTime

@@ -96,9 +96,12 @@ public enum RegistryChange: Hashable, Sendable {
     /// The config file's apps and keys, applied declaratively (``RegistryRules``
     /// says exactly how); idempotent: a seed that changes nothing writes nothing.
     case seed(apps: [RegisteredApp], keys: [RegisteredAPIKey])
-    /// Sets the app's webhook. `newSecret` signs from now on; nil keeps the
-    /// webhook's secret (`.invalid` when the app has no webhook yet).
-    case putWebhook(appID: String, url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String?)
+    /// Sets the app's webhook. `newSecret` (always minted, so the decision is the
+    /// transaction's) signs from now on when the app has no webhook yet or `rotate` is
+    /// set; otherwise the webhook keeps its secret. `startCursor` (the feed's last cursor,
+    /// read before the change) is the new webhook's ``RegisteredWebhook/startCursor``; a
+    /// webhook changed keeps its own.
+    case putWebhook(appID: String, url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String, rotate: Bool, startCursor: UInt64)
     /// Removes the app's webhook; `.webhookNotFound` when it has none.
     case deleteWebhook(appID: String)
 }

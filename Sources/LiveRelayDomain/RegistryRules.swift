@@ -81,8 +81,10 @@ public enum RegistryRules {
             key.revokedAt = now
             return RegistryPlan(writes: [.putKey(key)], action: .revokeKey, target: keyID, details: "{}")
         case let .seed(apps, keys): return try RegistrySeed.plan(apps: apps, keys: keys, on: snapshot, now: now)
-        case let .putWebhook(appID, url, kinds, secret):
-            return try putWebhook(url: url, eventKinds: kinds, newSecret: secret, appID: appID, on: snapshot, now: now)
+        case let .putWebhook(appID, url, kinds, secret, rotate, startCursor):
+            return try putWebhook(
+                url: url, eventKinds: kinds, newSecret: secret, rotate: rotate, startCursor: startCursor, appID: appID, on: snapshot,
+                now: now)
         case let .deleteWebhook(appID):
             guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
             guard app.webhook != nil else { throw .webhookNotFound(appID) }
@@ -150,16 +152,18 @@ public enum RegistryRules {
 
     /// A webhook is the app's own, like its credentials; a seed never sets
     /// nor clears one, so setting it does not take the app from its seed.
+    /// The audit row's `secret_minted` says whether `newSecret` is the one in
+    /// force now (what the caller shows, once).
     private static func putWebhook(
-        url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String?, appID: String, on snapshot: RegistrySnapshot,
-        now: UnixTime
+        url: String, eventKinds: Set<FeedEvent.Kind>, newSecret: String, rotate: Bool, startCursor: UInt64, appID: String,
+        on snapshot: RegistrySnapshot, now: UnixTime
     ) throws(RegistryError) -> RegistryPlan? {
         guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
-        guard let secret = newSecret ?? app.webhook?.secret else {
-            throw .invalid(field: "signing_secret", detail: "a new webhook needs a signing secret")
-        }
+        let kept = rotate ? nil : app.webhook?.secret
+        let minted = kept == nil
         var webhook = RegisteredWebhook(
-            url: url, eventKinds: eventKinds, secret: secret, createdAt: app.webhook?.createdAt ?? now, updatedAt: now)
+            url: url, eventKinds: eventKinds, secret: kept ?? newSecret, createdAt: app.webhook?.createdAt ?? now, updatedAt: now,
+            startCursor: app.webhook?.startCursor ?? startCursor)
         try RegistryValidation.check(webhook)
         if let current = app.webhook {
             webhook.updatedAt = current.updatedAt
@@ -171,7 +175,7 @@ public enum RegistryRules {
         let details = AuditDetails.object { object in
             object.field("url", webhook.url)
             object.field("event_kinds", strings: webhook.sortedKinds.map(\.protoName))
-            object.field("secret_minted", newSecret != nil)
+            object.field("secret_minted", minted)
         }
         return RegistryPlan(writes: [.putApp(app)], action: .putWebhook, target: appID, details: details)
     }

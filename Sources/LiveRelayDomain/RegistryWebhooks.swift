@@ -15,19 +15,25 @@ public struct RegisteredWebhook: Hashable, Sendable, CustomStringConvertible, Cu
     public var eventKinds: Set<FeedEvent.Kind>
     /// The HMAC-SHA256 key: `whsec_` and 64 lowercase hex digits.
     public var secret: String
-    /// When the webhook was set: deliveries start with the events recorded from then on.
+    /// When the webhook was set: what tells its progress from that of a webhook deleted before it
+    /// (``WebhookProgress/webhookCreatedAt``).
     public var createdAt: UnixTime
     public var updatedAt: UnixTime
+    /// The feed's last cursor when the webhook was set: its deliveries are the events after it.
+    /// A cursor, not a time, so events committed by a node whose clock is behind are never skipped;
+    /// kept when the webhook is changed.
+    public var startCursor: UInt64
 
     public init(
         url: String, eventKinds: Set<FeedEvent.Kind> = [], secret: String, createdAt: UnixTime = UnixTime(milliseconds: 0),
-        updatedAt: UnixTime = UnixTime(milliseconds: 0)
+        updatedAt: UnixTime = UnixTime(milliseconds: 0), startCursor: UInt64 = 0
     ) {
         self.url = url
         self.eventKinds = eventKinds
         self.secret = secret
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.startCursor = startCursor
     }
 
     /// Whether events of `kind` are delivered.
@@ -37,15 +43,19 @@ public struct RegisteredWebhook: Hashable, Sendable, CustomStringConvertible, Cu
     public var sortedKinds: [FeedEvent.Kind] { eventKinds.sorted { $0.rawValue < $1.rawValue } }
 
     public var description: String {
-        "RegisteredWebhook(url: \(url), eventKinds: \(sortedKinds.map(\.rawValue)), createdAt: \(createdAt), updatedAt: \(updatedAt))"
+        "RegisteredWebhook(url: \(url), eventKinds: \(sortedKinds.map(\.rawValue)), createdAt: \(createdAt), updatedAt: \(updatedAt), "
+            + "startCursor: \(startCursor))"
     }
 
     public var debugDescription: String { description }
 
     public var customMirror: Mirror {
         Mirror(
-            self, children: ["url": url, "eventKinds": sortedKinds.map(\.rawValue), "createdAt": createdAt, "updatedAt": updatedAt],
-            displayStyle: .struct)
+            self,
+            children: [
+                "url": url, "eventKinds": sortedKinds.map(\.rawValue), "createdAt": createdAt, "updatedAt": updatedAt,
+                "startCursor": startCursor,
+            ], displayStyle: .struct)
     }
 }
 
@@ -58,7 +68,8 @@ public struct WebhookProgress: Hashable, Sendable {
     /// The webhook this progress belongs to (its ``RegisteredWebhook/createdAt``):
     /// a webhook deleted and set again starts afresh, not from the old one's cursor.
     public var webhookCreatedAt: UnixTime
-    /// The last cursor of the feed the endpoint acknowledged with a 2xx answer (or skipped: another kind).
+    /// The last cursor of the feed the endpoint acknowledged with a 2xx answer (or skipped: another
+    /// kind); the webhook's ``RegisteredWebhook/startCursor`` before its first delivery.
     public var deliveredCursor: UInt64
     public var lastSuccessAt: UnixTime?
     /// Why the last attempt failed; nil after a success.
@@ -86,6 +97,12 @@ public struct WebhookProgress: Hashable, Sendable {
         self.attempts = attempts
         self.failing = failing
         self.resets = resets
+    }
+
+    /// The progress of a webhook nothing was delivered for yet: from its ``RegisteredWebhook/startCursor``
+    /// on (`resets` carried over from the row it replaces, so a reset is not undone).
+    public static func fresh(for webhook: RegisteredWebhook, appID: String, resets: Int64 = 0) -> WebhookProgress {
+        WebhookProgress(appID: appID, webhookCreatedAt: webhook.createdAt, deliveredCursor: webhook.startCursor, resets: resets)
     }
 
     /// The state the admin API shows (admin.proto, `Webhook.state`).

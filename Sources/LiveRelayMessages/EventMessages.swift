@@ -245,8 +245,8 @@ public struct ListEventsReply: LiveRelayMessage {
     public static let protoName = "liverelay.v1.ListEventsReply"
 
     public var events: [Event]
-    /// The next call's after_cursor: the last event's cursor, or the request's
-    /// after_cursor when there is none.
+    /// The next call's after_cursor: the last event's cursor (or past it, that of events
+    /// this server cannot read), or the request's after_cursor when there is none.
     public var nextCursor: UInt64
     /// True when more events wait after `nextCursor` (the page was full).
     public var more: Bool

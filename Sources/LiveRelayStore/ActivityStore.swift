@@ -69,6 +69,10 @@ public protocol ActivityStore: Sendable {
     /// events committed after `cursor` (0: from the oldest kept), at most `limit`.
     func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage>
 
+    /// The app's last cursor (0: it never had an event): at least every cursor committed before
+    /// the call, so an event committed after it has a higher one. Where a new webhook starts.
+    func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64>
+
     /// Deletes from every app's feed what `retention` no longer keeps at `now`; answers how many events went.
     func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int>
 

@@ -13,11 +13,21 @@ public struct EventPage: Hashable, Sendable {
     public var trimmedThrough: UInt64
     /// More events follow the last entry (the page was full).
     public var more: Bool
+    /// The last cursor the read looked at, readable or not (0: none). Rows this build cannot read
+    /// (a kind from a newer build) are left out of ``entries``; a reader moves its cursor here, so a
+    /// page of nothing but such rows never holds it in place.
+    public var scannedThrough: UInt64
 
-    public init(entries: [FeedEntry] = [], trimmedThrough: UInt64 = 0, more: Bool = false) {
+    public init(entries: [FeedEntry] = [], trimmedThrough: UInt64 = 0, more: Bool = false, scannedThrough: UInt64 = 0) {
         self.entries = entries
         self.trimmedThrough = trimmedThrough
         self.more = more
+        self.scannedThrough = scannedThrough
+    }
+
+    /// Where a reader goes on from after this page: past every row it looked at.
+    public func nextCursor(after cursor: UInt64) -> UInt64 {
+        max(cursor, entries.last?.cursor ?? 0, scannedThrough)
     }
 }
 
@@ -138,7 +148,9 @@ struct InMemoryEventFeeds: Sendable {
             if live[mid].cursor <= cursor { low = mid + 1 } else { high = mid }
         }
         let end = min(live.endIndex, low + max(0, limit))
-        return EventPage(entries: Array(live[low..<end]), trimmedThrough: feed.trimmedThrough, more: end < live.endIndex)
+        return EventPage(
+            entries: Array(live[low..<end]), trimmedThrough: feed.trimmedThrough, more: end < live.endIndex,
+            scannedThrough: end > low ? live[end - 1].cursor : 0)
     }
 
     /// Deletes the app's events older than `before` and those beyond the newest `keep`; returns how many.
@@ -163,6 +175,9 @@ struct InMemoryEventFeeds: Sendable {
         feeds[appID] = feed
         return removed
     }
+
+    /// The last cursor the app's feed handed out (0: none).
+    func lastCursor(appID: String) -> UInt64 { feeds[appID]?.lastCursor ?? 0 }
 
     var appIDs: Dictionary<String, Feed>.Keys { feeds.keys }
 }

@@ -168,6 +168,10 @@ public final class InMemoryActivityStore: ActivityStore, @unchecked Sendable {
         read(app: appID, on: eventLoop) { $0.events(appID: appID, after: cursor, limit: limit) }
     }
 
+    public func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64> {
+        read(app: appID, on: eventLoop) { $0.lastEventCursor(appID: appID) }
+    }
+
     /// App by app, each under its own lock.
     public func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
         guard let appIDs = shards.appIDs() else { return eventLoop.makeFailedFuture(ActivityStoreError.closed) }

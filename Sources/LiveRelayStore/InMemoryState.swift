@@ -109,6 +109,9 @@ public struct InMemoryState: StateReader, TokenCounts, Sendable {
         eventFeeds.page(appID: appID, after: cursor, limit: limit)
     }
 
+    /// The last cursor the app's feed handed out (0: none).
+    public func lastEventCursor(appID: String) -> UInt64 { eventFeeds.lastCursor(appID: appID) }
+
     /// Applies `retention` to every feed of this state at `now`; returns the events deleted.
     public mutating func trimEvents(_ retention: EventRetention, now: UnixTime) -> Int {
         let before = now - retention.maxAge

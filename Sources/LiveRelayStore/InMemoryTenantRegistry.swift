@@ -86,12 +86,11 @@ public final class InMemoryTenantRegistry: TenantRegistry {
 
     public func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress? {
         try write { state in
+            // A first claim: a fresh progress for the app's webhook, from its start cursor.
+            let fresh = state.snapshot.apps[appID]?.webhook.map { WebhookProgress.fresh(for: $0, appID: appID) }
             var row =
                 state.webhooks[appID]
-                ?? WebhookRow(
-                    progress: WebhookProgress(
-                        appID: appID,
-                        webhookCreatedAt: state.snapshot.apps[appID]?.webhook?.createdAt ?? UnixTime(milliseconds: 0)))
+                ?? WebhookRow(progress: fresh ?? WebhookProgress(appID: appID, webhookCreatedAt: UnixTime(milliseconds: 0)))
             guard row.isClaimable(by: node, at: now) else { return nil }
             row.leaseOwner = node
             row.leaseUntil = now + lease

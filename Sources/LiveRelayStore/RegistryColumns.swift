@@ -58,7 +58,7 @@ package enum RegistryColumns {
         }
     }
 
-    /// An app's webhook as five nullable columns: all NULL when it has none.
+    /// An app's webhook as six nullable columns: all NULL when it has none.
     /// The kinds are a JSON array of their raw values as strings, in order
     /// (``webhookKinds(_:)``), the same text in SQLite and PostgreSQL.
     package struct Webhook: Equatable {
@@ -68,6 +68,8 @@ package enum RegistryColumns {
         package var secret: String?
         package var createdAt: Int64?
         package var updatedAt: Int64?
+        /// ``RegisteredWebhook/startCursor`` (a cursor fits a signed 64-bit column).
+        package var startCursor: Int64?
 
         package init(_ webhook: RegisteredWebhook?) {
             url = webhook?.url
@@ -75,14 +77,16 @@ package enum RegistryColumns {
             secret = webhook?.secret
             createdAt = webhook?.createdAt.milliseconds
             updatedAt = webhook?.updatedAt.milliseconds
+            startCursor = webhook.map { Int64(clamping: $0.startCursor) }
         }
 
-        package init(url: String?, kinds: String?, secret: String?, createdAt: Int64?, updatedAt: Int64?) {
+        package init(url: String?, kinds: String?, secret: String?, createdAt: Int64?, updatedAt: Int64?, startCursor: Int64?) {
             self.url = url
             self.kinds = kinds
             self.secret = secret
             self.createdAt = createdAt
             self.updatedAt = updatedAt
+            self.startCursor = startCursor
         }
 
         /// The webhook the columns hold: nil when all are NULL. Some NULL and
@@ -90,14 +94,14 @@ package enum RegistryColumns {
         /// registry refuses it rather than guess (a webhook without its secret
         /// could not sign; one with a lost kind list would deliver every kind).
         package func webhook() throws(Unreadable) -> RegisteredWebhook? {
-            switch (url, kinds, secret, createdAt, updatedAt) {
-            case (nil, nil, nil, nil, nil):
+            switch (url, kinds, secret, createdAt, updatedAt, startCursor) {
+            case (nil, nil, nil, nil, nil, nil):
                 return nil
-            case let (url?, kinds?, secret?, createdAt?, updatedAt?):
-                guard let eventKinds = RegistryColumns.webhookKinds(fromJSONArray: kinds) else { throw Unreadable() }
+            case let (url?, kinds?, secret?, createdAt?, updatedAt?, startCursor?):
+                guard let eventKinds = RegistryColumns.webhookKinds(fromJSONArray: kinds), startCursor >= 0 else { throw Unreadable() }
                 return RegisteredWebhook(
                     url: url, eventKinds: eventKinds, secret: secret, createdAt: UnixTime(milliseconds: createdAt),
-                    updatedAt: UnixTime(milliseconds: updatedAt))
+                    updatedAt: UnixTime(milliseconds: updatedAt), startCursor: UInt64(startCursor))
             default:
                 throw Unreadable()
             }

@@ -21,8 +21,9 @@ import LiveRelayDomain
 /// graceful stop.
 public protocol WebhookProgressStore: Sendable {
     /// The app's progress for `node` with the lease taken or renewed; a
-    /// fresh one (cursor 0, no failures) when none was saved. Nil while
-    /// another node holds the lease.
+    /// fresh one (``WebhookProgress/fresh(for:appID:resets:)`` of the app's
+    /// webhook: from its start cursor, no failures) when none was saved. Nil
+    /// while another node holds the lease.
     func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) async throws -> WebhookProgress?
 
     /// Saves `progress` and renews the lease, if `node` still holds it and no

@@ -309,6 +309,10 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    public func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64> {
+        read(on: eventLoop) { session in try await PostgresTables.lastEventCursor(appID: appID, on: session) }
+    }
+
     /// On a pooled connection, outside the lanes, ``sweepLimit`` events per statement. Nodes may
     /// trim at once: each deletes what is left, and the retention mark only moves up.
     public func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {

@@ -81,11 +81,28 @@ extension PostgresTables {
                 page.more = true
                 continue
             }
+            page.scannedThrough = UInt64(entryCursor)
             if let event = FeedEvent(appID: appID, time: UnixTime(milliseconds: time), dedupeKey: key, bodyJSON: body) {
                 page.entries.append(FeedEntry(cursor: UInt64(entryCursor), event: event))
             }
         }
         return page
+    }
+
+    /// The app's newest cursor, or the retention mark once every event is gone (a sequence never
+    /// hands a cursor out twice). The app's events commit in cursor order (the advisory lock of
+    /// ``PostgresEventOverlay/lockSQL``): one committed after this read has a higher cursor.
+    static let lastCursorSQL = """
+        SELECT greatest(
+            coalesce((SELECT max(cursor) FROM feed_events WHERE app_id = $1), 0),
+            coalesce((SELECT trimmed_through FROM event_feeds WHERE app_id = $1), 0))
+        """
+
+    static func lastEventCursor(appID: String, on session: PostgresSession) async throws -> UInt64 {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(appID)
+        let rows = try await session.query(PostgresQuery(unsafeSQL: lastCursorSQL, binds: binds))
+        return UInt64(max(0, try rows.first?.decode(Int64.self) ?? 0))
     }
 
     /// The apps with events, one index probe each (a skip over the primary key, not a scan of its rows).

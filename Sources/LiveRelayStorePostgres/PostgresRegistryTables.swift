@@ -78,7 +78,8 @@ enum PostgresRegistrySchema {
                 ADD COLUMN webhook_kinds text,                                    -- JSON array of kinds' raw values as strings
                 ADD COLUMN webhook_secret text,                                   -- the signing key (a secret)
                 ADD COLUMN webhook_created_at bigint,
-                ADD COLUMN webhook_updated_at bigint
+                ADD COLUMN webhook_updated_at bigint,
+                ADD COLUMN webhook_start_cursor bigint                            -- deliveries are the events after it
             """,
             """
             CREATE TABLE webhook_progress (
@@ -105,7 +106,8 @@ enum PostgresRegistryTables {
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
         apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
-        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at
+        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at,
+        webhook_start_cursor
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -156,7 +158,8 @@ enum PostgresRegistryTables {
         do {
             webhook = try RegistryColumns.Webhook(
                 url: try r[22].decode(String?.self), kinds: try r[23].decode(String?.self), secret: try r[24].decode(String?.self),
-                createdAt: try r[25].decode(Int64?.self), updatedAt: try r[26].decode(Int64?.self)
+                createdAt: try r[25].decode(Int64?.self), updatedAt: try r[26].decode(Int64?.self),
+                startCursor: try r[27].decode(Int64?.self)
             ).webhook()
         } catch {
             throw PostgresStoreError.corruptRow("app \(id): webhook")
@@ -215,7 +218,7 @@ enum PostgresRegistryTables {
     }
 
     private static func put(_ app: RegisteredApp) -> PostgresQuery {
-        var b = PostgresBindings(capacity: 27)
+        var b = PostgresBindings(capacity: 28)
         b.append(app.id)
         b.append(app.bundleID)
         b.append(app.enabled)
@@ -242,6 +245,7 @@ enum PostgresRegistryTables {
         b.append(webhook.secret)
         b.append(webhook.createdAt)
         b.append(webhook.updatedAt)
+        b.append(webhook.startCursor)
         let columns = appColumns.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
@@ -316,10 +320,13 @@ extension PostgresRegistryTables {
     /// or the update of a row that is free, expired or already `$2`'s. ON
     /// CONFLICT locks the row and checks the WHERE on its newest version, so
     /// of two nodes claiming at once the second sees the first's lease (a
-    /// conflicting insert waits for the other's commit) and gets no row.
+    /// conflicting insert waits for the other's commit) and gets no row. A
+    /// first claim starts at the app's webhook's start cursor.
     static let claimSQL = """
         INSERT INTO webhook_progress AS p (\(progressColumns), lease_owner, lease_until)
-        VALUES ($1, coalesce((SELECT webhook_created_at FROM apps WHERE id = $1), 0), 0, NULL, NULL, NULL, 0, false, 0, $2, $4)
+        VALUES (
+            $1, coalesce((SELECT webhook_created_at FROM apps WHERE id = $1), 0),
+            coalesce((SELECT webhook_start_cursor FROM apps WHERE id = $1), 0), NULL, NULL, NULL, 0, false, 0, $2, $4)
         ON CONFLICT (app_id) DO UPDATE SET lease_owner = excluded.lease_owner, lease_until = excluded.lease_until
         WHERE p.lease_owner IS NULL OR p.lease_owner = excluded.lease_owner OR p.lease_until IS NULL OR p.lease_until <= $3
         RETURNING \(progressColumns)

@@ -308,6 +308,22 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         }
     }
 
+    /// One read transaction: the newest event and the retention mark of one snapshot. A commit not
+    /// in that snapshot yet takes a higher cursor (the writer hands them out in commit order).
+    public func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64> {
+        read(on: eventLoop) { tables throws(SQLiteError) in
+            try tables.db.execute("BEGIN")
+            do throws(SQLiteError) {
+                let cursor = try tables.lastEventCursor(appID: appID)
+                try tables.db.execute("COMMIT")
+                return cursor
+            } catch {
+                try? tables.db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     /// On the writer, ``sweepLimit`` events per job: each job is part of one batch's transaction, so
     /// a large trim never holds the writer (and every call queued behind it) for long; the next
     /// job is queued once the one before is durable, behind the calls that came meanwhile.

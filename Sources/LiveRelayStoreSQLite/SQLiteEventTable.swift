@@ -74,7 +74,17 @@ extension SQLiteTables {
         for row in rows.prefix(limit) {
             if let event = row.event { entries.append(FeedEntry(cursor: row.cursor, event: event)) }
         }
-        return EventPage(entries: entries, trimmedThrough: UInt64(max(0, trimmed)), more: rows.count > limit)
+        return EventPage(
+            entries: entries, trimmedThrough: UInt64(max(0, trimmed)), more: rows.count > limit,
+            scannedThrough: rows.prefix(limit).last?.cursor ?? 0)
+    }
+
+    /// The app's last cursor: its newest event's, or the retention mark once every event is gone
+    /// (cursors are never handed out twice: AUTOINCREMENT). The caller reads it inside one transaction.
+    func lastEventCursor(appID: String) throws(SQLiteError) -> UInt64 {
+        let last = try db.queryFirst(EventSQL.lastCursor, { $0.bind(1, appID) }, row: { $0.optionalInt64(0) }) ?? nil
+        let trimmed = try db.queryFirst(EventSQL.trimmedThrough, { $0.bind(1, appID) }, row: { $0.int64(0) }) ?? 0
+        return UInt64(max(0, last ?? 0, trimmed))
     }
 
     /// Deletes, app by app, each feed's events older than `before` and those beyond its newest `keep`

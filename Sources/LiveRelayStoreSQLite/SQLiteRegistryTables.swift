@@ -73,6 +73,7 @@ enum SQLiteRegistrySchema {
         ALTER TABLE apps ADD COLUMN webhook_secret TEXT;                              -- the signing key (a secret)
         ALTER TABLE apps ADD COLUMN webhook_created_at INTEGER;
         ALTER TABLE apps ADD COLUMN webhook_updated_at INTEGER;
+        ALTER TABLE apps ADD COLUMN webhook_start_cursor INTEGER;                     -- deliveries are the events after it
 
         CREATE TABLE webhook_progress (
             app_id             TEXT    NOT NULL PRIMARY KEY,
@@ -99,7 +100,8 @@ struct SQLiteRegistryTables {
         id, bundle_id, enabled, queue_capacity, weight, max_push_lifetime_s, quota_calls_per_second, quota_burst,
         quota_pushes_per_hour, quota_max_tokens, quota_max_live_activities, apns_team_id, apns_key_id, apns_endpoint,
         apns_key_source, apns_key_value, apns_trust_pem, apns_updated_at, created_at, updated_at, source,
-        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at
+        quota_priority_budget_per_hour, webhook_url, webhook_kinds, webhook_secret, webhook_created_at, webhook_updated_at,
+        webhook_start_cursor
         """
     static let keyColumns = """
         key_id, secret_sha256, role, all_apps, app_ids, allowed_methods, label, created_at, last_used_at, revoked_at, source
@@ -146,7 +148,7 @@ struct SQLiteRegistryTables {
         do {
             webhook = try RegistryColumns.Webhook(
                 url: s.optionalString(22), kinds: s.optionalString(23), secret: s.optionalString(24), createdAt: s.optionalInt64(25),
-                updatedAt: s.optionalInt64(26)
+                updatedAt: s.optionalInt64(26), startCursor: s.optionalInt64(27)
             ).webhook()
         } catch {
             return (id, nil)
@@ -195,7 +197,7 @@ struct SQLiteRegistryTables {
     }
 
     private func put(_ app: RegisteredApp) throws(SQLiteError) {
-        let placeholders = (1...27).map { "?\($0)" }.joined(separator: ", ")
+        let placeholders = (1...28).map { "?\($0)" }.joined(separator: ", ")
         try db.run("INSERT OR REPLACE INTO apps (\(Self.appColumns)) VALUES (\(placeholders))") { s in
             s.bind(1, app.id)
             s.bind(2, app.bundleID)
@@ -226,6 +228,7 @@ struct SQLiteRegistryTables {
             s.bind(25, webhook.secret)
             s.bind(26, webhook.createdAt)
             s.bind(27, webhook.updatedAt)
+            s.bind(28, webhook.startCursor)
         }
     }
 
@@ -316,14 +319,17 @@ extension SQLiteRegistryTables {
     }
 
     /// Takes or renews the lease (``WebhookProgressStore/claimWebhook(appID:node:now:lease:)``); a
-    /// first claim writes a fresh row for the app's current webhook.
+    /// first claim writes a fresh row for the app's current webhook, from its start cursor.
     func claimWebhook(appID: String, node: String, now: UnixTime, lease: UnixTime.Duration) throws(SQLiteError) -> WebhookProgress? {
         let until = (now + lease).milliseconds
         guard var row = try progress(appID: appID) else {
-            let createdAt =
-                try db.queryFirst("SELECT webhook_created_at FROM apps WHERE id = ?1", { $0.bind(1, appID) }) { $0.optionalInt64(0) }
-                ?? nil
-            let progress = WebhookProgress(appID: appID, webhookCreatedAt: UnixTime(milliseconds: createdAt ?? 0))
+            let webhook =
+                try db.queryFirst("SELECT webhook_created_at, webhook_start_cursor FROM apps WHERE id = ?1", { $0.bind(1, appID) }) {
+                    (createdAt: $0.optionalInt64(0), startCursor: $0.optionalInt64(1))
+                }
+            let progress = WebhookProgress(
+                appID: appID, webhookCreatedAt: UnixTime(milliseconds: webhook?.createdAt ?? 0),
+                deliveredCursor: UInt64(clamping: webhook?.startCursor ?? 0))
             try insert(ProgressRow(progress: progress, leaseOwner: node, leaseUntil: until))
             return progress
         }

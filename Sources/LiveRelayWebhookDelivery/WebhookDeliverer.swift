@@ -29,6 +29,8 @@ public final class WebhookDeliverer: Service, Sendable {
         /// One delivery's bound: resolve, connect, TLS, the answer's head.
         public var requestTimeout: TimeAmount
         /// How long an app's lease lasts without renewal; the holder renews a third of the way in.
+        /// At least three request timeouts and a second, so that a delivery begun within the
+        /// first third ends before the lease can pass to another node.
         public var lease: UnixTime.Duration
         /// This node's name in the leases.
         public var node: String
@@ -39,7 +41,7 @@ public final class WebhookDeliverer: Service, Sendable {
         ) {
             self.schedule = schedule
             self.requestTimeout = requestTimeout
-            self.lease = lease
+            self.lease = UnixTime.Duration(milliseconds: max(lease.milliseconds, 3 * requestTimeout.nanoseconds / 1_000_000 + 1_000))
             self.node = node
         }
     }
@@ -86,8 +88,8 @@ public final class WebhookDeliverer: Service, Sendable {
     public func configure(_ apps: [String: RegisteredApp]) {
         state.withLockedValue { state in
             state.webhooks = apps.compactMapValues(\.webhook)
-            // A loop that waits looks at its (maybe changed) webhook again.
-            for appID in state.webhooks.keys { state.kicks[appID, default: 0] += 1 }
+            // A loop that waits looks at its (maybe changed, maybe deleted) webhook again.
+            for appID in state.running.union(state.webhooks.keys) { state.kicks[appID, default: 0] += 1 }
         }
         startLoops()
     }
@@ -125,10 +127,12 @@ public final class WebhookDeliverer: Service, Sendable {
         }
     }
 
-    private var stopping: Bool { state.withLockedValue(\.stopping) }
+    /// A graceful shutdown began, or the service group cancelled the deliverer (another service failed).
+    private var stopping: Bool { Task.isCancelled || state.withLockedValue(\.stopping) }
 
     private func webhook(of appID: String) -> RegisteredWebhook? {
-        state.withLockedValue { $0.stopping ? nil : $0.webhooks[appID] }
+        guard !Task.isCancelled else { return nil }
+        return state.withLockedValue { $0.stopping ? nil : $0.webhooks[appID] }
     }
 
     private func kicks(of appID: String) -> Int { state.withLockedValue { $0.kicks[appID] ?? 0 } }
@@ -139,10 +143,11 @@ public final class WebhookDeliverer: Service, Sendable {
         while let webhook = webhook(of: appID) {
             await loop.step(webhook, deliverer: self)
         }
-        state.withLockedValue { _ = $0.running.remove(appID) }
         metrics.failing(appID: appID, false)
-        // Releases only a lease this node holds.
+        // Releases only a lease this node holds; before the app leaves `running`, so that a loop
+        // started for a webhook set again meanwhile claims after this release, not before it.
         try? await progress.releaseWebhook(appID: appID, node: configuration.node)
+        state.withLockedValue { _ = $0.running.remove(appID) }
         // A webhook set again while this loop was ending needs a loop of its own.
         startLoops()
     }
@@ -152,6 +157,8 @@ public final class WebhookDeliverer: Service, Sendable {
         let appID: String
         var held: WebhookProgress?
         var renewAt = UnixTime(milliseconds: 0)
+        /// When the lease last taken or renewed runs out, counted from before the store's call.
+        var leaseUntil = UnixTime(milliseconds: 0)
         var retryAt: UnixTime?
         var kicksSeen = -1
         /// The progress's reset count when last claimed: one that moved since is a reset to act on.
@@ -187,11 +194,18 @@ public final class WebhookDeliverer: Service, Sendable {
                 await d.waitForEvents(appID: appID, generation: generation, until: renewAt, kicks: kicks)
             case let .skip(through):
                 progress.deliveredCursor = through
-                await save(progress, now: now, deliverer: d)
+                await save(progress, now: now, acknowledged: through, deliverer: d)
             case let .send(batch):
-                let (next, retry) = await d.send(batch, progress: progress, webhook: webhook, now: now)
+                // The whole delivery must end within the lease, or another node could send the next
+                // batch meanwhile: renew first when it might not.
+                let margin = d.configuration.requestTimeout + .seconds(1)
+                guard d.clock.now().milliseconds + margin.nanoseconds / 1_000_000 < leaseUntil.milliseconds else {
+                    renewAt = now
+                    return
+                }
+                guard let (next, retry) = await d.send(batch, progress: progress, webhook: webhook, now: now) else { return }
                 retryAt = retry
-                await save(next, now: d.clock.now(), deliverer: d)
+                await save(next, now: d.clock.now(), acknowledged: retry == nil ? batch.through : nil, deliverer: d)
             }
         }
 
@@ -215,8 +229,10 @@ public final class WebhookDeliverer: Service, Sendable {
                 return false
             }
             if progress.webhookCreatedAt != webhook.createdAt {
-                // A webhook set anew: its deliveries start with the events recorded from then on.
-                progress = WebhookProgress(appID: appID, webhookCreatedAt: webhook.createdAt, resets: progress.resets)
+                // A webhook set anew: its deliveries start at its start cursor (the feed's last when it
+                // was set), without the old one's wait.
+                progress = WebhookProgress.fresh(for: webhook, appID: appID, resets: progress.resets)
+                retryAt = nil
             }
             // A reset (here or on another node) ends the wait for the next attempt.
             if let seen = resetsSeen, seen != progress.resets { retryAt = nil }
@@ -224,18 +240,32 @@ public final class WebhookDeliverer: Service, Sendable {
             d.metrics.failing(appID: appID, progress.failing)
             held = progress
             renewAt = now + .milliseconds(d.configuration.lease.milliseconds / 3)
+            leaseUntil = now + d.configuration.lease
             return true
         }
 
-        private mutating func save(_ progress: WebhookProgress, now: UnixTime, deliverer d: WebhookDeliverer) async {
+        /// Saves `progress`. `acknowledged`: the cursor the endpoint acknowledged (or a skip passed)
+        /// in this step, which a reset that came meanwhile must not undo: the progress after the reset
+        /// is claimed and moved past it, so the batch is not delivered again.
+        private mutating func save(
+            _ progress: WebhookProgress, now: UnixTime, acknowledged: UInt64? = nil, deliverer d: WebhookDeliverer
+        ) async {
             do {
                 if try await d.progress.saveWebhook(progress, node: d.configuration.node, now: now, lease: d.configuration.lease) {
                     held = progress
                     renewAt = now + .milliseconds(d.configuration.lease.milliseconds / 3)
-                } else {
-                    // A reset came, or the lease went to another node: read the progress again.
-                    held = nil
+                    leaseUntil = now + d.configuration.lease
+                    return
                 }
+                // A reset came, or the lease went to another node: read the progress again.
+                held = nil
+                guard let acknowledged, let webhook = d.webhook(of: appID), await claim(webhook, now: now, deliverer: d),
+                    let reset = held, reset.deliveredCursor < acknowledged
+                else { return }
+                var moved = reset
+                moved.deliveredCursor = acknowledged
+                if progress.lastSuccessAt != nil, progress.attempts == 0 { moved.lastSuccessAt = progress.lastSuccessAt }
+                await save(moved, now: d.clock.now(), deliverer: d)
             } catch {
                 d.logger.warning("webhook: cannot save the delivery progress", metadata: ["app": "\(appID)", "error": "\(error)"])
                 held = nil
@@ -244,10 +274,11 @@ public final class WebhookDeliverer: Service, Sendable {
         }
     }
 
-    /// Posts one batch; answers the progress after it and when to try again after a failure.
+    /// Posts one batch; answers the progress after it and when to try again after a failure, or nil
+    /// when the node stopped the call (cancelled): no attempt to count.
     private func send(
         _ batch: WebhookSchedule.Batch, progress: WebhookProgress, webhook: RegisteredWebhook, now: UnixTime
-    ) async -> (WebhookProgress, UnixTime?) {
+    ) async -> (WebhookProgress, UnixTime?)? {
         let appID = progress.appID
         if let missed = batch.missedThrough {
             logger.warning(
@@ -267,6 +298,7 @@ public final class WebhookDeliverer: Service, Sendable {
             switch await client.post(url, headers: headers, body: body, timeout: configuration.requestTimeout) {
             case let .response(status) where (200..<300).contains(status): outcome = nil
             case let .response(status): outcome = "HTTP \(status)"
+            case .failure(.cancelled): return nil
             case let .failure(failure): outcome = failure.description
             }
         }
@@ -305,7 +337,11 @@ public final class WebhookDeliverer: Service, Sendable {
         while !stopping, kicks(of: appID) == seen {
             let left = deadline.milliseconds - clock.now().milliseconds
             guard left > 0 else { return }
-            try? await Task.sleep(for: .milliseconds(min(left, Self.slice.nanoseconds / 1_000_000)))
+            do {
+                try await Task.sleep(for: .milliseconds(min(left, Self.slice.nanoseconds / 1_000_000)))
+            } catch {
+                return  // cancelled
+            }
         }
     }
 

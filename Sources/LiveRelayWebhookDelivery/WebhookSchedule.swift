@@ -32,7 +32,7 @@ public struct WebhookSchedule: Hashable, Sendable {
     /// One delivery: the events, and the cursor the progress moves to once the endpoint acknowledges it.
     public struct Batch: Hashable, Sendable {
         public var entries: [FeedEntry]
-        /// The last cursor the batch covers (events of other kinds in between included).
+        /// The last cursor the batch covers (events of other kinds, and rows this build cannot read, included).
         public var through: UInt64
         /// Set when the feed's retention deleted events after the delivered cursor before
         /// they were delivered: the cursor up to which they went. The endpoint is told, never
@@ -49,29 +49,25 @@ public struct WebhookSchedule: Hashable, Sendable {
     public enum Next: Hashable, Sendable {
         /// Deliver the batch.
         case send(Batch)
-        /// Nothing to deliver up to this cursor (events of other kinds, or recorded before the
-        /// webhook was set): move the progress there without a delivery.
+        /// Nothing to deliver up to this cursor (events of other kinds, or rows this build cannot
+        /// read): move the progress there without a delivery.
         case skip(through: UInt64)
         /// Nothing after the cursor yet.
         case wait
     }
 
     /// What to do with `page`, the feed after `progress.deliveredCursor` (``batchSize`` events at most).
+    /// The webhook's events are those after its progress's cursor, which starts at its
+    /// ``RegisteredWebhook/startCursor``: every one of its kinds there is delivered, and retention
+    /// deleting any before delivery is reported (``Batch/missedThrough``).
     public func next(after progress: WebhookProgress, page: EventPage, webhook: RegisteredWebhook) -> Next {
-        guard let last = page.entries.last else { return .wait }
-        // Events recorded before the webhook was set are not its to deliver.
-        let entries = page.entries.filter { $0.event.time >= webhook.createdAt && webhook.delivers($0.event.kind) }
-        let missed = Self.missed(after: progress, page: page, webhook: webhook)
-        guard !entries.isEmpty || missed != nil else { return .skip(through: last.cursor) }
-        return .send(Batch(entries: entries, through: last.cursor, missedThrough: missed))
-    }
-
-    /// Retention deleted events this webhook had not delivered. A webhook that never delivered
-    /// (cursor 0) only missed events if they came after it was set: the oldest kept one tells.
-    static func missed(after progress: WebhookProgress, page: EventPage, webhook: RegisteredWebhook) -> UInt64? {
-        guard page.trimmedThrough > progress.deliveredCursor else { return nil }
-        if progress.deliveredCursor == 0, let oldest = page.entries.first, oldest.event.time < webhook.createdAt { return nil }
-        return page.trimmedThrough
+        // Past every row the read looked at, unreadable ones (a newer build's kinds) included.
+        let through = page.nextCursor(after: progress.deliveredCursor)
+        guard through > progress.deliveredCursor else { return .wait }
+        let entries = page.entries.filter { webhook.delivers($0.event.kind) }
+        let missed = page.trimmedThrough > progress.deliveredCursor ? page.trimmedThrough : nil
+        guard !entries.isEmpty || missed != nil else { return .skip(through: through) }
+        return .send(Batch(entries: entries, through: through, missedThrough: missed))
     }
 
     /// The progress after the endpoint acknowledged `batch` (or after a skip to its cursor): the run

@@ -7,8 +7,9 @@ import LiveRelayTLS
 /// `whsec_...` string as UTF-8), of `"<t>."` followed by the exact body bytes.
 /// Signing the timestamp with the body lets a receiver refuse an old request
 /// replayed word for word; signing the bytes, not a parsed body, lets it check
-/// before it parses. While a secret is being rotated the header carries one
-/// `v1=` per secret, and a receiver accepts the request if any of them matches.
+/// before it parses. A header may carry several `v1=` (one per secret, as
+/// ``header(secrets:timestamp:body:)`` writes); a receiver accepts the request
+/// if any of them matches. The deliverer signs with the webhook's one secret.
 public enum WebhookSignature {
     public static let headerName = "LiveRelay-Signature"
 

@@ -37,7 +37,7 @@ struct WebhookCrashTests {
         let (certificatePEM, keyPEM) = try SelfSignedCertificate.generate()
         try certificatePEM.write(toFile: root + "/receiver.pem", atomically: true, encoding: .utf8)
         // The first delivery is held far longer than the test: the SIGKILL lands while it is in flight.
-        let receiver = try WebhookReceiver(
+        let receiver = try await WebhookReceiver.start(
             secret: "unset", script: [.delayed(seconds: 600, status: 200)], certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
         defer { receiver.stop() }
 

@@ -134,6 +134,9 @@ extension MemoryReadsStore {
     func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
         reads.events(appID: appID, after: cursor, limit: limit, on: eventLoop)
     }
+    func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64> {
+        reads.lastEventCursor(appID: appID, on: eventLoop)
+    }
     func trimEvents(_ retention: EventRetention, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<Int> {
         reads.trimEvents(retention, now: now, on: eventLoop)
     }

@@ -5,6 +5,7 @@ import LiveRelayMessages
 import LiveRelayService
 import LiveRelayStore
 import LiveRelayTestSupport
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
@@ -94,6 +95,24 @@ import Testing
         #expect(try await list(h, after: 2).get().events.map(\.channelID) == ["c", "d"], "nothing after 2 went")
     }
 
+    /// A page of nothing but rows this build cannot read (a newer build's kinds): the reply's
+    /// cursor moves past them at once, and a long poll does not wait on them.
+    @Test func rowsThisBuildCannotReadDoNotHoldAReader() async throws {
+        let h = Harness()
+        let service = ActivityService(store: UnreadableFeedStore(), clock: h.clock, logger: Logger(label: "test"), sink: h.recorder)
+        let plain = try await service.listEvents(ListEventsRequest(appID: appID, afterCursor: 3), context: h.context()).get()
+        #expect(plain.events.isEmpty && plain.nextCursor == 7 && !plain.more)
+        let started = ContinuousClock.now
+        let polled = try await service.listEvents(
+            ListEventsRequest(appID: appID, afterCursor: 3, waitMS: 10_000), context: h.context()
+        ).get()
+        #expect(polled.events.isEmpty && polled.nextCursor == 7)
+        #expect(ContinuousClock.now - started < .seconds(5), "answered at once, not at the end of the wait")
+        // Past them: nothing to read, the cursor stays.
+        let past = try await service.listEvents(ListEventsRequest(appID: appID, afterCursor: 7), context: h.context()).get()
+        #expect(past.events.isEmpty && past.nextCursor == 7)
+    }
+
     @Test func anotherAppsFeedIsDeniedAndAnUnknownAppIsNotFound() async throws {
         let h = Harness(apps: AppDirectory(apps: [App(id: appID, bundleID: appID)], disabled: ["com.example.off"]))
         try await record(h, ["a"])
@@ -105,5 +124,18 @@ import Testing
         #expect(unknown?.status == .notFound && unknown?.details.reason == "UnknownApp")
         let disabled = h.service.listEvents(ListEventsRequest(appID: "com.example.off"), context: h.context(apps: .all))
         #expect(try await disabled.get().events.isEmpty, "a disabled app's feed can still be read")
+    }
+}
+
+/// A feed whose rows after cursor 3 up to 7 this build cannot read: pages of them are empty.
+final class UnreadableFeedStore: MemoryReadsStore {
+    let reads = InMemoryActivityStore()
+
+    func apply<M: StoreMutation>(_ mutation: M, now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<M.Outcome> {
+        reads.apply(mutation, now: now, on: eventLoop)
+    }
+
+    func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
+        eventLoop.makeSucceededFuture(cursor < 7 ? EventPage(scannedThrough: 7) : EventPage())
     }
 }

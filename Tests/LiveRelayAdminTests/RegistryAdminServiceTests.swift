@@ -29,6 +29,7 @@ struct RegistryAdminServiceTests {
 
     /// Secrets numbered from 1 (`whsec_` and the number in 64 hex digits), so a test can tell them apart.
     static func webhookHooks(
+        lastCursor: @escaping @Sendable (String) async throws -> UInt64 = { _ in 0 },
         backlog: @escaping @Sendable (String, UInt64) async -> UInt64? = { _, _ in nil },
         wasReset: @escaping @Sendable (String) -> Void = { _ in }
     ) -> WebhookAdminHooks {
@@ -39,7 +40,7 @@ struct RegistryAdminServiceTests {
                     $0 += 1; return $0
                 }
                 return "whsec_" + String(repeating: "0", count: 63) + String(n, radix: 16)
-            }, backlog: backlog, wasReset: wasReset)
+            }, lastCursor: lastCursor, backlog: backlog, wasReset: wasReset)
     }
 
     var context: CallContext { CallContext(principal: admin, eventLoop: loop, deadline: nil, requestID: RequestID(1)) }

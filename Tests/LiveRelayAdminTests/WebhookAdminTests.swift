@@ -55,6 +55,82 @@ extension RegistryAdminServiceTests {
         #expect(audit.last?.details.contains(#""secret_minted":true"#) == true)
     }
 
+    /// A new webhook starts at the feed's last cursor, read before the change; a change keeps
+    /// where it started; deleted and set again, it starts at the feed's last cursor then.
+    @Test func aNewWebhookStartsAtTheFeedsLastCursor() async throws {
+        let feed = NIOLockedValueBox<UInt64>(57)
+        let admin = service(webhooks: Self.webhookHooks(lastCursor: { _ in feed.withLockedValue { $0 } }))
+        try await makeOrders(admin)
+        let put = try await wait(
+            admin.putWebhook(Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/"), context: context))
+        #expect(put.webhook?.deliveredCursor == 57, "nothing before it is its to deliver")
+        #expect(try await registry.snapshot().apps["orders"]?.webhook?.startCursor == 57)
+        let claimed = try await registry.claimWebhook(appID: "orders", node: "n1", now: UnixTime(milliseconds: 0), lease: .seconds(30))
+        #expect(claimed?.deliveredCursor == 57)
+
+        feed.withLockedValue { $0 = 90 }
+        for request in [
+            Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/v2", eventKinds: ["EVENT_KIND_PUSH_FAILED"]),
+            Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/v2", rotateSecret: true),
+        ] {
+            let changed = try await wait(admin.putWebhook(request, context: context))
+            #expect(changed.webhook?.deliveredCursor == 57)
+            #expect(try await registry.snapshot().apps["orders"]?.webhook?.startCursor == 57, "a change keeps where it started")
+        }
+
+        _ = try await wait(admin.deleteWebhook(Admin.DeleteWebhookRequest(appID: "orders"), context: context))
+        feed.withLockedValue { $0 = 120 }
+        let again = try await wait(
+            admin.putWebhook(Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/"), context: context))
+        #expect(try await registry.snapshot().apps["orders"]?.webhook?.startCursor == 120)
+        #expect(again.signingSecret != nil)
+    }
+
+    /// A feed that cannot be read: no webhook is set (it would not know where to start).
+    @Test func aFeedThatCannotBeReadSetsNoWebhook() async throws {
+        let admin = service(webhooks: Self.webhookHooks(lastCursor: { _ in throw ActivityStoreError.unavailable("down") }))
+        try await makeOrders(admin)
+        let put = admin.putWebhook(Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/"), context: context)
+        #expect(await status(put) == .unavailable)
+        #expect(try await registry.snapshot().apps["orders"]?.webhook == nil)
+    }
+
+    /// Two first PutWebhook calls at once: the secret shown is the one in force. The first call,
+    /// held before its change while the second sets the webhook, then finds it set: it changes
+    /// nothing of its secret, and shows none.
+    @Test func ofTwoFirstPutsOnlyTheSecretInForceIsShown() async throws {
+        let calls = NIOLockedValueBox(0)
+        let released = NIOLockedValueBox(false)
+        let admin = service(
+            webhooks: Self.webhookHooks(lastCursor: { _ in
+                let call = calls.withLockedValue {
+                    $0 += 1
+                    return $0
+                }
+                if call == 1 {
+                    while !released.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+                }
+                return 0
+            }))
+        try await makeOrders(admin)
+        let request = Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/")
+        let held = admin.putWebhook(request, context: context)
+        // Until the first call is held (its change not made yet).
+        while calls.withLockedValue({ $0 }) < 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let second = try await wait(admin.putWebhook(request, context: context))
+        released.withLockedValue { $0 = true }
+        let first = try await wait(held)
+        let stored = try #require(try await registry.snapshot().apps["orders"]?.webhook?.secret)
+        #expect(second.signingSecret == stored)
+        #expect(first.signingSecret == nil, "the webhook the first call found keeps its secret")
+        // A request whose rotation is asked shows the secret it put in force.
+        let rotated = try await wait(
+            admin.putWebhook(
+                Admin.PutWebhookRequest(appID: "orders", url: "https://hooks.example.com/", rotateSecret: true), context: context))
+        #expect(rotated.signingSecret != nil)
+        #expect(try await registry.snapshot().apps["orders"]?.webhook?.secret == rotated.signingSecret)
+    }
+
     @Test func aBadURLOrAnUnknownAppIsRefusedAndNothingIsStored() async throws {
         let admin = service()
         try await makeOrders(admin)

@@ -3,12 +3,12 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayPushOutlet
 import LiveRelayStore
-import LiveRelayStoreSQLite
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 
 @testable import LiveRelayStorePostgres
+@testable import LiveRelayStoreSQLite
 
 /// The event feed's behaviours, the same for every store: the memory store,
 /// SQLite and PostgreSQL run the one list (``EventFeedBehaviours/all``), and
@@ -22,6 +22,8 @@ enum EventFeedBehaviours {
         StoreBehaviour(description: "retention trims by age and by count, and cursors keep growing", run: trim),
         StoreBehaviour(description: "a commit that appends wakes the feed's waiters", run: signalled),
         StoreBehaviour(description: "every field of an event survives the store", run: bodyRoundTrip),
+        StoreBehaviour(description: "the last cursor covers every committed event, trimmed ones too", run: lastCursor),
+        StoreBehaviour(description: "a page tells the last cursor it looked at", run: scannedThrough),
     ]
 
     static let other = "com.example.other"
@@ -46,11 +48,13 @@ enum EventFeedBehaviours {
             let page = try await store.events(appID: app, after: cursor, limit: pageSize, on: StoreBehaviourSuite.group.any()).get()
             #expect(page.entries.count <= pageSize, sourceLocation: sourceLocation)
             #expect(page.entries.allSatisfy { $0.cursor > cursor && $0.event.appID == app }, sourceLocation: sourceLocation)
+            #expect(page.scannedThrough >= page.entries.last?.cursor ?? 0, sourceLocation: sourceLocation)
             trimmed = page.trimmedThrough
             entries += page.entries
             guard page.more else { break }
-            #expect(page.entries.count == pageSize, "a page with more is full", sourceLocation: sourceLocation)
-            cursor = page.entries.last?.cursor ?? cursor
+            #expect(page.scannedThrough > cursor, "a page with more moves the cursor on", sourceLocation: sourceLocation)
+            // Past unreadable rows too (a newer build's kinds), which leave a page short.
+            cursor = page.scannedThrough
         }
         let cursors = entries.map(\.cursor)
         #expect(cursors == cursors.sorted() && Set(cursors).count == cursors.count, "\(cursors)", sourceLocation: sourceLocation)
@@ -269,6 +273,72 @@ enum EventFeedBehaviours {
         ]
     }
 
+    static func lastCursor(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = StoreBehaviourSuite.group.any()
+        #expect(try await store.lastEventCursor(appID: appID, on: loop).get() == 0, "no event yet")
+        try await record(store, (0..<3).map { event($0, at: t0 + .seconds(Int64($0))) })
+        try await record(store, [event(3, app: other)])
+        let mine = try await readAll(store).entries
+        let last = try await store.lastEventCursor(appID: appID, on: loop).get()
+        #expect(last == mine.last?.cursor)
+        let theirs = try await readAll(store, app: other).entries
+        #expect(try await store.lastEventCursor(appID: other, on: loop).get() == theirs.last?.cursor)
+        #expect(try await store.lastEventCursor(appID: "com.example.nobody", on: loop).get() == 0)
+        // A key the feed holds hands out no cursor.
+        try await record(store, [event(4, key: "k"), event(5, key: "k")])
+        let keyed = try await store.lastEventCursor(appID: appID, on: loop).get()
+        let withKeyed = try await readAll(store).entries
+        #expect(keyed > last && keyed == withKeyed.last?.cursor && withKeyed.count == 4)
+
+        // Every event trimmed: still the last cursor, so a reader starting there missed nothing.
+        let trimmed = try await store.trimEvents(EventRetention(maxAge: .seconds(1)), now: t0 + .hours(1), on: loop).get()
+        #expect(trimmed == 5, "this app's four and the other's one")
+        let emptied = try await store.events(appID: appID, after: 0, limit: 10, on: loop).get()
+        #expect(emptied.entries.isEmpty && emptied.trimmedThrough == keyed)
+        #expect(try await store.lastEventCursor(appID: appID, on: loop).get() == keyed)
+        // What is committed after the call has a higher cursor: a reader from it gets exactly that.
+        try await record(store, [event(6, at: t0 + .hours(1))])
+        let after = try await store.events(appID: appID, after: keyed, limit: 10, on: loop).get()
+        #expect(after.entries.map { $0.event.reason } == ["reason-6"] && after.trimmedThrough <= keyed)
+        #expect(try await store.lastEventCursor(appID: appID, on: loop).get() == after.entries.last?.cursor)
+        try await store.close()
+    }
+
+    static func scannedThrough(_ make: StoreFactory) async throws {
+        let store = try await make()
+        let loop = StoreBehaviourSuite.group.any()
+        try await record(store, (0..<5).map { event($0) })
+        let all = try await readAll(store).entries
+        let full = try await store.events(appID: appID, after: 0, limit: 2, on: loop).get()
+        #expect(full.more && full.scannedThrough == all[1].cursor)
+        let rest = try await store.events(appID: appID, after: all[1].cursor, limit: 10, on: loop).get()
+        #expect(!rest.more && rest.scannedThrough == all[4].cursor)
+        let past = try await store.events(appID: appID, after: all[4].cursor, limit: 10, on: loop).get()
+        #expect(past.entries.isEmpty && past.scannedThrough == 0, "nothing looked at")
+        #expect(past.nextCursor(after: all[4].cursor) == all[4].cursor)
+        let none = try await store.events(appID: appID, after: 0, limit: 0, on: loop).get()
+        #expect(none.entries.isEmpty && none.more && none.scannedThrough == 0)
+        try await store.close()
+    }
+
+    /// The app's feed holds reason-1, three rows this build cannot read, then reason-2: a page of
+    /// nothing but those rows is empty, and says how far it looked, so a reader moves past them.
+    static func pageOfUnreadableRows(_ store: any ActivityStore) async throws {
+        let loop = StoreBehaviourSuite.group.any()
+        let first = try #require(try await store.events(appID: appID, after: 0, limit: 1, on: loop).get().entries.first)
+        #expect(first.event.reason == "reason-1")
+        let unreadable = try await store.events(appID: appID, after: first.cursor, limit: 3, on: loop).get()
+        #expect(unreadable.entries.isEmpty && unreadable.more)
+        #expect(unreadable.scannedThrough > first.cursor)
+        #expect(unreadable.nextCursor(after: first.cursor) == unreadable.scannedThrough)
+        let rest = try await store.events(appID: appID, after: unreadable.scannedThrough, limit: 3, on: loop).get()
+        #expect(rest.entries.map { $0.event.reason } == ["reason-2"] && !rest.more)
+        #expect(rest.scannedThrough == rest.entries.last?.cursor)
+        #expect(try await store.lastEventCursor(appID: appID, on: loop).get() == rest.entries.last?.cursor)
+        #expect(try await readAll(store).entries.map { $0.event.reason } == ["reason-1", "reason-2"])
+    }
+
     static func bodyRoundTrip(_ make: StoreFactory) async throws {
         let store = try await make()
         try await record(store, everyField)
@@ -321,6 +391,27 @@ enum EventFeedBehaviours {
         try await EventFeedBehaviours.record(reopened, [EventFeedBehaviours.event(9, key: "key 7"), EventFeedBehaviours.event(10)])
         let appended = try await EventFeedBehaviours.readAll(reopened, after: before.entries.last!.cursor).entries
         #expect(appended.map { $0.event.reason } == ["reason-10"])
+        try await reopened.close()
+    }
+
+    /// Rows a newer build wrote (a kind this one does not know) are skipped, not a failed page.
+    @Test func sqliteSkipsUnreadableRowsAndTellsHowFarItLooked() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeDirectory(directory) }
+        let path = directory + "/store.sqlite3"
+        let store = try SQLiteActivityStore(path: path)
+        try await EventFeedBehaviours.record(store, [EventFeedBehaviours.event(1)])
+        try await store.close()
+        do {
+            let db = try SQLiteConnection(path: path, create: false)
+            defer { db.close() }
+            for _ in 0..<3 {
+                try db.execute(#"INSERT INTO feed_events (app_id, time_ms, body) VALUES ('\#(appID)', 0, '{"kind":99}')"#)
+            }
+        }
+        let reopened = try SQLiteActivityStore(path: path)
+        try await EventFeedBehaviours.record(reopened, [EventFeedBehaviours.event(2)])
+        try await EventFeedBehaviours.pageOfUnreadableRows(reopened)
         try await reopened.close()
     }
 
@@ -400,12 +491,11 @@ struct EventFeedSuitePostgres {
                 [
                     """
                     INSERT INTO feed_events (app_id, cursor, time_ms, body)
-                    VALUES ('\(appID)', nextval('feed_events_cursor'), 0, '{"kind":99}')
+                    SELECT '\(appID)', nextval('feed_events_cursor'), 0, '{"kind":99}' FROM generate_series(1, 3)
                     """
                 ], schema: schema)
             try await EventFeedBehaviours.record(store, [EventFeedBehaviours.event(2)])
-            let entries = try await EventFeedBehaviours.readAll(store).entries
-            #expect(entries.map { $0.event.reason } == ["reason-1", "reason-2"])
+            try await EventFeedBehaviours.pageOfUnreadableRows(store)
             try await store.close()
         }
     }

@@ -15,6 +15,9 @@ extension RegistryBehaviourSuite {
     static let webhookBehaviours: [RegistryBehaviour] = [
         RegistryBehaviour(description: "a webhook round-trips through the snapshot and delete clears it", run: webhookRoundTrip),
         RegistryBehaviour(description: "a webhook's secret is in no description and no audit row", run: webhookSecretStaysHidden),
+        RegistryBehaviour(
+            description: "a new webhook takes the start cursor and the secret given; a changed one keeps its own",
+            run: webhookStartCursorAndSecret),
         RegistryBehaviour(description: "a claim takes the lease; another node's waits until it runs out", run: claimTakesTheLease),
         RegistryBehaviour(description: "the holder's saves persist and renew; other nodes' are refused", run: savesNeedTheLease),
         RegistryBehaviour(description: "a reset refuses the holder's next save and keeps the cursor", run: resetRefusesStaleSaves),
@@ -25,12 +28,16 @@ extension RegistryBehaviourSuite {
 
     static let lease = UnixTime.Duration.seconds(30)
 
+    /// PutWebhook with `secret` rotated in (nil: the webhook's own kept; a new one gets ``webhookSecret``).
     @discardableResult
     static func putWebhook(
         _ registry: any TenantRegistry, _ appID: String, url: String? = nil, kinds: Set<FeedEvent.Kind> = [],
-        secret: String? = webhookSecret, at time: UnixTime = t0
+        secret: String? = webhookSecret, startCursor: UInt64 = 0, at time: UnixTime = t0
     ) async throws -> RegistryApplied {
-        try await apply(registry, .putWebhook(appID: appID, url: url ?? webhookURL(appID), eventKinds: kinds, newSecret: secret), at: time)
+        let change = RegistryChange.putWebhook(
+            appID: appID, url: url ?? webhookURL(appID), eventKinds: kinds, newSecret: secret ?? webhookSecret, rotate: secret != nil,
+            startCursor: startCursor)
+        return try await apply(registry, change, at: time)
     }
 
     /// An app with a webhook set at `t0`.
@@ -108,6 +115,61 @@ extension RegistryBehaviourSuite {
         for entry in try await registry.audit(after: 0, limit: 10) {
             #expect(!entry.details.contains(webhookSecretHex), "audit row \(entry.sequence) holds the secret")
         }
+        try await registry.close()
+    }
+
+    static func webhookStartCursorAndSecret(_ make: RegistryFactory) async throws {
+        let registry = try await make()
+        try await apply(registry, .createApp(registeredApp("orders")))
+        func put(
+            secret: String, rotate: Bool, startCursor: UInt64, kinds: Set<FeedEvent.Kind> = [], at time: UnixTime
+        )
+            async throws -> RegistryApplied
+        {
+            try await apply(
+                registry,
+                .putWebhook(
+                    appID: "orders", url: webhookURL("orders"), eventKinds: kinds, newSecret: secret, rotate: rotate,
+                    startCursor: startCursor), at: time)
+        }
+        // A new webhook: the secret given (no rotation asked: there is none to keep), from the cursor given.
+        let created = try await put(secret: webhookSecret, rotate: false, startCursor: 41, at: t0 + .seconds(1))
+        #expect(created.entry?.details.contains(#""secret_minted":true"#) == true)
+        var webhook = try #require(try await registry.snapshot().apps["orders"]?.webhook)
+        #expect(webhook.startCursor == 41 && webhook.secret == webhookSecret && webhook.createdAt == t0 + .seconds(1))
+        // Its first claim starts there.
+        let claimed = try await registry.claimWebhook(appID: "orders", node: "a", now: t0 + .seconds(2), lease: lease)
+        #expect(claimed == WebhookProgress(appID: "orders", webhookCreatedAt: t0 + .seconds(1), deliveredCursor: 41))
+        #expect(claimed == .fresh(for: webhook, appID: "orders"))
+
+        // Changed: the secret and the start cursor are its own, whatever the change carries.
+        let changed = try await put(secret: otherWebhookSecret, rotate: false, startCursor: 99, kinds: [.pushFailed], at: t0 + .seconds(3))
+        #expect(changed.entry?.details.contains(#""secret_minted":false"#) == true)
+        webhook = try #require(try await registry.snapshot().apps["orders"]?.webhook)
+        #expect(webhook.startCursor == 41 && webhook.secret == webhookSecret && webhook.eventKinds == [.pushFailed])
+        // The same again with nothing new: no change at all.
+        #expect(
+            try await put(secret: otherWebhookSecret, rotate: false, startCursor: 100, kinds: [.pushFailed], at: t0 + .seconds(4)).entry
+                == nil)
+        // Rotated: the new secret, the start cursor still its own.
+        let rotated = try await put(secret: otherWebhookSecret, rotate: true, startCursor: 101, kinds: [.pushFailed], at: t0 + .seconds(5))
+        #expect(rotated.entry?.details.contains(#""secret_minted":true"#) == true)
+        webhook = try #require(try await registry.snapshot().apps["orders"]?.webhook)
+        #expect(webhook.startCursor == 41 && webhook.secret == otherWebhookSecret && webhook.createdAt == t0 + .seconds(1))
+
+        // Deleted and set again: a new webhook, from the cursor given then (the largest a column holds).
+        try await apply(registry, .deleteWebhook(appID: "orders"), at: t0 + .seconds(6))
+        _ = try await put(secret: webhookSecret, rotate: false, startCursor: UInt64(Int64.max), at: t0 + .seconds(7))
+        webhook = try #require(try await registry.snapshot().apps["orders"]?.webhook)
+        #expect(webhook.startCursor == UInt64(Int64.max) && webhook.secret == webhookSecret && webhook.createdAt == t0 + .seconds(7))
+        // Other changes to the app keep it.
+        try await apply(registry, .updateApp(id: "orders", RegisteredAppPatch(weight: 4)), at: t0 + .seconds(8))
+        #expect(try await registry.snapshot().apps["orders"]?.webhook == webhook)
+        // An app without saved progress claims from there.
+        try await apply(registry, .createApp(registeredApp("rides")))
+        try await putWebhook(registry, "rides", startCursor: 7, at: t0 + .seconds(9))
+        let rides = try await registry.claimWebhook(appID: "rides", node: "a", now: t0 + .seconds(10), lease: lease)
+        #expect(rides?.deliveredCursor == 7 && rides?.webhookCreatedAt == t0 + .seconds(9))
         try await registry.close()
     }
 

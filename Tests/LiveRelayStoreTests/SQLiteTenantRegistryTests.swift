@@ -144,10 +144,16 @@ import Darwin
         "UPDATE apps SET webhook_secret = NULL",
         "UPDATE apps SET webhook_kinds = NULL",
         "UPDATE apps SET webhook_updated_at = NULL",
+        "UPDATE apps SET webhook_start_cursor = NULL",
+        "UPDATE apps SET webhook_start_cursor = -1",
         "UPDATE apps SET webhook_kinds = 'not json'",
         "UPDATE apps SET webhook_kinds = '[\"1\",\"999\"]'",
         "UPDATE apps SET webhook_kinds = '[1]'",
         "UPDATE apps SET webhook_url = NULL, webhook_kinds = NULL, webhook_secret = NULL, webhook_created_at = NULL",
+        """
+        UPDATE apps SET webhook_url = NULL, webhook_kinds = NULL, webhook_secret = NULL, webhook_created_at = NULL,
+            webhook_updated_at = NULL
+        """,
     ])
     func partialWebhookColumnsAreACorruptRow(_ damage: String) async throws {
         let directory = try makeTemporaryDirectory("liverelay-registry-")
@@ -218,7 +224,9 @@ enum RegistryReopening {
         try await registry.apply(.disableApp(id: "rides"), actor: "config", now: t0 + .seconds(5))
         try await registry.touch([registryKeyID(2): t0 + .seconds(6)])
         try await registry.apply(
-            .putWebhook(appID: "orders", url: webhookURL("orders"), eventKinds: [.callSettled, .activityEnded], newSecret: webhookSecret),
+            .putWebhook(
+                appID: "orders", url: webhookURL("orders"), eventKinds: [.callSettled, .activityEnded], newSecret: webhookSecret,
+                rotate: false, startCursor: 1_234_567_890_123),
             actor: "config", now: t0 + .seconds(7))
     }
 }

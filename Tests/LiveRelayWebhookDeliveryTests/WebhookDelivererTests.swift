@@ -21,6 +21,8 @@ import Testing
 @Suite("WebhookDeliverer", .serialized)
 struct WebhookDelivererTests {
     static let app = "com.example.app"
+    /// How long a test waits for what the deliverer does: a bound for a loaded machine, not a timing.
+    static let bound = TimeAmount.seconds(60)
     static let certificate = Result { try SelfSignedCertificate.generate() }
 
     /// A memory store and registry, an app whose webhook points at a receiver, and deliverers to run.
@@ -34,7 +36,8 @@ struct WebhookDelivererTests {
 
         init(script: [WebhookReceiver.Action] = [], kinds: Set<FeedEvent.Kind> = []) async throws {
             let (certificatePEM, keyPEM) = try WebhookDelivererTests.certificate.get()
-            receiver = try WebhookReceiver(secret: secret, script: script, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
+            receiver = try await WebhookReceiver.start(
+                secret: secret, script: script, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
             client = try WebhookHTTPClient(
                 group: MultiThreadedEventLoopGroup.singleton, trustRoots: .pem(.string(certificatePEM)),
                 addressPolicy: WebhookAddressPolicy(allowPrivateAddresses: true))
@@ -43,8 +46,11 @@ struct WebhookDelivererTests {
             try await putWebhook(url: "https://127.0.0.1:\(receiver.port)/hooks/liverelay", kinds: kinds)
         }
 
+        /// Sets the webhook as PutWebhook does: a new one starts at the feed's last cursor; a changed one keeps its secret.
         func putWebhook(url: String, kinds: Set<FeedEvent.Kind> = []) async throws {
-            let change = RegistryChange.putWebhook(appID: app, url: url, eventKinds: kinds, newSecret: secret)
+            let start = try await store.lastEventCursor(appID: app, on: MultiThreadedEventLoopGroup.singleton.next()).get()
+            let change = RegistryChange.putWebhook(
+                appID: app, url: url, eventKinds: kinds, newSecret: secret, rotate: false, startCursor: start)
             try await registry.apply(change, actor: "test", now: SystemClock().now())
         }
 
@@ -127,9 +133,9 @@ struct WebhookDelivererTests {
         let fixture = try await Fixture()
         try await fixture.record(1...250)
         try await fixture.running([fixture.deliverer()]) {
-            try await eventually("250 events acknowledged") { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 250 }
+            try await eventually("250 events acknowledged", timeout: Self.bound) { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 250 }
             try await fixture.record(251...260)
-            try await eventually("the next 10 too") { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 260 }
+            try await eventually("the next 10 too", timeout: Self.bound) { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 260 }
         }
         let deliveries = try fixture.deliveries()
         #expect(deliveries.allSatisfy { $0.signatureOK }, "every delivery verifies with the app's secret")
@@ -148,7 +154,7 @@ struct WebhookDelivererTests {
         let fixture = try await Fixture(script: [.status(500), .status(503), .delayed(seconds: 3, status: 200), .close, .status(502)])
         try await fixture.record(1...30)
         try await fixture.running([fixture.deliverer(timeout: .seconds(1))]) {
-            try await eventually("all 30 acknowledged", timeout: .seconds(30)) {
+            try await eventually("all 30 acknowledged", timeout: Self.bound) {
                 (try? await fixture.progress())??.deliveredCursor == 30
             }
         }
@@ -171,12 +177,12 @@ struct WebhookDelivererTests {
             probeEvery: .milliseconds(700))
         try await fixture.record(1...3)
         try await fixture.running([fixture.deliverer(schedule: schedule)]) {
-            try await eventually("failing") { (try? await fixture.progress())??.failing == true }
+            try await eventually("failing", timeout: Self.bound) { (try? await fixture.progress())??.failing == true }
             let failing = try #require(try await fixture.progress())
             #expect(failing.lastError == "HTTP 500")
             #expect(failing.state == "failing")
             #expect(try fixture.metrics.expectGauge("liverelay_webhook_failing", [("app", Self.app)]).lastValue == 1)
-            try await eventually("recovered", timeout: .seconds(20)) { (try? await fixture.progress())??.deliveredCursor == 3 }
+            try await eventually("recovered", timeout: Self.bound) { (try? await fixture.progress())??.deliveredCursor == 3 }
         }
         let recovered = try #require(try await fixture.progress())
         #expect(!recovered.failing && recovered.attempts == 0)
@@ -192,16 +198,39 @@ struct WebhookDelivererTests {
         try await fixture.record(1...2)
         let deliverer = fixture.deliverer(schedule: schedule)
         try await fixture.running([deliverer]) {
-            try await eventually("failing") { (try? await fixture.progress())??.failing == true }
+            try await eventually("failing", timeout: Self.bound) { (try? await fixture.progress())??.failing == true }
             try await fixture.registry.resetWebhook(appID: Self.app)
             deliverer.kick(appID: Self.app)
             // The reset's attempt gets the script's second 500: failing again, but it was tried.
-            try await eventually("tried again after the reset") { ((try? fixture.deliveries())?.count ?? 0) >= 2 }
+            try await eventually("tried again after the reset", timeout: Self.bound) { ((try? fixture.deliveries())?.count ?? 0) >= 2 }
             try await fixture.registry.resetWebhook(appID: Self.app)
             deliverer.kick(appID: Self.app)
-            try await eventually("delivered after the second reset") { (try? await fixture.progress())??.deliveredCursor == 2 }
+            try await eventually("delivered after the second reset", timeout: Self.bound) {
+                (try? await fixture.progress())??.deliveredCursor == 2
+            }
         }
         #expect(try fixture.acknowledgedIDs() == fixture.ids(1...2))
+    }
+
+    /// A service group cancels its services when another one fails: the loops must end then too,
+    /// even while a failing webhook waits for its next probe, and count no attempt for the cut-off call.
+    @Test func aCancelledDelivererEndsAndCountsNoAttempt() async throws {
+        let fixture = try await Fixture(script: [.status(500), .delayed(seconds: 30, status: 200)])
+        let schedule = WebhookSchedule(
+            batchSize: 100, backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(50)), retryFor: .hours(1),
+            probeEvery: .hours(1))
+        try await fixture.record(1...2)
+        let deliverer = fixture.deliverer(schedule: schedule, timeout: .seconds(60))
+        deliverer.configure(try await fixture.registry.snapshot().apps)
+        let run = Task { try await deliverer.run() }
+        // The second attempt hangs in the receiver: cancel while it is in flight.
+        try await eventually("the second attempt in flight", timeout: Self.bound) { ((try? fixture.deliveries())?.count ?? 0) >= 2 }
+        run.cancel()
+        try await withTimeout(.seconds(20)) { try await run.value }
+        let progress = try #require(try await fixture.progress())
+        #expect(progress.attempts == 1, "the cancelled call is not a failed attempt")
+        #expect(progress.lastError == "HTTP 500")
+        #expect(progress.deliveredCursor == 0)
     }
 
     @Test func aReceiverDownForAWhileGetsEverythingOnceItIsBack() async throws {
@@ -212,7 +241,7 @@ struct WebhookDelivererTests {
         try await fixture.record(1...20)
         let deliverer = fixture.deliverer()
         try await fixture.running([deliverer]) {
-            try await eventually("refused attempts") { ((try? await fixture.progress())??.attempts ?? 0) >= 2 }
+            try await eventually("refused attempts", timeout: Self.bound) { ((try? await fixture.progress())??.attempts ?? 0) >= 2 }
             let refused = try #require(try await fixture.progress())
             #expect(refused.lastError?.hasPrefix("connect:") == true, "\(refused.lastError ?? "")")
             #expect(refused.deliveredCursor == 0)
@@ -220,7 +249,7 @@ struct WebhookDelivererTests {
             // The receiver is back (at its address): the webhook moves there.
             try await fixture.putWebhook(url: "https://127.0.0.1:\(fixture.receiver.port)/hooks/liverelay")
             deliverer.configure(try await fixture.registry.snapshot().apps)
-            try await eventually("all 25 acknowledged", timeout: .seconds(20)) {
+            try await eventually("all 25 acknowledged", timeout: Self.bound) {
                 ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 25
             }
         }
@@ -233,7 +262,9 @@ struct WebhookDelivererTests {
         try await fixture.record(6...7, kind: .tokenPruned)
         try await fixture.record(8...9, kind: .pushFailed)
         try await fixture.running([fixture.deliverer()]) {
-            try await eventually("the cursor past every event") { (try? await fixture.progress())??.deliveredCursor == 9 }
+            try await eventually("the cursor past every event", timeout: Self.bound) {
+                (try? await fixture.progress())??.deliveredCursor == 9
+            }
         }
         #expect(try fixture.acknowledgedIDs() == fixture.ids(6...7))
     }
@@ -243,19 +274,21 @@ struct WebhookDelivererTests {
         try await fixture.record(1...40)
         let a = fixture.deliverer(node: "node-a")
         try await fixture.running([a]) {
-            try await eventually("node a delivered") { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 40 }
+            try await eventually("node a delivered", timeout: Self.bound) { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 40 }
             // Node b runs beside a: a's lease stands, so b delivers nothing.
             let b = fixture.deliverer(node: "node-b")
             try await fixture.running([b]) {
                 try await fixture.record(41...50)
-                try await eventually("a delivered the next ten") { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 50 }
+                try await eventually("a delivered the next ten", timeout: Self.bound) {
+                    ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 50
+                }
             }
         }
         #expect(try fixture.acknowledgedIDs() == fixture.ids(1...50), "two nodes, no event twice")
         // a stopped and released its lease: c takes over at once.
         try await fixture.record(51...55)
         try await fixture.running([fixture.deliverer(node: "node-c")]) {
-            try await eventually("node c delivered") { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 55 }
+            try await eventually("node c delivered", timeout: Self.bound) { ((try? fixture.acknowledgedIDs())?.count ?? 0) >= 55 }
         }
         #expect(try fixture.acknowledgedIDs() == fixture.ids(1...55))
     }

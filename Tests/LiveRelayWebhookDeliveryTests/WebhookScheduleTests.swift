@@ -54,16 +54,38 @@ struct WebhookScheduleTests {
         #expect(schedule.next(after: Self.progress(cursor: 3), page: others, webhook: webhook) == .skip(through: 5))
     }
 
-    @Test func eventsRecordedBeforeTheWebhookWasSetAreNotItsToDeliver() {
-        let before = UnixTime(milliseconds: Self.created.milliseconds - 1)
-        let page = EventPage(entries: [Self.entry(1, at: before), Self.entry(2, at: before)])
-        #expect(schedule.next(after: Self.progress(), page: page, webhook: Self.webhook) == .skip(through: 2))
-        let mixed = EventPage(entries: [Self.entry(3, at: before), Self.entry(4)])
-        guard case let .send(batch) = schedule.next(after: Self.progress(cursor: 2), page: mixed, webhook: Self.webhook) else {
+    /// Where a webhook starts is a cursor, not a time: an event after its start cursor stamped
+    /// before it was set (a node whose clock is behind) is still its to deliver.
+    @Test func aNewWebhookStartsAtItsStartCursorWhateverTheEventsTimes() {
+        var webhook = Self.webhook
+        webhook.startCursor = 2
+        let fresh = WebhookProgress.fresh(for: webhook, appID: Self.app, resets: 3)
+        #expect(fresh == WebhookProgress(appID: Self.app, webhookCreatedAt: Self.created, deliveredCursor: 2, resets: 3))
+        let skewed = UnixTime(milliseconds: Self.created.milliseconds - 5_000)
+        let page = EventPage(entries: [Self.entry(3, at: skewed), Self.entry(4)])
+        guard case let .send(batch) = schedule.next(after: fresh, page: page, webhook: webhook) else {
             Issue.record("expected a batch")
             return
         }
-        #expect(batch.entries.map(\.cursor) == [4])
+        #expect(batch.entries.map(\.cursor) == [3, 4])
+        #expect(batch.through == 4 && batch.missedThrough == nil)
+    }
+
+    /// Rows this build cannot read (a newer build's kinds) are left out of a page: the cursor moves
+    /// past them, so a page of nothing else never stalls the webhook.
+    @Test func rowsThisBuildCannotReadAreSkippedNotWaitedFor() {
+        let unreadable = EventPage(entries: [], more: true, scannedThrough: 50)
+        #expect(schedule.next(after: Self.progress(cursor: 40), page: unreadable, webhook: Self.webhook) == .skip(through: 50))
+        // Already past them (a page read before a save): nothing to do.
+        #expect(schedule.next(after: Self.progress(cursor: 50), page: unreadable, webhook: Self.webhook) == .wait)
+        // Readable events with unreadable rows after them: the batch goes through the last row looked at.
+        let mixed = EventPage(entries: [Self.entry(41)], scannedThrough: 45)
+        guard case let .send(batch) = schedule.next(after: Self.progress(cursor: 40), page: mixed, webhook: Self.webhook) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(batch.entries.map(\.cursor) == [41])
+        #expect(batch.through == 45)
     }
 
     @Test func eventsRetentionDeletedBeforeDeliveryAreReportedNotSkippedSilently() {
@@ -79,9 +101,29 @@ struct WebhookScheduleTests {
             return
         }
         #expect(caughtUp.missedThrough == nil)
-        // A new webhook whose oldest kept event predates it missed nothing either.
+        // A new webhook starts at its start cursor: events trimmed before it are none of its own,
+        // whatever their times; one that never delivered, and whose own events were trimmed, is told.
+        var webhook = Self.webhook
+        webhook.startCursor = 39
         let old = EventPage(entries: [Self.entry(40, at: UnixTime(milliseconds: 5))], trimmedThrough: 39)
-        #expect(schedule.next(after: Self.progress(), page: old, webhook: Self.webhook) == .skip(through: 40))
+        guard case let .send(fresh) = schedule.next(after: .fresh(for: webhook, appID: Self.app), page: old, webhook: webhook) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(fresh.missedThrough == nil && fresh.entries.map(\.cursor) == [40])
+        webhook.startCursor = 30
+        guard case let .send(missed) = schedule.next(after: .fresh(for: webhook, appID: Self.app), page: old, webhook: webhook) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(missed.missedThrough == 39)
+        // Only events of other kinds left, and some trimmed undelivered: still told, in an empty batch.
+        webhook.eventKinds = [.tokenPruned]
+        guard case let .send(told) = schedule.next(after: .fresh(for: webhook, appID: Self.app), page: old, webhook: webhook) else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(told.entries.isEmpty && told.missedThrough == 39 && told.through == 40)
     }
 
     @Test func failuresBackOffThenTheWebhookFailsAfterItsWindowAndIsProbed() throws {

@@ -11,7 +11,7 @@ import Testing
 /// server and HMAC, sharing no code with LiveRelay. Everything stays on
 /// loopback, so these clients allow private addresses, except where the
 /// refusal is the point.
-@Suite("WebhookHTTPClient")
+@Suite("WebhookHTTPClient", .serialized)
 struct WebhookHTTPClientTests {
     static let secret = "whsec_00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
     /// SANs localhost and 127.0.0.1.
@@ -20,9 +20,10 @@ struct WebhookHTTPClientTests {
     /// A receiver presenting `certificate`, and a client that trusts it.
     private func receiverAndClient(
         script: [WebhookReceiver.Action] = [], policy: WebhookAddressPolicy = WebhookAddressPolicy(allowPrivateAddresses: true)
-    ) throws -> (WebhookReceiver, WebhookHTTPClient) {
+    ) async throws -> (WebhookReceiver, WebhookHTTPClient) {
         let (certificatePEM, keyPEM) = try Self.certificate.get()
-        let receiver = try WebhookReceiver(secret: Self.secret, script: script, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
+        let receiver = try await WebhookReceiver.start(
+            secret: Self.secret, script: script, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
         let client = try WebhookHTTPClient(
             group: MultiThreadedEventLoopGroup.singleton, trustRoots: .pem(.string(certificatePEM)), addressPolicy: policy)
         return (receiver, client)
@@ -38,7 +39,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aPostArrivesSignedWithItsHeadersAndBodyIntact() async throws {
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         defer { receiver.stop() }
         let body = Array("{\"events\":[{\"seq\":1,\"kind\":\"activity.ended\",\"note\":\"caf\u{E9}\"}]}".utf8)
         let target = try url("https://127.0.0.1:\(receiver.port)/hooks/in?app=7")
@@ -62,7 +63,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aWrongSecretIsCaughtByTheReceiver() async throws {
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let header = WebhookSignature.header(secret: "whsec_wrong", timestamp: Int64(Date().timeIntervalSince1970), body: body)
@@ -74,7 +75,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func theServersStatusIsReportedWhateverItIs() async throws {
-        let (receiver, client) = try receiverAndClient(script: [.status(500), .status(410), .status(302)])
+        let (receiver, client) = try await receiverAndClient(script: [.status(500), .status(410), .status(302)])
         defer { receiver.stop() }
         let body = Array("{\"n\":1}".utf8)
         let target = try url("https://127.0.0.1:\(receiver.port)/in")
@@ -87,7 +88,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aServerThatAnswersTooLateIsATimeout() async throws {
-        let (receiver, client) = try receiverAndClient(script: [.delayed(seconds: 5, status: 200)])
+        let (receiver, client) = try await receiverAndClient(script: [.delayed(seconds: 5, status: 200)])
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let result = await client.post(
@@ -97,7 +98,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aConnectionDroppedWithoutAnAnswerIsAProtocolFailure() async throws {
-        let (receiver, client) = try receiverAndClient(script: [.close])
+        let (receiver, client) = try await receiverAndClient(script: [.close])
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let result = await client.post(
@@ -111,7 +112,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aCertificateFromAnotherCAFailsTheHandshake() async throws {
-        let (receiver, _) = try receiverAndClient()
+        let (receiver, _) = try await receiverAndClient()
         defer { receiver.stop() }
         let other = try SelfSignedCertificate.generate()
         let client = try WebhookHTTPClient(
@@ -130,7 +131,7 @@ struct WebhookHTTPClientTests {
 
     @Test func aCertificateForAnotherNameFailsTheHandshake() async throws {
         let (certificatePEM, keyPEM) = try SelfSignedCertificate.generate(commonName: "hooks.example", subjectAltNames: ["hooks.example"])
-        let receiver = try WebhookReceiver(secret: Self.secret, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
+        let receiver = try await WebhookReceiver.start(secret: Self.secret, certificatePEM: certificatePEM, privateKeyPEM: keyPEM)
         defer { receiver.stop() }
         let client = try WebhookHTTPClient(
             group: MultiThreadedEventLoopGroup.singleton, trustRoots: .pem(.string(certificatePEM)),
@@ -146,7 +147,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func loopbackIsRefusedByTheDefaultPolicyBeforeAnyConnection() async throws {
-        let (receiver, client) = try receiverAndClient(policy: WebhookAddressPolicy())
+        let (receiver, client) = try await receiverAndClient(policy: WebhookAddressPolicy())
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let result = await client.post(
@@ -159,7 +160,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func aNameResolvingToLoopbackIsRefusedToo() async throws {
-        let (receiver, client) = try receiverAndClient(policy: WebhookAddressPolicy())
+        let (receiver, client) = try await receiverAndClient(policy: WebhookAddressPolicy())
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let result = await client.post(
@@ -174,7 +175,7 @@ struct WebhookHTTPClientTests {
 
     @Test func aResolvedNameIsDialledAddressByAddressAndVerifiedByName() async throws {
         // localhost may resolve to ::1 first, where nothing listens: the client moves on to 127.0.0.1.
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         defer { receiver.stop() }
         let body = Array("{\"via\":\"name\"}".utf8)
         let result = await client.post(
@@ -196,7 +197,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func nothingListeningIsAConnectFailure() async throws {
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         let port = receiver.port
         receiver.stop()
         let body = Array("{}".utf8)
@@ -206,7 +207,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func theCallersContentTypeReplacesOursButFramingStaysTheClients() async throws {
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         defer { receiver.stop() }
         let body = Array("{\"specversion\":\"1.0\"}".utf8)
         let headers =
@@ -228,7 +229,7 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func anUnsendableHeaderIsRefusedBeforeDialling() async throws {
-        let (receiver, client) = try receiverAndClient()
+        let (receiver, client) = try await receiverAndClient()
         defer { receiver.stop() }
         let target = try url("https://127.0.0.1:\(receiver.port)/")
         let injected = await client.post(target, headers: [("X-Note", "a\r\nX-Injected: 1")], body: [], timeout: .seconds(10))
@@ -250,13 +251,13 @@ struct WebhookHTTPClientTests {
     }
 
     @Test func cancellingTheCallingTaskEndsTheCall() async throws {
-        let (receiver, client) = try receiverAndClient(script: [.delayed(seconds: 5, status: 200)])
+        let (receiver, client) = try await receiverAndClient(script: [.delayed(seconds: 5, status: 200)])
         defer { receiver.stop() }
         let body = Array("{}".utf8)
         let target = try url("https://127.0.0.1:\(receiver.port)/")
         let headers = signed(body)
         let task = Task { await client.post(target, headers: headers, body: body, timeout: .seconds(30)) }
-        try await eventually("the request reaches the receiver") { ((try? receiver.requests().count) ?? 0) == 1 }
+        try await eventually("the request reaches the receiver", timeout: .seconds(60)) { ((try? receiver.requests().count) ?? 0) == 1 }
         task.cancel()
         #expect(await task.value == .failure(.cancelled))
     }

@@ -61,6 +61,22 @@ public final class WebhookReceiver: @unchecked Sendable {
 
     public static let scriptPath = LiveRelayPython.repositoryRoot.appendingPathComponent("Tests/Support/webhook_receiver.py").path
 
+    /// ``init(secret:script:certificatePEM:privateKeyPEM:)`` on a thread of its own: starting
+    /// Python and waiting for its first line blocks, and must not hold one of the few threads
+    /// that every async test of the run shares.
+    public static func start(
+        secret: String, script: [Action] = [], certificatePEM: String, privateKeyPEM: String
+    ) async throws -> WebhookReceiver {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        try WebhookReceiver(secret: secret, script: script, certificatePEM: certificatePEM, privateKeyPEM: privateKeyPEM)
+                    })
+            }
+        }
+    }
+
     /// Starts a receiver on 127.0.0.1 and a free port, checking signatures against `secret`.
     public init(secret: String, script: [Action] = [], certificatePEM: String, privateKeyPEM: String) throws {
         let directory = try temporaryDirectory(prefix: "liverelay-webhook-receiver-")

@@ -2023,8 +2023,9 @@ type ListEventsReply struct {
 
 	// In cursor order.
 	Events []*Event `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	// The after_cursor of the next call: the last event's cursor, or the
-	// request's after_cursor when there is none.
+	// The after_cursor of the next call: the last event's cursor (or, past it,
+	// that of events this server's version cannot read, which are skipped), or
+	// the request's after_cursor when there is none.
 	NextCursor uint64 `protobuf:"varint,2,opt,name=next_cursor,json=nextCursor,proto3" json:"next_cursor,omitempty"`
 	// True when more events wait after next_cursor (the page was full).
 	More bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
