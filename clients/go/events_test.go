@@ -189,6 +189,9 @@ func TestServerEventsPagesOfOne(t *testing.T) {
 	base := feedEnd(t, c)
 	activity := uid("go-events")
 	startDelivered(t, c, activity)
+	// The start's settling is recorded as the call settles, after its reply: wait for it, so
+	// that the end's event follows it in the feed.
+	waitForEvents(t, c, base, activity, 1)
 	endActivity(t, c, activity)
 	waitForEvents(t, c, base, activity, 2)
 
@@ -340,6 +343,7 @@ func TestServerTailEvents(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	starter := clientFor(t, s, Config{})
 	startDelivered(t, starter, activity)
+	waitForEvents(t, starter, base, activity, 1) // the start's settling, recorded after its reply
 	endActivity(t, starter, activity)
 	select {
 	case err := <-done:

@@ -96,6 +96,7 @@ def test_pages_of_one_event_say_more(dev: Dev) -> None:
         base = feed_end(client, dev.app_id)
         activity = uid("act")
         start(client, dev.app_id, activity)
+        wait_for_events(client, dev.app_id, base, activity, 1)  # the start's settling, recorded after its reply
         client.end_activity(app_id=dev.app_id, activity_id=activity)
         assert len(wait_for_events(client, dev.app_id, base, activity, 2)) >= 2
 
@@ -226,6 +227,13 @@ def test_async_tail_yields_new_events_in_cursor_order(dev: Dev) -> None:
             await client.start_activity(app_id=dev.app_id, activity_id=activity, attributes_type=ATTRS,
                                         attributes_json={}, content_state_json={},
                                         targets=pb.Targets(push_to_start_tokens=[t]), wait_for_delivery=True)
+
+            # The start's settling is recorded after its reply: the end waits for the tail to see it.
+            async def settled() -> None:
+                while not of(activity, collected):
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(settled(), 20)
             await client.end_activity(app_id=dev.app_id, activity_id=activity)
             await asyncio.wait_for(tailing, 30)
             cursors = [e.cursor for e in collected]
@@ -242,6 +250,9 @@ def test_sync_tail_yields_events_in_cursor_order(dev: Dev) -> None:
         activities = [uid("act"), uid("act")]
         for activity in activities:
             start(client, dev.app_id, activity)
+            # The start's settling is recorded as the call settles, after its reply: wait for it,
+            # so that the end's event follows it in the feed.
+            wait_for_events(client, dev.app_id, base, activity, 1)
             client.end_activity(app_id=dev.app_id, activity_id=activity)
         expected = [e.cursor for e in wait_for_events(client, dev.app_id, base, activities[1], 2)]
         collected: List[pb.Event] = []
