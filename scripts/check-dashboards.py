@@ -12,7 +12,7 @@
    store in a temporary directory, pushing to a `liverelay mock-apns` of its
    own, makes the traffic that creates the series only traffic creates (calls,
    deliveries, a quota refusal, an app held for rejected credentials, one app's
-   webhook delivering to a loopback HTTPS receiver of this script and another's
+   webhook delivering to the tests' HTTPS receiver on loopback and another's
    failing), scrapes /metrics and compares. `up` (made by Prometheus) is the only name allowed
    without being exported.
 
@@ -24,7 +24,6 @@ with yamllint). Prints one line per problem; exits 1 if there is any.
 """
 import ctypes
 import hashlib
-import http.server
 import json
 import os
 import pathlib
@@ -32,11 +31,9 @@ import re
 import secrets
 import shutil
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 
@@ -270,34 +267,27 @@ def serve_config(work, mock_port):
 
 
 class WebhookReceiver:
-    """An HTTPS endpoint on loopback (the server's own certificate) that acknowledges every webhook POST with 204."""
+    """The tests' HTTPS webhook receiver (Tests/Support/webhook_receiver.py) on loopback, with the
+    server's own certificate: it answers every POST 200 and exits when its standard input closes."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            self.send_response(204)
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-
-        def log_message(self, *args):
-            pass
-
-    def __init__(self, work):
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(str(pathlib.Path(work, "cert.pem")), str(pathlib.Path(work, "key.pem")))
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self.Handler)
-        self.server.daemon_threads = True
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+    def __init__(self, work, deadline):
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "Tests/Support/webhook_receiver.py"), "--cert", str(pathlib.Path(work, "cert.pem")),
+             "--key", str(pathlib.Path(work, "key.pem")), "--secret", "unchecked", "--port", "0",
+             "--log", str(pathlib.Path(work, "webhooks.jsonl"))],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("LISTENING ") or time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"the webhook receiver did not start: {line!r}")
+        self.port = int(line.split()[1])
 
     def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
 
 def bootstrap_admin(binary, work):
@@ -407,7 +397,7 @@ def live_families(binary):
             children.append(mock)
             serve_config(work, mock.port("mock APNs listening on", deadline))
             admin_key = bootstrap_admin(binary, work)
-            receiver = WebhookReceiver(work)
+            receiver = WebhookReceiver(work, deadline)
             children.append(receiver)
             server = Child("serve", [binary, "serve", "--config", str(pathlib.Path(work, "serve.json")),
                                      "--log-level", "warning"], work)

@@ -156,7 +156,6 @@ public final class WebhookDeliverer: Service, Sendable {
     private struct AppLoop {
         let appID: String
         var held: WebhookProgress?
-        var renewAt = UnixTime(milliseconds: 0)
         /// When the lease last taken or renewed runs out, counted from before the store's call.
         var leaseUntil = UnixTime(milliseconds: 0)
         var retryAt: UnixTime?
@@ -166,16 +165,21 @@ public final class WebhookDeliverer: Service, Sendable {
 
         init(appID: String) { self.appID = appID }
 
+        /// A third of the way into the lease: when the holder renews it.
+        private func renewAt(_ d: WebhookDeliverer) -> UnixTime {
+            leaseUntil - .milliseconds(d.configuration.lease.milliseconds * 2 / 3)
+        }
+
         mutating func step(_ webhook: RegisteredWebhook, deliverer d: WebhookDeliverer) async {
             let now = d.clock.now()
             let kicks = d.kicks(of: appID)
-            if held == nil || now >= renewAt || kicks != kicksSeen {
+            if held == nil || now >= renewAt(d) || kicks != kicksSeen {
                 kicksSeen = kicks
                 guard await claim(webhook, now: now, deliverer: d) else { return }
             }
             guard var progress = held else { return }
             if let retryAt, now < retryAt {
-                await d.pause(appID: appID, until: min(retryAt, renewAt), kicks: kicks)
+                await d.pause(appID: appID, until: min(retryAt, renewAt(d)), kicks: kicks)
                 return
             }
             let generation = d.store.eventCommits.generation(of: appID)
@@ -191,7 +195,7 @@ public final class WebhookDeliverer: Service, Sendable {
             }
             switch d.configuration.schedule.next(after: progress, page: page, webhook: webhook) {
             case .wait:
-                await d.waitForEvents(appID: appID, generation: generation, until: renewAt, kicks: kicks)
+                await d.waitForEvents(appID: appID, generation: generation, until: renewAt(d), kicks: kicks)
             case let .skip(through):
                 progress.deliveredCursor = through
                 await save(progress, now: now, acknowledged: through, deliverer: d)
@@ -200,7 +204,7 @@ public final class WebhookDeliverer: Service, Sendable {
                 // batch meanwhile: renew first when it might not.
                 let margin = d.configuration.requestTimeout + .seconds(1)
                 guard d.clock.now().milliseconds + margin.nanoseconds / 1_000_000 < leaseUntil.milliseconds else {
-                    renewAt = now
+                    held = nil
                     return
                 }
                 guard let (next, retry) = await d.send(batch, progress: progress, webhook: webhook, now: now) else { return }
@@ -239,7 +243,6 @@ public final class WebhookDeliverer: Service, Sendable {
             resetsSeen = progress.resets
             d.metrics.failing(appID: appID, progress.failing)
             held = progress
-            renewAt = now + .milliseconds(d.configuration.lease.milliseconds / 3)
             leaseUntil = now + d.configuration.lease
             return true
         }
@@ -253,7 +256,6 @@ public final class WebhookDeliverer: Service, Sendable {
             do {
                 if try await d.progress.saveWebhook(progress, node: d.configuration.node, now: now, lease: d.configuration.lease) {
                     held = progress
-                    renewAt = now + .milliseconds(d.configuration.lease.milliseconds / 3)
                     leaseUntil = now + d.configuration.lease
                     return
                 }
