@@ -51,9 +51,13 @@ public struct EventRetention: Hashable, Sendable {
 public final class EventCommitSignal: Sendable {
     private struct State {
         var generations: [String: UInt64] = [:]
+        /// Added to every app's generation: ``wakeAll()`` moves them all at once, apps never signalled included.
+        var epoch: UInt64 = 0
         /// Per app, the waits' promises by a number of their own (a timeout takes its own one out).
         var waiters: [String: [UInt64: EventLoopPromise<Bool>]] = [:]
         var nextWaiter: UInt64 = 0
+
+        func generation(of appID: String) -> UInt64 { (generations[appID] ?? 0) &+ epoch }
     }
     private let state = NIOLockedValueBox(State())
 
@@ -61,7 +65,7 @@ public final class EventCommitSignal: Sendable {
 
     /// The app's generation now: pass it to ``wait(appID:after:until:on:)`` after reading the feed.
     public func generation(of appID: String) -> UInt64 {
-        state.withLockedValue { $0.generations[appID] ?? 0 }
+        state.withLockedValue { $0.generation(of: appID) }
     }
 
     /// A commit added events to these apps' feeds (none: nothing to do).
@@ -79,6 +83,18 @@ public final class EventCommitSignal: Sendable {
         for promise in woken { promise.succeed(true) }
     }
 
+    /// Commits may have gone unheard (a listener for other nodes' commits was
+    /// reconnected): every app's generation moves and every waiter is woken to
+    /// read its feed again.
+    public func wakeAll() {
+        let woken: [EventLoopPromise<Bool>] = state.withLockedValue { state in
+            state.epoch &+= 1
+            defer { state.waiters = [:] }
+            return state.waiters.values.flatMap(\.values)
+        }
+        for promise in woken { promise.succeed(true) }
+    }
+
     /// Succeeds with true once the app's generation passes `generation`, with false at `deadline`.
     public func wait(
         appID: String, after generation: UInt64, until deadline: NIODeadline, on eventLoop: any EventLoop
@@ -87,7 +103,7 @@ public final class EventCommitSignal: Sendable {
     {
         let promise = eventLoop.makePromise(of: Bool.self)
         let id: UInt64? = state.withLockedValue { state in
-            guard (state.generations[appID] ?? 0) == generation else { return nil }
+            guard state.generation(of: appID) == generation else { return nil }
             let id = state.nextWaiter
             state.nextWaiter &+= 1
             state.waiters[appID, default: [:]][id] = promise

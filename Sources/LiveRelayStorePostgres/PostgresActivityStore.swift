@@ -87,15 +87,16 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
     private let lanes: [PostgresJobQueue]
     private var laneTasks: [Task<Void, Never>] = []
     private let counters = NIOLockedValueBox(Statistics())
-    /// Signalled after each of this node's commits that appended events; other
-    /// nodes' are found by polling (``eventPollInterval``).
+    /// Signalled after each of this node's commits that appended events, and
+    /// when another node says its commits did (``PostgresEventRelay``).
     public let eventCommits = EventCommitSignal()
+    /// Other nodes' appends, in and out, on a client of its own (two connections).
+    let eventRelay: PostgresEventRelay
+    private let relayRunTask: Task<Void, Never>
 
-    /// Other nodes' appends are not signalled here: a long poll reads the feed
-    /// again this often. (LISTEN/NOTIFY would signal them, but a transaction
-    /// that notifies takes a lock every notifying commit of the database
-    /// shares, and nearly every settled call appends an event.)
-    public var eventPollInterval: Duration? { .milliseconds(250) }
+    /// A long poll reads the feed again this often even without a signal: the
+    /// net under other nodes' notifications, which are best effort.
+    public var eventPollInterval: Duration? { .seconds(1) }
 
     /// Connects, migrates the schema, measures the database's clock against
     /// `clock` (the one the rules' `now` comes from) and starts the lanes.
@@ -139,10 +140,18 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
             await runTask.value
             throw error
         }
+        var relayClient = configuration.client
+        relayClient.options.maximumConnections = 2
+        let relayPool = PostgresClient(configuration: relayClient, backgroundLogger: logger)
+        relayRunTask = Task { await relayPool.run() }
+        eventRelay = PostgresEventRelay(
+            client: relayPool, schema: configuration.schema, timeout: configuration.statementTimeout, signal: eventCommits,
+            logger: logger)
+        eventRelay.start()
         lanes = (0..<configuration.lanes).map { _ in PostgresJobQueue() }
         let runner = PostgresBatchRunner(
             client: client, configuration: configuration, logger: logger, counters: counters, clock: databaseClock,
-            eventCommits: eventCommits)
+            eventCommits: eventCommits, eventRelay: eventRelay)
         laneTasks = lanes.map { queue in
             Task { [maxBatch = configuration.maxBatch] in
                 while let batch = await queue.take(max: maxBatch) {
@@ -154,7 +163,7 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: PostgresClock.refreshInterval)
                 do {
-                    try await client.withConnection { connection in
+                    _ = try await client.withConnection { connection in
                         try await databaseClock.measure(
                             on: PostgresSession(connection, timeout: configuration.statementTimeout, logger: logger))
                     }
@@ -328,11 +337,16 @@ public final class PostgresActivityStore: ActivityStore, @unchecked Sendable {
         for task in laneTasks { await task.value }
         clockTask?.cancel()
         await clockTask?.value
+        await eventRelay.stop()
+        relayRunTask.cancel()
+        await relayRunTask.value
         runTask.cancel()
         await runTask.value
     }
 
     deinit {
+        eventRelay.cancel()
+        relayRunTask.cancel()
         clockTask?.cancel()
         for lane in lanes { lane.close() }
         runTask.cancel()

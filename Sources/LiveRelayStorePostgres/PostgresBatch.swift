@@ -88,6 +88,8 @@ struct PostgresBatchRunner: Sendable {
     let clock: PostgresClock
     /// Told of the apps whose feeds a committed batch appended to.
     let eventCommits: EventCommitSignal
+    /// Tells the other nodes.
+    let eventRelay: PostgresEventRelay
     let metrics = StoreMetrics(store: "postgres")
 
     enum Failure: Equatable {
@@ -214,9 +216,11 @@ struct PostgresBatchRunner: Sendable {
         }
     }
 
-    /// After COMMIT returned (durable): this node's readers of the feeds the batch appended to.
+    /// After COMMIT returned (durable): the readers of the feeds the batch appended to, here and on other nodes.
     private func signalEvents(of planned: [PlannedJob]) {
-        eventCommits.committed(appIDs: planned.reduce(into: Set()) { $0.formUnion($1.writes.fedAppIDs) })
+        let appIDs = planned.reduce(into: Set<String>()) { $0.formUnion($1.writes.fedAppIDs) }
+        eventCommits.committed(appIDs: appIDs)
+        eventRelay.committed(appIDs: appIDs)
     }
 
     private func runAlone(_ batch: [PostgresJob]) async {

@@ -44,7 +44,8 @@ public struct PostgresStoreConfiguration: Sendable, CustomStringConvertible {
     public var lanes: Int
     /// The most mutations one transaction carries.
     public var maxBatch: Int
-    /// Connections in the pool: the lanes' plus those for reads outside mutations.
+    /// Connections in the pool: the lanes' plus those for reads outside mutations. (The event
+    /// feed's relay between nodes holds two more of its own: ``PostgresEventRelay``.)
     public var maxConnections: Int
     /// How often one batch is retried after a serialization failure, deadlock
     /// or unique violation before each of its mutations is retried alone.

@@ -39,7 +39,7 @@ import PostgresNIO
 /// still agree on when a lease runs out.
 ///
 /// ## Connections
-/// At most three: one held by the listener (``PostgresRegistryListener``),
+/// At most three: one held by the listener (``PostgresListener``),
 /// the others for applies and reads, which are rare. Its connections'
 /// `application_name` is the configuration's with `-registry` appended, so an
 /// operator tells them apart in `pg_stat_activity`.
@@ -212,9 +212,14 @@ public final class PostgresTenantRegistry: TenantRegistry, @unchecked Sendable {
     public func changes(pollEvery: Duration) -> AsyncStream<Int64> {
         state.withLockedValue { state in
             guard !state.closed, state.listener == nil else { return }
-            let listener = PostgresRegistryListener(
-                client: client, schema: configuration.schema, timeout: configuration.statementTimeout, checkEvery: pollEvery,
-                feed: feed, logger: logger)
+            // After each LISTEN and every `pollEvery`, the version is read again: what a lost notification missed.
+            let listener = PostgresListener(
+                client: client, channel: Self.channel, owner: "the registry's", timeout: configuration.statementTimeout,
+                checkEvery: pollEvery, logger: logger,
+                check: { [feed] session, _ in feed.publish(try await PostgresRegistryTables.version(on: session)) },
+                received: { [feed, schema = configuration.schema] payload in
+                    if let version = Self.version(fromPayload: payload, schema: schema) { feed.publish(version) }
+                })
             state.listener = Task { await listener.run() }
         }
         return feed.subscribe(pollEvery: pollEvery) { [weak self] in

@@ -8,7 +8,7 @@ the event reached it. The latency is the difference, on the machine's one clock.
 percentiles; scripts/bench/events.sh runs it against a release `liverelay serve` (SQLite)::
 
     python clients/python/bench/events_latency.py --port 7443 --ca-file cert.pem --api-key KEY
-        [--events 300] [--rate 20] [--json]
+        [--poll-port 7444] [--events 300] [--rate 20] [--json]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def percentile(values: List[float], p: float) -> float:
 async def run(args: argparse.Namespace) -> Dict[str, Any]:
     tls = liverelay.TLSConfig(ca_file=args.ca_file)
     async with liverelay.AsyncClient("127.0.0.1", args.port, api_key=args.api_key, tls=tls) as producer, \
-            liverelay.AsyncClient("127.0.0.1", args.port, api_key=args.api_key, tls=tls) as poller:
+            liverelay.AsyncClient("127.0.0.1", args.poll_port or args.port, api_key=args.api_key, tls=tls) as poller:
         token = secrets.token_hex(32)
         await producer.register_token(app_id=args.app, kind=pb.TOKEN_KIND_PUSH_TO_START, token=token,
                                       environment=pb.ENVIRONMENT_SANDBOX, attributes_type="BenchAttributes")
@@ -87,6 +87,7 @@ async def run(args: argparse.Namespace) -> Dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--poll-port", type=int, help="another node's port for the poller (PostgreSQL, two nodes)")
     parser.add_argument("--ca-file", required=True)
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--app", default="dev.app")

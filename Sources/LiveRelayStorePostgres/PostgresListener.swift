@@ -3,26 +3,30 @@ import Logging
 import NIOConcurrencyHelpers
 import PostgresNIO
 
-/// `LISTEN liverelay_registry` on a connection of its own, feeding every
-/// version it hears of (for its schema) to the registry's change streams.
+/// `LISTEN <channel>` on a connection of its own, handing every notification's
+/// payload to ``received``: the registry's change streams and the event feed's
+/// cross-node wake-ups both run on one.
 ///
 /// A notification is lost with the connection that should have carried it,
 /// and a connection can die without a word (a firewall dropping idle
-/// flows): so after each `LISTEN` the listener reads the version once (what
-/// changed while nobody listened), and every `checkEvery` it reads the
-/// version again on the same connection, which both publishes what a lost
-/// notification missed and proves the connection alive. A `LISTEN` not
-/// answered within the statement timeout, a read that fails or times out
+/// flows): so after each `LISTEN` the listener runs ``check`` once (to catch
+/// up with what happened while nobody listened), and every `checkEvery` again
+/// on the same connection, which proves the connection alive. A `LISTEN` not
+/// answered within the statement timeout, a check that fails or times out
 /// (the connection is then closed, as in ``PostgresSession``), or a
 /// notification stream that ends makes it listen again on a new connection,
-/// after a growing pause, until the registry closes (the task is cancelled).
-struct PostgresRegistryListener: Sendable {
+/// after a growing pause, until its task is cancelled.
+struct PostgresListener: Sendable {
     let client: PostgresClient
-    let schema: String
+    let channel: String
+    /// Whose listener this is, for the log ("the registry's").
+    let owner: String
     let timeout: Duration
     let checkEvery: Duration
-    let feed: RegistryVersionFeed
     let logger: Logger
+    /// On the listening connection: once `LISTEN` is answered (`justListened`), then every `checkEvery`.
+    let check: @Sendable (_ session: PostgresSession, _ justListened: Bool) async throws -> Void
+    let received: @Sendable (_ payload: String) -> Void
 
     /// The notification stream ended without an error.
     private struct StreamEnded: Error {}
@@ -40,7 +44,7 @@ struct PostgresRegistryListener: Sendable {
                 // Once per outage at warning level; a database down for long would otherwise flood the log.
                 let level: Logger.Level = failures == 1 ? .warning : .debug
                 logger.log(
-                    level: level, "the registry's LISTEN connection failed; listening again",
+                    level: level, "\(owner) LISTEN connection failed; listening again",
                     metadata: ["attempt": "\(failures)", "error": "\(String(reflecting: error))"])
                 await PostgresRetry.wait(PostgresRetry.listener, after: failures)
             }
@@ -54,13 +58,11 @@ struct PostgresRegistryListener: Sendable {
             let session = PostgresSession(connection, timeout: timeout, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    try await connection.listen(on: PostgresTenantRegistry.channel) { notifications in
+                    try await connection.listen(on: channel) { notifications in
                         listening.withLockedValue { $0 = true }
-                        feed.publish(try await PostgresRegistryTables.version(on: session))
+                        try await check(session, true)
                         for try await notification in notifications {
-                            if let version = PostgresTenantRegistry.version(fromPayload: notification.payload, schema: schema) {
-                                feed.publish(version)
-                            }
+                            received(notification.payload)
                         }
                     }
                     if !Task.isCancelled { throw StreamEnded() }
@@ -74,7 +76,7 @@ struct PostgresRegistryListener: Sendable {
                     }
                     while !Task.isCancelled {
                         try await Task.sleep(for: checkEvery)
-                        feed.publish(try await PostgresRegistryTables.version(on: session))
+                        try await check(session, false)
                     }
                 }
                 // The first child to finish (by failing, or by cancellation) ends both.
