@@ -88,8 +88,10 @@ public enum RegistryRules {
         case let .deleteWebhook(appID):
             guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
             guard app.webhook != nil else { throw .webhookNotFound(appID) }
+            // After the deleted webhook was set, even within its millisecond or on a node whose clock
+            // is behind: a webhook set later is created no earlier than this (``putWebhook``).
+            app.updatedAt = max(now, (app.webhook?.createdAt ?? now) + .milliseconds(1))
             app.webhook = nil
-            app.updatedAt = now
             return RegistryPlan(writes: [.putApp(app)], action: .deleteWebhook, target: appID, details: "{}")
         }
     }
@@ -161,17 +163,22 @@ public enum RegistryRules {
         guard var app = snapshot.apps[appID] else { throw .appNotFound(appID) }
         let kept = rotate ? nil : app.webhook?.secret
         let minted = kept == nil
+        // A new webhook's creation time is what tells its progress from a deleted one's
+        // (``WebhookProgress/webhookCreatedAt``): not before the app's last change, the deletion
+        // included, so a webhook deleted and set again within a millisecond does not take over the
+        // old progress.
+        let createdAt = app.webhook?.createdAt ?? max(now, app.updatedAt)
         var webhook = RegisteredWebhook(
-            url: url, eventKinds: eventKinds, secret: kept ?? newSecret, createdAt: app.webhook?.createdAt ?? now, updatedAt: now,
+            url: url, eventKinds: eventKinds, secret: kept ?? newSecret, createdAt: createdAt, updatedAt: max(now, createdAt),
             startCursor: app.webhook?.startCursor ?? startCursor)
         try RegistryValidation.check(webhook)
         if let current = app.webhook {
             webhook.updatedAt = current.updatedAt
             guard webhook != current else { return nil }
-            webhook.updatedAt = now
+            webhook.updatedAt = max(now, createdAt)
         }
         app.webhook = webhook
-        app.updatedAt = now
+        app.updatedAt = max(now, createdAt)
         let details = AuditDetails.object { object in
             object.field("url", webhook.url)
             object.field("event_kinds", strings: webhook.sortedKinds.map(\.protoName))

@@ -131,6 +131,38 @@ import Testing
         key.role = .tenant(apps: .only(["bad id"]), methods: [])
         #expect(refused(.createKey(key)))
     }
+
+    static func putWebhook(url: String = "https://hooks.example.com/") -> RegistryChange {
+        .putWebhook(
+            appID: "orders", url: url, eventKinds: [], newSecret: "whsec_" + String(repeating: "a", count: 64), rotate: false,
+            startCursor: 0)
+    }
+
+    /// A webhook deleted and set again within one millisecond, even by a node whose clock is
+    /// behind, is a new webhook: its creation time, which tells its progress from the old one's,
+    /// comes after the old one's, so the old progress is not taken over.
+    @Test func aWebhookSetAgainInTheSameMillisecondIsANewOne() throws {
+        var snapshot = RegistrySnapshot()
+        let steps: [(RegistryChange, UnixTime)] = [
+            (.createApp(RegisteredApp(id: "orders", bundleID: "com.example.orders")), t0), (Self.putWebhook(), t0),
+        ]
+        for (change, now) in steps { snapshot = try RegistryRules.apply(change, to: snapshot, actor: "test", now: now).snapshot }
+        let first = try #require(snapshot.apps["orders"]?.webhook)
+        // A change keeps it: same webhook, same creation time.
+        snapshot = try RegistryRules.apply(Self.putWebhook(url: "https://hooks.example.com/v2"), to: snapshot, actor: "test", now: t0).snapshot
+        #expect(snapshot.apps["orders"]?.webhook?.createdAt == first.createdAt)
+        for change in [RegistryChange.deleteWebhook(appID: "orders"), Self.putWebhook()] {
+            snapshot = try RegistryRules.apply(change, to: snapshot, actor: "test", now: t0).snapshot
+        }
+        let second = try #require(snapshot.apps["orders"]?.webhook)
+        #expect(second.createdAt > first.createdAt)
+        #expect(WebhookProgress.fresh(for: second, appID: "orders").webhookCreatedAt != first.createdAt)
+        // Deleted and set again by a node a second behind: still after.
+        for change in [RegistryChange.deleteWebhook(appID: "orders"), Self.putWebhook()] {
+            snapshot = try RegistryRules.apply(change, to: snapshot, actor: "test", now: t0 - .seconds(1)).snapshot
+        }
+        #expect(try #require(snapshot.apps["orders"]?.webhook).createdAt > second.createdAt)
+    }
 }
 
 extension Result {
