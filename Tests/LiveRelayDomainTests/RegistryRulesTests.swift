@@ -149,7 +149,8 @@ import Testing
         for (change, now) in steps { snapshot = try RegistryRules.apply(change, to: snapshot, actor: "test", now: now).snapshot }
         let first = try #require(snapshot.apps["orders"]?.webhook)
         // A change keeps it: same webhook, same creation time.
-        snapshot = try RegistryRules.apply(Self.putWebhook(url: "https://hooks.example.com/v2"), to: snapshot, actor: "test", now: t0).snapshot
+        snapshot = try RegistryRules.apply(Self.putWebhook(url: "https://hooks.example.com/v2"), to: snapshot, actor: "test", now: t0)
+            .snapshot
         #expect(snapshot.apps["orders"]?.webhook?.createdAt == first.createdAt)
         for change in [RegistryChange.deleteWebhook(appID: "orders"), Self.putWebhook()] {
             snapshot = try RegistryRules.apply(change, to: snapshot, actor: "test", now: t0).snapshot
