@@ -237,6 +237,23 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
         return promise.futureResult
     }
 
+    /// ``read(on:_:)`` in one read transaction: every statement of `body` sees one snapshot.
+    private func readSnapshot<T: Sendable>(
+        on eventLoop: any EventLoop, _ body: @escaping @Sendable (SQLiteTables) throws(SQLiteError) -> T
+    ) -> EventLoopFuture<T> {
+        read(on: eventLoop) { tables throws(SQLiteError) in
+            try tables.db.execute("BEGIN")
+            do throws(SQLiteError) {
+                let value = try body(tables)
+                try tables.db.execute("COMMIT")
+                return value
+            } catch {
+                try? tables.db.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
     public func token(_ key: TokenKey, on eventLoop: any EventLoop) -> EventLoopFuture<Token?> {
         read(on: eventLoop) { tables throws(SQLiteError) in try tables.token(key) }
     }
@@ -256,72 +273,38 @@ public final class SQLiteActivityStore: ActivityStore, @unchecked Sendable {
     public func pushToStartTokens(
         appID: String, externalUserIDs: [String], attributesType: String, on eventLoop: any EventLoop
     ) -> EventLoopFuture<[Token]> {
-        read(on: eventLoop) { tables throws(SQLiteError) in
-            // One read transaction: one snapshot for all the users.
-            try tables.db.execute("BEGIN")
-            do throws(SQLiteError) {
-                var seen = Set<String>()
-                var tokens: [Token] = []
-                for user in externalUserIDs {
-                    for token in try tables.pushToStartTokens(appID: appID, externalUserID: user, attributesType: attributesType)
-                    where seen.insert(token.hex).inserted {
-                        tokens.append(token)
-                    }
+        // One snapshot for all the users.
+        readSnapshot(on: eventLoop) { tables throws(SQLiteError) in
+            var seen = Set<String>()
+            var tokens: [Token] = []
+            for user in externalUserIDs {
+                for token in try tables.pushToStartTokens(appID: appID, externalUserID: user, attributesType: attributesType)
+                where seen.insert(token.hex).inserted {
+                    tokens.append(token)
                 }
-                try tables.db.execute("COMMIT")
-                return tokens
-            } catch {
-                try? tables.db.execute("ROLLBACK")
-                throw error
             }
+            return tokens
         }
     }
 
     public func usage(of appIDs: [String], now: UnixTime, on eventLoop: any EventLoop) -> EventLoopFuture<[String: AppUsage]> {
-        read(on: eventLoop) { tables throws(SQLiteError) in
-            // One read transaction: one snapshot for every app.
-            try tables.db.execute("BEGIN")
-            do throws(SQLiteError) {
-                var usage: [String: AppUsage] = [:]
-                for appID in appIDs { usage[appID] = try tables.usage(of: appID, at: now) }
-                try tables.db.execute("COMMIT")
-                return usage
-            } catch {
-                try? tables.db.execute("ROLLBACK")
-                throw error
-            }
+        // One snapshot for every app.
+        readSnapshot(on: eventLoop) { tables throws(SQLiteError) in
+            var usage: [String: AppUsage] = [:]
+            for appID in appIDs { usage[appID] = try tables.usage(of: appID, at: now) }
+            return usage
         }
     }
 
-    /// One read transaction: the entries and the retention mark of one snapshot.
+    /// The entries and the retention mark of one snapshot.
     public func events(appID: String, after cursor: UInt64, limit: Int, on eventLoop: any EventLoop) -> EventLoopFuture<EventPage> {
-        read(on: eventLoop) { tables throws(SQLiteError) in
-            try tables.db.execute("BEGIN")
-            do throws(SQLiteError) {
-                let page = try tables.events(appID: appID, after: cursor, limit: limit)
-                try tables.db.execute("COMMIT")
-                return page
-            } catch {
-                try? tables.db.execute("ROLLBACK")
-                throw error
-            }
-        }
+        readSnapshot(on: eventLoop) { tables throws(SQLiteError) in try tables.events(appID: appID, after: cursor, limit: limit) }
     }
 
-    /// One read transaction: the newest event and the retention mark of one snapshot. A commit not
-    /// in that snapshot yet takes a higher cursor (the writer hands them out in commit order).
+    /// The newest event and the retention mark of one snapshot. A commit not in that snapshot yet
+    /// takes a higher cursor (the writer hands them out in commit order).
     public func lastEventCursor(appID: String, on eventLoop: any EventLoop) -> EventLoopFuture<UInt64> {
-        read(on: eventLoop) { tables throws(SQLiteError) in
-            try tables.db.execute("BEGIN")
-            do throws(SQLiteError) {
-                let cursor = try tables.lastEventCursor(appID: appID)
-                try tables.db.execute("COMMIT")
-                return cursor
-            } catch {
-                try? tables.db.execute("ROLLBACK")
-                throw error
-            }
-        }
+        readSnapshot(on: eventLoop) { tables throws(SQLiteError) in try tables.lastEventCursor(appID: appID) }
     }
 
     /// On the writer, ``sweepLimit`` events per job: each job is part of one batch's transaction, so
