@@ -127,6 +127,7 @@ func startSQLiteThread(name: String, _ body: @escaping @Sendable () -> Void) thr
         &thread, nil,
         { argument in
             let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+            nameCurrentThread(box.name)
             box.body()
             return nil
         }, box)
@@ -138,6 +139,20 @@ func startSQLiteThread(name: String, _ body: @escaping @Sendable () -> Void) thr
     pthread_detach(thread)
     #else
     pthread_detach(thread!)
+    #endif
+}
+
+/// Names the calling thread (`top -H`, `perf`, `/proc/PID/task/*/comm`), cut to the
+/// kernel's 15 bytes; without it a thread inherits its creator's name, usually a
+/// concurrency pool thread's, and the store's threads cannot be told apart.
+private func nameCurrentThread(_ name: String) {
+    #if canImport(Glibc)
+    // pthread_setname_np does not import from Glibc; this is what it does on Linux.
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
     #endif
 }
 
