@@ -595,7 +595,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayMessagesTests",
-            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet"],
+            dependencies: ["LiveRelayMessages", "CLiveRelayProto", "CDescriptorSet", "LiveRelayTestSupport"],
             resources: [.copy("Vectors")]
         ),
         .testTarget(
@@ -710,6 +710,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
+        ),
+        // The test support's own guarantees (children started one at a time inherit nothing of each other).
+        .testTarget(
+            name: "LiveRelayTestSupportTests",
+            dependencies: ["LiveRelayTestSupport"]
         ),
         // Webhooks against a real HTTPS receiver (Tests/Support/webhook_receiver.py, Python's standard library).
         .testTarget(

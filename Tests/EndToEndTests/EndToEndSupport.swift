@@ -130,11 +130,13 @@ enum E2E {
         process.arguments = arguments
         process.environment = environment
         let capture = OutputCapture()
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let pipe = try ChildProcesses.start(process) { process in
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            return pipe
+        }
         let reader = capture.follow(pipe)
         let deadline = Date().addingTimeInterval(timeout)
         var timedOut = false
@@ -246,11 +248,12 @@ final class ServerProcess {
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         let server = ServerProcess(process: process, requestedPort: port)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
+        let (out, err) = try ChildProcesses.start(process) { process in
+            let (out, err) = (Pipe(), Pipe())
+            process.standardOutput = out
+            process.standardError = err
+            return (out, err)
+        }
         server.stdout.follow(out)
         server.stderr.follow(err)
         return server

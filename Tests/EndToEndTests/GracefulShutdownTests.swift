@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayTestSupport
 import Testing
 
 /// The order of `serve`'s services on SIGTERM, end to end: the RPC server
@@ -118,11 +119,12 @@ final class ChildProcess {
         process.standardInput = FileHandle.nullDevice
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let child = ChildProcess(process: process)
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
+        let (out, err) = try ChildProcesses.start(process) { process in
+            let (out, err) = (Pipe(), Pipe())
+            process.standardOutput = out
+            process.standardError = err
+            return (out, err)
+        }
         child.stdout.follow(out)
         child.stderr.follow(err)
         return child

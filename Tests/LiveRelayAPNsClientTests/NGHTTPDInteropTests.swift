@@ -47,7 +47,7 @@ final class NGHTTPD {
             + [String(self.port), directory.appendingPathComponent("key.pem").path, directory.appendingPathComponent("cert.pem").path]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcesses.start(process)
         try await waitUntilListening()
     }
 

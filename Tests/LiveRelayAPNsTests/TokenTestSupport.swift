@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayTestSupport
 
 @testable import LiveRelayAPNs
 
@@ -28,10 +29,12 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
+    let pipe = try ChildProcesses.start(process) { process in
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        return pipe
+    }
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))

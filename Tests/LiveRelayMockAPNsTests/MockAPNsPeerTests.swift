@@ -5,6 +5,7 @@
 
 import Foundation
 import LiveRelayAPNs
+import LiveRelayTestSupport
 import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
@@ -134,14 +135,16 @@ enum PeerProcess {
         environment["PYTHONUNBUFFERED"] = "1"
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
         let output = NIOLockedValueBox(Data())
         let readAll = DispatchSemaphore(value: 0)
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        let pipe = try ChildProcesses.start(process) { process in
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            return pipe
+        }
         DispatchQueue.global().async {
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             output.withLockedValue { $0 = data }

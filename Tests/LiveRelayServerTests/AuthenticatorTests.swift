@@ -35,11 +35,12 @@ struct AuthenticatorTests {
         // Checked against coreutils, not against the code under test.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
+        let (input, output) = try ChildProcesses.start(process) { process in
+            let (input, output) = (Pipe(), Pipe())
+            process.standardInput = input
+            process.standardOutput = output
+            return (input, output)
+        }
         input.fileHandleForWriting.write(Data(secret.utf8))
         try input.fileHandleForWriting.close()
         process.waitUntilExit()

@@ -3,6 +3,7 @@ import LiveRelayAPNs
 import LiveRelayDomain
 import LiveRelayStore
 import LiveRelayStoreSQLite
+import LiveRelayTestSupport
 import NIOCore
 import Testing
 
@@ -73,11 +74,12 @@ import Darwin
         let process = Process()
         process.executableURL = URL(fileURLWithPath: helper)
         process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
+        let (out, err) = try ChildProcesses.start(process) { process in
+            let (out, err) = (Pipe(), Pipe())
+            process.standardOutput = out
+            process.standardError = err
+            return (out, err)
+        }
         try? out.fileHandleForWriting.close()
         try? err.fileHandleForWriting.close()
 

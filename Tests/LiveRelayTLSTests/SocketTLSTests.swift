@@ -145,11 +145,13 @@ struct SocketTLSTests {
             "timeout", "30", "openssl", "s_server", "-accept", "127.0.0.1:0", "-naccept", "1",
             "-cert", fixtures.serverCertificate, "-key", fixtures.serverKey, "-alpn", "h2", "-rev",
         ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let output = try ChildProcesses.start(process) { process in
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            return output
+        }
         defer {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()

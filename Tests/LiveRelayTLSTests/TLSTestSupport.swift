@@ -103,7 +103,7 @@ func runProcess(
     process.standardOutput = outHandle
     process.standardError = errHandle
     process.standardInput = inHandle
-    try process.run()
+    try ChildProcesses.start(process)
     process.waitUntilExit()
     let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
     let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""

@@ -13,12 +13,13 @@ struct WebhookSignatureTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl", "dgst", "-sha256", "-hmac", key]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (input, output) = try ChildProcesses.start(process) { process in
+            let (input, output) = (Pipe(), Pipe())
+            process.standardInput = input
+            process.standardOutput = output
+            return (input, output)
+        }
         try input.fileHandleForWriting.write(contentsOf: Data(message))
         try input.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

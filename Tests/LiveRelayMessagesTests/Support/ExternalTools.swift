@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayTestSupport
 
 /// Runs the external tools the contract and interop tests need (protoc, python3).
 /// A missing tool is an error with a clear message, never a skipped test: CI installs them.
@@ -53,7 +54,7 @@ enum ExternalTools {
         process.standardInput = try FileHandle(forReadingFrom: inURL)
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
-        try process.run()
+        try ChildProcesses.start(process)
         process.waitUntilExit()
 
         let out = try Data(contentsOf: outURL)

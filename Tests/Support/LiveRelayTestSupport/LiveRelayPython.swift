@@ -50,7 +50,7 @@ public enum LiveRelayPython {
         probe.standardOutput = FileHandle.nullDevice
         probe.standardError = FileHandle.nullDevice
         do {
-            try probe.run()
+            try ChildProcesses.start(probe)
             probe.waitUntilExit()
         } catch {
             return (path, "\(origin) could not be started (\(error)); \(remedy)")

@@ -93,8 +93,6 @@ public final class WebhookReceiver: @unchecked Sendable {
         try Data(secret.utf8).write(to: secretURL, options: .atomic)
 
         let process = Process()
-        let stdin = Pipe()
-        let stdout = Pipe()
         let arguments = [
             Self.scriptPath, "--cert", certificate.path, "--key", key.path, "--secret", "@" + secretURL.path, "--port", "0",
             "--log", directory.appendingPathComponent("requests.jsonl").path,
@@ -107,10 +105,13 @@ public final class WebhookReceiver: @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["python3"] + arguments
         }
-        process.standardInput = stdin
-        process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: stderrURL)
-        try process.run()
+        let (stdin, stdout) = try ChildProcesses.start(process) { process in
+            let (stdin, stdout) = (Pipe(), Pipe())
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            return (stdin, stdout)
+        }
 
         // The first line is `LISTENING <port>`; anything else, or nothing within 10 s, is a failure.
         let line = Self.readLine(stdout.fileHandleForReading.fileDescriptor, seconds: 10)
