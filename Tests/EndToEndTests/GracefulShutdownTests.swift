@@ -25,11 +25,12 @@ struct GracefulShutdownTests {
         let key = try #require(first.apiKey(), "no API key printed:\n\(first.transcript())")
         first.stop()
 
-        // A mock APNs of its own process that answers each push after 1.5 s.
+        // A mock APNs of its own process that answers each push after 5 s (inside the 30 s drain),
+        // long enough for the probes below on a loaded machine.
         let mock = try ChildProcess.start(
             binary,
             [
-                "mock-apns", "--port", "0", "--cert-out", dataDir.path + "/mock.pem", "--latency-ms", "1500",
+                "mock-apns", "--port", "0", "--cert-out", dataDir.path + "/mock.pem", "--latency-ms", "5000",
                 "--app", "dev.app,LRDEVTEAM1,LRDEVKEY01," + dataDir.path + "/apns-dev-key.p8",
             ])
         defer { mock.stop() }
@@ -68,10 +69,10 @@ struct GracefulShutdownTests {
         let opsPort = try #require(opsLine.flatMap { ServerProcess.port(in: String($0)) }, "\(server.transcript())")
         #expect(try rawHTTPGet(port: opsPort, path: "/readyz").hasPrefix("HTTP/1.1 200"))
         server.process.terminate()  // SIGTERM
-        // The drain has begun (the waiting call holds it ~1.5 s): a load balancer's
-        // probe sees 503 at once, from an ops port that is still up.
+        // The drain has begun (the waiting call holds it until its answer): a load
+        // balancer's probe sees 503, from an ops port that is still up.
         var readyz = ""
-        let drainSeen = Date().addingTimeInterval(1)
+        let drainSeen = Date().addingTimeInterval(4)
         repeat {
             readyz = (try? rawHTTPGet(port: opsPort, path: "/readyz")) ?? "no answer"
             if readyz.hasPrefix("HTTP/1.1 503") { break }

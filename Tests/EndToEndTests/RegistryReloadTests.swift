@@ -12,10 +12,11 @@ import Testing
 /// code opening the same SQLite registry file, as an operator's tool does) is
 /// accepted, an app added with its APNs key gets its pushes delivered, and a
 /// revoked key is refused, each within a bound the test states (the node
-/// polls the registry every second; 10 s allows for a loaded machine).
+/// polls the registry every second; 60 s is a ceiling for a loaded two-core
+/// machine, where each attempt starts a CLI process).
 @Suite(.serialized)
 struct RegistryReloadTests {
-    static let bound: TimeInterval = 10
+    static let bound: TimeInterval = 60
 
     @Test func keysAndAppsChangedInTheRegistryTakeEffectWithoutARestart() async throws {
         let binary = try E2E.liverelayBinary()

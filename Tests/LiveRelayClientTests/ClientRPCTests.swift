@@ -167,7 +167,7 @@ let token64 = String(repeating: "ab", count: 32)
             #expect(!error.isRetryable && error.isRetryableIfIdempotent)
         }
         let elapsed = NIODeadline.now() - start
-        #expect(elapsed >= .seconds(2) && elapsed < .seconds(10))
+        #expect(elapsed >= .seconds(2) && elapsed < .seconds(30), "the call's deadline, not the client's default of 60 s, ended it")
         // The client's CANCEL (or the server's own deadline) stops the work on the server.
         try await eventually("the server to give up on the call") {
             guard let held = service.held.first else { return false }

@@ -70,7 +70,7 @@ final class TestServer: Sendable {
         let built = try await ServerBuilder.build(description)
         let group = built.serviceGroup(gracefulShutdownSignals: [], logger: testLogger)
         let runTask = Task { try await group.run() }
-        let address = try await withTimeout(.seconds(10)) { try await built.server.boundAddress }
+        let address = try await withTimeout(.seconds(60)) { try await built.server.boundAddress }
         return TestServer(group: group, runTask: runTask, port: address.port!)
     }
 
@@ -91,7 +91,8 @@ func makeClient(
     apiKey: String = TestKeys.all.plaintext,
     connections: Int = 1,
     retryPolicy: LiveRelayClient.RetryPolicy = LiveRelayClient.RetryPolicy(),
-    defaultTimeout: Duration? = .seconds(10)
+    // A ceiling for a loaded two-core machine; the tests of deadlines pass their own.
+    defaultTimeout: Duration? = .seconds(60)
 ) -> LiveRelayClient {
     LiveRelayClient(
         configuration: LiveRelayClient.Configuration(

@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayMessages
+import LiveRelayTestSupport
 import Testing
 
 /// Interop with Google's implementation: Python's protobuf package, with classes protoc
@@ -7,8 +8,8 @@ import Testing
 /// The cases are Vectors/cases.json (plus the large ones interop.py generates); the Swift
 /// value each must decode to is written out in InteropCases.swift.
 @Suite struct InteropTests {
-    @Test func everyPythonCaseHasASwiftValueAndViceVersa() throws {
-        let python = try PythonInterop.encoded.get()
+    @Test func everyPythonCaseHasASwiftValueAndViceVersa() async throws {
+        let python = try await PythonInterop.encoded
         let pythonNames = Set(python.valid.map(\.name))
         let swiftNames = Set(InteropCases.expected.keys)
         #expect(pythonNames.subtracting(swiftNames).isEmpty, "cases without a Swift value: \(pythonNames.subtracting(swiftNames).sorted())")
@@ -22,8 +23,8 @@ import Testing
 
     /// (a) Python encodes, Swift decodes: the value equals the one written in Swift.
     @Test(arguments: InteropCases.names)
-    func pythonBytesDecodeToTheSwiftValue(_ name: String) throws {
-        let entry = try #require(try PythonInterop.encoded.get().valid.first { $0.name == name }, "no Python case \(name)")
+    func pythonBytesDecodeToTheSwiftValue(_ name: String) async throws {
+        let entry = try #require(try await PythonInterop.encoded.valid.first { $0.name == name }, "no Python case \(name)")
         let expected = try #require(InteropCases.expected[name])
         #expect(type(of: expected).protoName == entry.type)
         let decoded = try type(of: expected).init(serializedBytes: PythonInterop.bytes(hex: entry.hex))
@@ -33,8 +34,8 @@ import Testing
 
     /// (b) Swift encodes the same value: byte-identical with Python's canonical encoding.
     @Test(arguments: InteropCases.names)
-    func swiftBytesEqualPythonsCanonicalBytes(_ name: String) throws {
-        let entry = try #require(try PythonInterop.encoded.get().valid.first { $0.name == name }, "no Python case \(name)")
+    func swiftBytesEqualPythonsCanonicalBytes(_ name: String) async throws {
+        let entry = try #require(try await PythonInterop.encoded.valid.first { $0.name == name }, "no Python case \(name)")
         let expected = try #require(InteropCases.expected[name])
         let swift = PythonInterop.hex(expected.serializedBytes())
         #expect(
@@ -44,9 +45,9 @@ import Testing
     }
 
     /// (c) Swift encodes, Python decodes: field-equal (Python's ==) to the case.
-    @Test func pythonDecodesSwiftsBytesToTheCase() throws {
+    @Test func pythonDecodesSwiftsBytesToTheCase() async throws {
         let entries = InteropCases.names.map { (name: $0, bytes: InteropCases.expected[$0]!.serializedBytes()) }
-        let report = try PythonInterop.decode(entries)
+        let report = try await onThread { try PythonInterop.decode(entries) }
         #expect(Set(report.keys) == Set(InteropCases.names), "Python did not answer for every case")
         for (name, differences) in report.sorted(by: { $0.key < $1.key }) {
             #expect(differences.isEmpty, "\(name): Python sees \(differences.joined(separator: "; "))")
@@ -54,8 +55,8 @@ import Testing
     }
 
     /// (d) Requests Python encodes with a broken field are refused, naming the field.
-    @Test func pythonEncodedInvalidRequestsAreRejected() throws {
-        let cases = try PythonInterop.encoded.get().invalid
+    @Test func pythonEncodedInvalidRequestsAreRejected() async throws {
+        let cases = try await PythonInterop.encoded.invalid
         #expect(!cases.isEmpty)
         for entry in cases {
             let expect = try #require(entry.expect, "\(entry.name): no expected error")

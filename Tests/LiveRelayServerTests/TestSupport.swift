@@ -89,7 +89,7 @@ final class TestServer: Sendable {
             configuration: ServiceGroupConfiguration(services: [server], gracefulShutdownSignals: [], logger: testLogger)
         )
         let runTask = Task { try await group.run() }
-        let address = try await withTimeout(.seconds(10)) { try await server.boundAddress }
+        let address = try await withTimeout(.seconds(60)) { try await server.boundAddress }
         return TestServer(server: server, group: group, runTask: runTask, address: address)
     }
 

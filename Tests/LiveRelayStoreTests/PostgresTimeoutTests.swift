@@ -46,7 +46,9 @@ struct PostgresTimeoutTests {
 
     @Test func aCommitThatGetsNoAnswerFailsWithAnUnknownOutcomeAndLaterCallsUseFreshConnections() async throws {
         try await PostgresTestDatabase.withSchema { schema in
-            let store = try await Self.store(schema: schema, statementTimeout: .seconds(1))
+            // Three seconds: every statement but the held COMMIT must finish within it while the
+            // whole test command runs beside this test on two cores.
+            let store = try await Self.store(schema: schema, statementTimeout: .seconds(3))
             let loop = StoreBehaviourSuite.group.any()
             let lock = Int64.random(in: 1...Int64.max)
             // A deferred constraint trigger runs inside COMMIT: for the device "stuck" it waits for an
@@ -68,11 +70,11 @@ struct PostgresTimeoutTests {
             try await PostgresTestDatabase.withSession(schema: schema) { holder in
                 try await holder.query("SELECT pg_advisory_lock(\(lock))", logger: Self.logger)
                 let started = ContinuousClock.now
-                let error = try await withTimeout(.seconds(30)) {
+                let error = try await withTimeout(.seconds(120)) {
                     await Self.failure(store.apply(RegisterToken(pushToStart(hex(1), device: "stuck")), now: t0, on: loop))
                 }
                 #expect(Self.isOutcomeUnknown(error), "\(String(describing: error))")
-                #expect(ContinuousClock.now - started >= .seconds(1))
+                #expect(ContinuousClock.now - started >= .seconds(3))
                 #expect(store.statistics.timeouts == 1)
                 // The store gave up on the COMMIT, not on an earlier statement: its backend still waits in it.
                 let waiting = try await PostgresTestDatabase.sql(
@@ -86,7 +88,7 @@ struct PostgresTimeoutTests {
                 // While it still hangs, another call commits: the pool dropped the closed connection
                 // instead of lending it again (a lane that met it would count a reconnect).
                 let reconnects = store.statistics.reconnects
-                let other = try await withTimeout(.seconds(30)) {
+                let other = try await withTimeout(.seconds(120)) {
                     try await StoreBehaviourSuite.apply(store, RegisterToken(pushToStart(hex(2), device: "free")))
                 }
                 #expect(other.result == .created)
@@ -107,15 +109,15 @@ struct PostgresTimeoutTests {
 
     @Test func statementsBlockedBeforeCommitAreRetriedOnNewConnectionsThenFailAsUnavailable() async throws {
         try await PostgresTestDatabase.withSchema { schema in
-            // A second, not less: after the lock is gone the store must work within its timeout,
+            // Three seconds, not less: after the lock is gone the store must work within its timeout,
             // and the whole test command runs beside this test on two cores.
-            let store = try await Self.store(schema: schema, statementTimeout: .seconds(1))
+            let store = try await Self.store(schema: schema, statementTimeout: .seconds(3))
             let loop = StoreBehaviourSuite.group.any()
             try await PostgresTestDatabase.withSession(schema: schema) { holder in
                 // Every statement that touches tokens now waits, the batch's first read included.
                 try await holder.query("BEGIN", logger: Self.logger)
                 try await holder.query("LOCK TABLE tokens IN ACCESS EXCLUSIVE MODE", logger: Self.logger)
-                let error = try await withTimeout(.seconds(30)) {
+                let error = try await withTimeout(.seconds(120)) {
                     await Self.failure(store.apply(RegisterToken(pushToStart(hex(1), device: "blocked")), now: t0, on: loop))
                 }
                 // COMMIT was never sent, so nothing can have committed: a plain failure, not an unknown outcome.
@@ -123,7 +125,7 @@ struct PostgresTimeoutTests {
                 #expect(store.statistics.timeouts == 4, "the first attempt and three on new connections")
                 #expect(store.statistics.reconnects == 3)
                 // Reads outside mutations have the same deadline.
-                let read = try await withTimeout(.seconds(30)) {
+                let read = try await withTimeout(.seconds(120)) {
                     await Self.failure(store.token(TokenKey(appID: appID, hex: hex(1)), on: loop))
                 }
                 #expect(Self.isUnavailable(read), "\(String(describing: read))")

@@ -40,7 +40,10 @@ import Darwin
         var acknowledged: [String] = []
         // Twice on the same file: the second run starts from a recovered, crashed WAL.
         for (round, first) in [0, 1_000_000].enumerated() {
-            let run = try Self.runAndKill(helper: helper, arguments: [path, "64", String(first), mode], afterAcknowledgements: 3000)
+            // Its reads and waits block: on a thread of their own, not one the async tests share.
+            let run = try await onThread {
+                try Self.runAndKill(helper: helper, arguments: [path, "64", String(first), mode], afterAcknowledgements: 3000)
+            }
             #expect(run.killedBySIGKILL, "\(mode) round \(round): the helper was not killed by SIGKILL: \(run.stderr)")
             #expect(run.acknowledged.count >= 3000, "round \(round): \(run.acknowledged.count) acknowledged; stderr: \(run.stderr)")
             acknowledged += run.acknowledged

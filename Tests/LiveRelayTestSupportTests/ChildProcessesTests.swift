@@ -9,14 +9,14 @@ import Testing
         let first = Self.tool()
         let second = Self.tool()
         let firstAttaching = DispatchSemaphore(value: 0)
-        async let firstStart: Void = Self.onThread {
+        async let firstStart: Void = onThread {
             try ChildProcesses.start(first) { _ in
                 firstAttaching.signal()
                 // The second start is attempted meanwhile, and must not begin.
                 Thread.sleep(forTimeInterval: 0.2)
             }
         }
-        async let firstPIDSeenBySecond = Self.onThread { () throws -> Int32 in
+        async let firstPIDSeenBySecond = onThread { () throws -> Int32 in
             firstAttaching.wait()
             return try ChildProcesses.start(second) { _ in first.processIdentifier }
         }
@@ -34,13 +34,5 @@ import Testing
         tool.standardOutput = FileHandle.nullDevice
         tool.standardError = FileHandle.nullDevice
         return tool
-    }
-
-    /// Runs `body` on a thread of its own: its waits block, and must not hold the
-    /// threads async tests share.
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
     }
 }

@@ -54,8 +54,10 @@ struct WebhookDelivererTests {
             try await registry.apply(change, actor: "test", now: SystemClock().now())
         }
 
+        /// `timeout` is a ceiling unless a test times a request out on purpose: an answer the
+        /// receiver sent but the client gave up on counts as a failure and is delivered again.
         func deliverer(
-            node: String = "node-a", schedule: WebhookSchedule = Fixture.fastSchedule, timeout: TimeAmount = .seconds(2)
+            node: String = "node-a", schedule: WebhookSchedule = Fixture.fastSchedule, timeout: TimeAmount = .seconds(30)
         )
             -> WebhookDeliverer
         {
@@ -151,9 +153,9 @@ struct WebhookDelivererTests {
     }
 
     @Test func retriesThrough500sTimeoutsAndDroppedConnectionsLoseNothingAndKeepOrder() async throws {
-        let fixture = try await Fixture(script: [.status(500), .status(503), .delayed(seconds: 3, status: 200), .close, .status(502)])
+        let fixture = try await Fixture(script: [.status(500), .status(503), .delayed(seconds: 20, status: 200), .close, .status(502)])
         try await fixture.record(1...30)
-        try await fixture.running([fixture.deliverer(timeout: .seconds(1))]) {
+        try await fixture.running([fixture.deliverer(timeout: .seconds(5))]) {
             try await eventually("all 30 acknowledged", timeout: Self.bound) {
                 (try? await fixture.progress())??.deliveredCursor == 30
             }

@@ -38,11 +38,12 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
-    /// Whether every byte of `text` was written.
+    /// Whether every byte of `text` was written. A peer that closed gets EPIPE, not
+    /// SIGPIPE: the signal would end the whole test process.
     @discardableResult
     public func send(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
-        return write(fd, bytes, bytes.count) == bytes.count
+        return Glibc.send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count
     }
 
     private func receiveTimeout(_ seconds: Int) {

@@ -28,8 +28,10 @@ public func withTimeout<T: Sendable>(
 /// Polls `condition` until it holds, failing after `timeout`: for states that
 /// another thread reaches (a flag set on a server loop) and that have no event
 /// to wait on. The condition, not the polling interval, decides the outcome.
+/// The default is a ceiling for a loaded two-core machine, where a test's next
+/// turn can wait seconds for a thread; a passing test never waits it out.
 public func eventually(
-    _ what: String, timeout: TimeAmount = .seconds(10), _ condition: @escaping @Sendable () async -> Bool
+    _ what: String, timeout: TimeAmount = .seconds(60), _ condition: @escaping @Sendable () async -> Bool
 ) async throws {
     let deadline = NIODeadline.now() + timeout
     while !(await condition()) {
@@ -43,4 +45,13 @@ public func temporaryDirectory(prefix: String = "liverelay-") throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent(prefix + UUID().uuidString)
     try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
+}
+
+/// Runs blocking work (a child process's waits, blocking socket reads) on a thread
+/// of its own: on the threads async tests share (as many as cores) it would stall
+/// every other test for as long as it blocks.
+public func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
 }
