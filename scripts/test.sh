@@ -38,11 +38,15 @@ bash clients/go/scripts/test.sh
 # The end-to-end suites drive child processes with blocking waits, which hold the test
 # runner's threads: beside the unit suites they starve time-bounded async tests (the
 # registry's change feeds waited 20 s for a poll once). They run after them, apart.
-timeout --signal=TERM 2700 swift test --skip-build --skip EndToEndTests || {
+timeout --signal=TERM 2700 swift test --skip-build --skip EndToEndTests --skip NGHTTPDInteropTests || {
   status=$?
   [ "$status" -eq 124 ] && echo "test.sh: swift test did not finish within 45 minutes (a hung test); see the last 'started' lines above" >&2
   exit "$status"
 }
+# The APNs client against nghttpd runs apart: one of its tests freezes (SIGSTOP) and kills a
+# child nghttpd, and twice a run that had it beside the other suites stopped at that moment
+# with every thread idle (the cause is not found; alone, under load, it passed every time).
+timeout --signal=TERM 600 swift test --skip-build --filter NGHTTPDInteropTests
 timeout --signal=TERM 1800 swift test --skip-build --filter EndToEndTests
 # The suites that load the whole machine (the SIGKILL tests of durable intents, the short
 # fault soak) run alone after the others, so they do not starve time-bounded tests.
