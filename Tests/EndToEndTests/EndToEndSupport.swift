@@ -131,12 +131,7 @@ enum E2E {
         process.environment = environment
         let capture = OutputCapture()
         process.standardInput = FileHandle.nullDevice
-        let pipe = try ChildProcesses.start(process) { process in
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            return pipe
-        }
+        let pipe = try ChildProcesses.start(process, output: .combined).output!
         let reader = capture.follow(pipe)
         let deadline = Date().addingTimeInterval(timeout)
         var timedOut = false
@@ -248,12 +243,8 @@ final class ServerProcess {
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         let server = ServerProcess(process: process, requestedPort: port)
-        let (out, err) = try ChildProcesses.start(process) { process in
-            let (out, err) = (Pipe(), Pipe())
-            process.standardOutput = out
-            process.standardError = err
-            return (out, err)
-        }
+        let pipes = try ChildProcesses.start(process, output: .separate)
+        let (out, err) = (pipes.output!, pipes.error!)
         server.stdout.follow(out)
         server.stderr.follow(err)
         return server

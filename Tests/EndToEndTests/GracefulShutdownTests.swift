@@ -120,12 +120,8 @@ final class ChildProcess {
         process.standardInput = FileHandle.nullDevice
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let child = ChildProcess(process: process)
-        let (out, err) = try ChildProcesses.start(process) { process in
-            let (out, err) = (Pipe(), Pipe())
-            process.standardOutput = out
-            process.standardError = err
-            return (out, err)
-        }
+        let pipes = try ChildProcesses.start(process, output: .separate)
+        let (out, err) = (pipes.output!, pipes.error!)
         child.stdout.follow(out)
         child.stderr.follow(err)
         return child

@@ -29,12 +29,7 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
-    let pipe = try ChildProcesses.start(process) { process in
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        return pipe
-    }
+    let pipe = try ChildProcesses.start(process, output: .combined).output!
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))

@@ -128,12 +128,7 @@ struct Superuser {
         process.arguments =
             ["-h", directory, "-p", String(port), "-U", "postgres", "-d", database, "-v", "ON_ERROR_STOP=1", "-q"]
             + statements.flatMap { ["-c", $0] }
-        let output = try ChildProcesses.start(process) { process in
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            return output
-        }
+        let output = try ChildProcesses.start(process, output: .combined).output!
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {

@@ -139,12 +139,7 @@ enum PeerProcess {
         let readAll = DispatchSemaphore(value: 0)
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
-        let pipe = try ChildProcesses.start(process) { process in
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            return pipe
-        }
+        let pipe = try ChildProcesses.start(process, output: .combined).output!
         DispatchQueue.global().async {
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             output.withLockedValue { $0 = data }

@@ -35,12 +35,8 @@ struct AuthenticatorTests {
         // Checked against coreutils, not against the code under test.
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        let (input, output) = try ChildProcesses.start(process) { process in
-            let (input, output) = (Pipe(), Pipe())
-            process.standardInput = input
-            process.standardOutput = output
-            return (input, output)
-        }
+        let pipes = try ChildProcesses.start(process, input: true, output: .stdout)
+        let (input, output) = (pipes.input!, pipes.output!)
         input.fileHandleForWriting.write(Data(secret.utf8))
         try input.fileHandleForWriting.close()
         process.waitUntilExit()

@@ -77,12 +77,8 @@ import Darwin
         let process = Process()
         process.executableURL = URL(fileURLWithPath: helper)
         process.arguments = arguments
-        let (out, err) = try ChildProcesses.start(process) { process in
-            let (out, err) = (Pipe(), Pipe())
-            process.standardOutput = out
-            process.standardError = err
-            return (out, err)
-        }
+        let pipes = try ChildProcesses.start(process, output: .separate)
+        let (out, err) = (pipes.output!, pipes.error!)
         try? out.fileHandleForWriting.close()
         try? err.fileHandleForWriting.close()
 

@@ -146,12 +146,7 @@ struct SocketTLSTests {
             "-cert", fixtures.serverCertificate, "-key", fixtures.serverKey, "-alpn", "h2", "-rev",
         ]
         process.standardInput = FileHandle.nullDevice
-        let output = try ChildProcesses.start(process) { process in
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            return output
-        }
+        let output = try ChildProcesses.start(process, output: .combined).output!
         defer {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()

@@ -1,6 +1,7 @@
 import Foundation
-import LiveRelayTestSupport
 import Testing
+
+@testable import LiveRelayTestSupport
 
 /// ``ChildProcesses`` starts one child at a time: a child's pipes are made and it
 /// is started before another start may begin, whatever the threads do.

@@ -14,12 +14,8 @@ struct WebhookSignatureTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["openssl", "dgst", "-sha256", "-hmac", key]
         process.standardError = FileHandle.nullDevice
-        let (input, output) = try ChildProcesses.start(process) { process in
-            let (input, output) = (Pipe(), Pipe())
-            process.standardInput = input
-            process.standardOutput = output
-            return (input, output)
-        }
+        let pipes = try ChildProcesses.start(process, input: true, output: .stdout)
+        let (input, output) = (pipes.input!, pipes.output!)
         try input.fileHandleForWriting.write(contentsOf: Data(message))
         try input.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -17,19 +17,59 @@ import Foundation
 public enum ChildProcesses {
     private static let starting = NSLock()
 
-    /// Runs `attach` (which makes the pipes it hands `process`, and returns them)
-    /// and starts `process`, with no other child starting meanwhile.
-    @discardableResult
-    public static func start<Pipes>(_ process: Process, attaching attach: (Process) throws -> Pipes) throws -> Pipes {
-        starting.lock()
-        defer { starting.unlock() }
-        let pipes = try attach(process)
-        try process.run()
-        return pipes
+    /// Which of the child's output streams get a pipe; the others stay as the caller set them.
+    public enum Output {
+        case asSet
+        /// Standard output on a pipe.
+        case stdout
+        /// Standard output and standard error on one pipe, interleaved as written.
+        case combined
+        /// Each on a pipe of its own.
+        case separate
     }
 
-    /// Starts `process`, whose standard streams are set already (files or the null device).
-    public static func start(_ process: Process) throws {
-        try start(process) { _ in () }
+    /// The pipes made for a child: nil for a stream left as the caller set it.
+    /// With ``Output/combined``, `output` carries standard error too.
+    public struct Pipes {
+        public var input: Pipe?
+        public var output: Pipe?
+        public var error: Pipe?
+    }
+
+    /// Starts `process` with pipes for the streams asked for (its standard input when
+    /// `input`), made under the lock, so that no other child inherits them.
+    @discardableResult
+    public static func start(_ process: Process, input: Bool = false, output: Output = .asSet) throws -> Pipes {
+        try start(process) { process in
+            var pipes = Pipes()
+            if input {
+                pipes.input = Pipe()
+                process.standardInput = pipes.input
+            }
+            switch output {
+            case .asSet: break
+            case .stdout, .combined, .separate:
+                pipes.output = Pipe()
+                process.standardOutput = pipes.output
+            }
+            switch output {
+            case .asSet, .stdout: break
+            case .combined: process.standardError = pipes.output
+            case .separate:
+                pipes.error = Pipe()
+                process.standardError = pipes.error
+            }
+            return pipes
+        }
+    }
+
+    /// Runs `attach` (which hands `process` what it needs) and starts `process`, with no
+    /// other child starting meanwhile.
+    static func start<Attached>(_ process: Process, attaching attach: (Process) throws -> Attached) throws -> Attached {
+        starting.lock()
+        defer { starting.unlock() }
+        let attached = try attach(process)
+        try process.run()
+        return attached
     }
 }

@@ -106,12 +106,8 @@ public final class WebhookReceiver: @unchecked Sendable {
             process.arguments = ["python3"] + arguments
         }
         process.standardError = try FileHandle(forWritingTo: stderrURL)
-        let (stdin, stdout) = try ChildProcesses.start(process) { process in
-            let (stdin, stdout) = (Pipe(), Pipe())
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            return (stdin, stdout)
-        }
+        let pipes = try ChildProcesses.start(process, input: true, output: .stdout)
+        let (stdin, stdout) = (pipes.input!, pipes.output!)
 
         // The first line is `LISTENING <port>`; anything else, or nothing within 10 s, is a failure.
         let line = Self.readLine(stdout.fileHandleForReading.fileDescriptor, seconds: 10)
