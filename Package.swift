@@ -424,6 +424,8 @@ let package = Package(
             name: "LiveRelayTestSupport",
             dependencies: [
                 "LiveRelayAPNs",
+                "LiveRelayDomain",
+                "LiveRelayStore",
                 "LiveRelayPushOutlet",
                 "LiveRelayDispatch",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -560,6 +562,7 @@ let package = Package(
                 "LiveRelayAPNs", "LiveRelayPushOutlet", "LiveRelayDispatch",
                 "LiveRelayWire", "LiveRelayStorePostgres",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -11,40 +11,116 @@ import NIOCore
 /// The lock is held for a dictionary update, twice per call (admit, finish),
 /// far less than the call's decoding; a refusal is decided without touching
 /// the store or the sink, so an app over its limit is answered at once.
+///
+/// A flood is mostly refusals of one app for one reason with the same figures,
+/// so each (app, reason) keeps its counter and its last answer: a refusal whose
+/// figures did not change reuses that answer instead of looking the counter up
+/// by its labels and formatting the message again (together most of a
+/// refusal's cost in the service).
 public final class AdmissionGate: Sendable {
-    private let controller: NIOLockedValueBox<AdmissionController>
-    private let metrics = MetricHandlers()
+    private struct State {
+        var controller: AdmissionController
+        var refusals: [RefusalKey: RecentRefusal] = [:]
+    }
+
+    private struct RefusalKey: Hashable {
+        var appID: String
+        var reason: AdmissionRefusal.Reason
+    }
+
+    /// The figures a refusal's answer quotes, and that answer.
+    private struct RecentRefusal {
+        let counter: Counter
+        var figures: Figures
+        var error: RPCError
+    }
+
+    /// What ``rpcError(_:appID:)`` quotes, as it quotes it: equal figures, equal answers.
+    private struct Figures: Equatable {
+        var inFlight: Int
+        var limit: Int
+        var retryAfterMS: UInt32
+        /// Quoted by `deadlineUnreachable` only, in whole milliseconds; nil for the other reasons.
+        var remainingMS: Int64?
+        var estimateMS: Int64?
+
+        init(_ refusal: AdmissionRefusal) {
+            inFlight = refusal.inFlight
+            limit = refusal.limit
+            retryAfterMS = refusal.retryAfterMS
+            guard refusal.reason == .deadlineUnreachable else { return }
+            remainingMS = refusal.remaining.map { max(0, $0.nanoseconds / 1_000_000) }
+            estimateMS = refusal.estimate.map { $0.nanoseconds / 1_000_000 }
+        }
+    }
+
+    /// The most (app, reason) pairs kept: every app of a bounded metric label set, each
+    /// refused for any reason. Past it, refusals of further pairs are answered uncached.
+    static let maxRecentRefusals = (MetricHandlers.maxApps + 1) * AdmissionRefusal.Reason.allCases.count
+
+    private let state: NIOLockedValueBox<State>
+    private let metrics: MetricHandlers
     private let uptime: @Sendable () -> NIODeadline
 
     /// - Parameters:
     ///   - uptime: the monotonic clock deadlines are on; tests pass one they move.
-    public init(limits: AdmissionLimits = AdmissionLimits(), uptime: @escaping @Sendable () -> NIODeadline = { .now() }) {
-        self.controller = NIOLockedValueBox(AdmissionController(limits: limits))
+    ///   - metricsFactory: where the refusal counters are made; nil: the bootstrapped system.
+    public init(
+        limits: AdmissionLimits = AdmissionLimits(), uptime: @escaping @Sendable () -> NIODeadline = { .now() },
+        metricsFactory: (any MetricsFactory)? = nil
+    ) {
+        self.state = NIOLockedValueBox(State(controller: AdmissionController(limits: limits)))
         self.uptime = uptime
+        self.metrics = MetricHandlers(factory: metricsFactory)
     }
 
-    public var limits: AdmissionLimits { controller.withLockedValue { $0.limits } }
+    public var limits: AdmissionLimits { state.withLockedValue { $0.controller.limits } }
 
     /// The controller's state now (tests and diagnostics).
-    public var snapshot: AdmissionController { controller.withLockedValue { $0 } }
+    public var snapshot: AdmissionController { state.withLockedValue { $0.controller } }
+
+    /// The (app, reason) pairs whose last refusal is kept (tests).
+    var recentRefusalCount: Int { state.withLockedValue { $0.refusals.count } }
 
     /// The ticket of an admitted call, or the RPC error the caller gets.
     public func admit(appID: String, deadline: NIODeadline?) -> Result<AdmissionTicket, RPCError> {
         let now = uptime()
-        let decision = controller.withLockedValue { $0.admit(appID: appID, deadline: deadline, now: now) }
-        switch decision {
-        case let .success(ticket):
-            return .success(ticket)
-        case let .failure(refusal):
-            counter(appID: appID, reason: refusal.reason).increment()
-            return .failure(Self.rpcError(refusal, appID: appID))
+        return state.withLockedValue { state in
+            switch state.controller.admit(appID: appID, deadline: deadline, now: now) {
+            case let .success(ticket):
+                return .success(ticket)
+            case let .failure(refusal):
+                return .failure(Self.answer(refusal, appID: appID, state: &state, metrics: metrics))
+            }
         }
+    }
+
+    /// Counts the refusal and returns its answer: the one kept for its app and reason
+    /// when it quotes the same figures, else a new one, kept for the next.
+    private static func answer(_ refusal: AdmissionRefusal, appID: String, state: inout State, metrics: MetricHandlers) -> RPCError {
+        let key = RefusalKey(appID: appID, reason: refusal.reason)
+        let figures = Figures(refusal)
+        if var recent = state.refusals[key] {
+            recent.counter.increment()
+            guard recent.figures != figures else { return recent.error }
+            recent.figures = figures
+            recent.error = rpcError(refusal, appID: appID)
+            state.refusals[key] = recent
+            return recent.error
+        }
+        let counter = metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", refusal.reason.rawValue)])
+        counter.increment()
+        let error = rpcError(refusal, appID: appID)
+        if state.refusals.count < maxRecentRefusals {
+            state.refusals[key] = RecentRefusal(counter: counter, figures: figures, error: error)
+        }
+        return error
     }
 
     /// The call's store write is answered and its pushes handed on: its slot is free.
     public func finish(_ ticket: AdmissionTicket) {
         let now = uptime()
-        controller.withLockedValue { $0.finish(ticket, now: now) }
+        state.withLockedValue { $0.controller.finish(ticket, now: now) }
     }
 
     /// RESOURCE_EXHAUSTED over a limit (retry later, and slower), UNAVAILABLE for a
@@ -73,9 +149,5 @@ public final class AdmissionGate: Sendable {
                 "the call's deadline leaves \(remaining), calls currently take about \(estimate) to be answered; it was not processed",
                 details: details)
         }
-    }
-
-    private func counter(appID: String, reason: AdmissionRefusal.Reason) -> Counter {
-        metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", reason.rawValue)])
     }
 }

@@ -28,13 +28,19 @@ final class MetricHandlers: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Where handlers are made; nil: the bootstrapped system's, read when a handler is made.
+    private let factory: (any MetricsFactory)?
+
+    init(factory: (any MetricsFactory)? = nil) {
+        self.factory = factory
+    }
 
     func counter(_ label: String, app appID: String, _ dimensions: [(String, String)] = []) -> Counter {
         state.withLockedValue { state in
             let all = [("app", state.appLabel(appID))] + dimensions
             let key = Self.key(label, all)
             if let counter = state.counters[key] { return counter }
-            let counter = Counter(label: label, dimensions: all)
+            let counter = Counter(label: label, dimensions: all, factory: factory ?? MetricsSystem.factory)
             state.counters[key] = counter
             return counter
         }
@@ -45,7 +51,7 @@ final class MetricHandlers: Sendable {
             let all = [("app", state.appLabel(appID))] + dimensions
             let key = Self.key(label, all)
             if let timer = state.timers[key] { return timer }
-            let timer = Timer(label: label, dimensions: all)
+            let timer = Timer(label: label, dimensions: all, factory: factory ?? MetricsSystem.factory)
             state.timers[key] = timer
             return timer
         }

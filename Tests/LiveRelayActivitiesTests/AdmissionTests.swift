@@ -1,14 +1,16 @@
 import LiveRelayAPNs
-import LiveRelayActivities
 import LiveRelayDomain
 import LiveRelayMessages
 import LiveRelayService
 import LiveRelayStore
 import LiveRelayTestSupport
 import Logging
+import MetricsTestKit
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
+
+@testable import LiveRelayActivities
 
 /// The admission rules as a value, on a clock the test moves.
 @Suite struct AdmissionControllerTests {
@@ -154,6 +156,53 @@ import Testing
         c.finish(first, now: start + .seconds(1))
         for _ in 0..<5 { _ = try admitted(c.admit(appID: "a", deadline: start + .milliseconds(1), now: start)) }
         #expect(c.inFlight == 5 && c.inFlight(appID: "a") == 5)
+    }
+}
+
+/// The gate as the service uses it: every refusal is counted by app and reason, and
+/// its answer quotes the figures of that refusal, also when the last one is reused.
+@Suite struct AdmissionGateTests {
+    func error(_ result: Result<AdmissionTicket, RPCError>) throws -> RPCError {
+        switch result {
+        case let .success(ticket): throw TestFailure("admitted: \(ticket)")
+        case let .failure(error): return error
+        }
+    }
+
+    @Test func everyRefusalIsCountedAndQuotesItsOwnFigures() throws {
+        let uptime = ManualUptime()
+        let metrics = TestMetrics()
+        let gate = AdmissionGate(
+            limits: AdmissionLimits(maxInFlightPerApp: 1, maxInFlight: 4), uptime: { uptime.read() }, metricsFactory: metrics)
+        func refused(_ app: String, reason: String) throws -> Int64 {
+            try metrics.expectCounter("liverelay_admission_refused_total", [("app", app), ("reason", reason)]).totalValue
+        }
+        for _ in 0..<2 { _ = try gate.admit(appID: "noisy", deadline: nil).get() }
+        let alone = try (0..<5).map { _ in try error(gate.admit(appID: "noisy", deadline: nil)) }
+        #expect(try refused("noisy", reason: "AppOverloaded") == 5)
+        #expect(alone.allSatisfy { $0.status == .resourceExhausted && $0.message == alone[0].message })
+        #expect(alone[0].message.contains("has 2 calls in progress, its limit is 2 now"), "\(alone[0].message)")
+        #expect(alone[0].details.reason == "AppOverloaded" && alone[0].details.retryAfterMS == 50)
+
+        // Another busy app shrinks the share: the next refusal quotes the new limit.
+        _ = try gate.admit(appID: "quiet", deadline: nil).get()
+        let shared = try error(gate.admit(appID: "noisy", deadline: nil))
+        #expect(shared.message.contains("has 2 calls in progress, its limit is 1 now"), "\(shared.message)")
+        #expect(try refused("noisy", reason: "AppOverloaded") == 6)
+        let quiet = try error(gate.admit(appID: "quiet", deadline: nil))
+        #expect(quiet.message.contains("app \"quiet\" has 1 calls in progress, its limit is 1 now"), "\(quiet.message)")
+        #expect(try refused("quiet", reason: "AppOverloaded") == 1)
+        #expect(gate.recentRefusalCount == 2)
+
+        // A deadline refusal quotes the time each call had left.
+        let ticket = try gate.admit(appID: "late", deadline: nil).get()
+        uptime.advance(.milliseconds(40))
+        gate.finish(ticket)
+        let short = try error(gate.admit(appID: "late", deadline: uptime.read() + .milliseconds(3)))
+        let shorter = try error(gate.admit(appID: "late", deadline: uptime.read() + .milliseconds(2)))
+        #expect(short.status == .unavailable && short.message.contains("leaves 3 ms"), "\(short.message)")
+        #expect(shorter.message.contains("leaves 2 ms"), "\(shorter.message)")
+        #expect(try refused("late", reason: "DeadlineUnreachable") == 2)
     }
 }
 

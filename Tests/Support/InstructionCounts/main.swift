@@ -16,7 +16,7 @@ import Darwin
 // prints `units N` (calls, decodes or pushes done in the measured loop): the gate
 // divides callgrind's instruction count by it.
 
-let workloads = DecodeWorkloads.all + RPCWorkloads.all + DispatchWorkloads.all + APNsClientWorkloads.all
+let workloads = DecodeWorkloads.all + RPCWorkloads.all + RefusalWorkload.all + DispatchWorkloads.all + APNsClientWorkloads.all
 
 func usage(_ workloads: [Workload]) -> Never {
     print("usage: liverelay-instructions WORKLOAD [--iterations N] | --list")
