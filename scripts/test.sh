@@ -38,11 +38,26 @@ bash clients/go/scripts/test.sh
 # The end-to-end suites drive child processes with blocking waits, which hold the test
 # runner's threads: beside the unit suites they starve time-bounded async tests (the
 # registry's change feeds waited 20 s for a poll once). They run after them, apart.
-timeout --signal=TERM 2700 swift test --skip-build --skip EndToEndTests --skip NGHTTPDInteropTests || {
-  status=$?
-  [ "$status" -eq 124 ] && echo "test.sh: swift test did not finish within 45 minutes (a hung test); see the last 'started' lines above" >&2
-  exit "$status"
+#
+# The unit suites take 2 to 4 minutes. Some full runs (3 of about 10 here) stopped instead:
+# tests of many suites at once waiting, every thread of the test process idle, no Swift
+# concurrency worker thread left (gdb), never at the same test; the cause is not found.
+# Such a run is stopped after 20 minutes and run once more, saying so; a test that fails
+# fails the run at once, and a second stop fails it too.
+unit_suites() {
+  timeout --signal=TERM 1200 swift test --skip-build --skip EndToEndTests --skip NGHTTPDInteropTests
 }
+status=0
+unit_suites || status=$?
+if [ "$status" -eq 124 ]; then
+  echo "test.sh: the unit suites made no progress within 20 minutes (the stall described in scripts/test.sh); running them once more" >&2
+  status=0
+  unit_suites || status=$?
+fi
+if [ "$status" -ne 0 ]; then
+  [ "$status" -eq 124 ] && echo "test.sh: the unit suites did not finish within 20 minutes twice (a hung test); see the last 'started' lines above" >&2
+  exit "$status"
+fi
 # The APNs client against nghttpd runs apart: one of its tests freezes (SIGSTOP) and kills a
 # child nghttpd, and twice a run that had it beside the other suites stopped at that moment
 # with every thread idle (the cause is not found; alone, under load, it passed every time).
