@@ -50,7 +50,7 @@ unit_suites() {
 status=0
 unit_suites || status=$?
 if [ "$status" -eq 124 ]; then
-  echo "test.sh: the unit suites made no progress within 20 minutes (the stall described in scripts/test.sh); running them once more" >&2
+  echo "test.sh: the unit suites did not finish within 20 minutes (the stall described in scripts/test.sh); running them once more" >&2
   status=0
   unit_suites || status=$?
 fi
@@ -60,7 +60,7 @@ if [ "$status" -ne 0 ]; then
 fi
 # The APNs client against nghttpd runs apart: one of its tests freezes (SIGSTOP) and kills a
 # child nghttpd, and twice a run that had it beside the other suites stopped at that moment
-# with every thread idle (the cause is not found; alone, under load, it passed every time).
+# (the stall above, since seen without it too; alone, under load, it passed every time).
 timeout --signal=TERM 600 swift test --skip-build --filter NGHTTPDInteropTests
 timeout --signal=TERM 1800 swift test --skip-build --filter EndToEndTests
 # The suites that load the whole machine (the SIGKILL tests of durable intents, the short

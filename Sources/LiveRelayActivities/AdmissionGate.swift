@@ -31,8 +31,8 @@ public final class AdmissionGate: Sendable {
     /// The figures a refusal's answer quotes, and that answer.
     private struct RecentRefusal {
         let counter: Counter
-        var figures: Figures
-        var error: RPCError
+        let figures: Figures
+        let error: RPCError
     }
 
     /// What ``rpcError(_:appID:)`` quotes, as it quotes it: equal figures, equal answers.
@@ -100,18 +100,13 @@ public final class AdmissionGate: Sendable {
     private static func answer(_ refusal: AdmissionRefusal, appID: String, state: inout State, metrics: MetricHandlers) -> RPCError {
         let key = RefusalKey(appID: appID, reason: refusal.reason)
         let figures = Figures(refusal)
-        if var recent = state.refusals[key] {
-            recent.counter.increment()
-            guard recent.figures != figures else { return recent.error }
-            recent.figures = figures
-            recent.error = rpcError(refusal, appID: appID)
-            state.refusals[key] = recent
-            return recent.error
-        }
-        let counter = metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", refusal.reason.rawValue)])
+        let kept = state.refusals[key]
+        let counter =
+            kept?.counter ?? metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", refusal.reason.rawValue)])
         counter.increment()
+        if let kept, kept.figures == figures { return kept.error }
         let error = rpcError(refusal, appID: appID)
-        if state.refusals.count < maxRecentRefusals {
+        if kept != nil || state.refusals.count < maxRecentRefusals {
             state.refusals[key] = RecentRefusal(counter: counter, figures: figures, error: error)
         }
         return error
