@@ -140,7 +140,7 @@ public struct StartActivity: StoreMutation {
                 bundleID: app.bundleID, priority: command.priority,
                 expiration: activity.expiresAt.seconds),
             targets: resolution.targets,
-            expiresAt: activity.expiresAt)
+            expiresAt: PushBatch.sendBy(activity.expiresAt))
         batch.idempotencyKey = command.idempotencyKey
         let reply = StoredReply(
             timestamp: stamp, state: activity.state, targeted: batch.targets.count,
@@ -272,7 +272,7 @@ public struct ChangeActivity: StoreMutation {
         var batch = PushBatch(
             appID: appID, activityID: activityID, event: event, timestamp: stamp, payload: payload,
             headers: APNsHeaders(bundleID: app.bundleID, priority: priority, expiration: expiration.seconds),
-            targets: targets, expiresAt: expiration)
+            targets: targets, expiresAt: PushBatch.sendBy(expiration))
         batch.idempotencyKey = idempotencyKey
         let reply = StoredReply(timestamp: stamp, state: activity.state, targeted: targets.count)
         writes.insert(.putActivity(activity), at: 0)

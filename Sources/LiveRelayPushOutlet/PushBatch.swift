@@ -44,7 +44,8 @@ public struct PushBatch: Hashable, Sendable {
     public var targets: [PushTarget]
     /// When the pushes stop being worth sending (the activity's end of life):
     /// a push not sent by then expires. The `apns-expiration` header says the
-    /// same to APNs; the dispatcher reads this field, never the header.
+    /// same to APNs in whole seconds, so this is that second (``sendBy(_:)``);
+    /// the dispatcher reads this field, never the header.
     public var expiresAt: UnixTime?
     /// A durable intent records the batch (keyed by app, activity and
     /// timestamp): the sink tells its ``DispatchLedger`` when every push is
@@ -66,6 +67,11 @@ public struct PushBatch: Hashable, Sendable {
         self.targets = targets
         self.expiresAt = expiresAt
     }
+
+    /// The send-by time of pushes whose life ends at `end`: its whole second, the one
+    /// their `apns-expiration` carries. With the milliseconds kept, a push sent in the
+    /// last second of its life would reach APNs after the expiration it states.
+    public static func sendBy(_ end: UnixTime) -> UnixTime { UnixTime(seconds: end.seconds) }
 }
 
 /// A token APNs declared dead (410, BadDeviceToken, DeviceTokenNotForTopic),

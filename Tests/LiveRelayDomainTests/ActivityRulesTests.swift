@@ -25,6 +25,8 @@ let order1 = ActivityKey(appID: app.id, activityID: "order-1")
             ])
         #expect(call.batch.headers.topic == "com.example.app.push-type.liveactivity")
         #expect(call.batch.headers.expiration == (t0 + .milliseconds(1500) + .hours(8)).seconds)
+        // The dispatcher's send-by time is the header's second, never half a second past it.
+        #expect(call.batch.expiresAt == UnixTime(seconds: call.batch.headers.expiration))
         #expect(call.batch.payload.text.contains(#""input-push-token":1"#))
         let activity = try #require(state.activity(order1))
         #expect(activity.state == .starting)
