@@ -49,3 +49,41 @@ struct PostgresClockTests {
         }
     }
 }
+
+/// How samples of the database's clock move the offset leases are written with: only by
+/// more than the hysteresis, and a slow round trip (its midpoint may be off by half of it)
+/// only when it is still more exact than what the kept offset rests on.
+@Suite struct PostgresClockSampleTests {
+    @Test func aSlowRoundTripDoesNotMoveAnOffsetThatAFastOneSet() {
+        let clock = PostgresClock(clock: SystemClock())
+        // Database 400 ms ahead, measured over a 200 ms round trip.
+        #expect(clock.record(database: 10_500, sentAt: 10_000, answeredAt: 10_200) == 400)
+        #expect(clock.offsetMilliseconds == 400)
+        // 200 ms off: within the hysteresis, kept.
+        clock.record(database: 20_700, sentAt: 20_000, answeredAt: 20_200)
+        #expect(clock.offsetMilliseconds == 400)
+        // A 3 s round trip (a stalled query) whose midpoint says 1,400: kept.
+        #expect(clock.record(database: 32_900, sentAt: 30_000, answeredAt: 33_000) == 1_400)
+        #expect(clock.offsetMilliseconds == 400)
+        // A fast sample 1 s away: the clocks did move.
+        clock.record(database: 41_450, sentAt: 40_000, answeredAt: 40_100)
+        #expect(clock.offsetMilliseconds == 1_400)
+    }
+
+    @Test func aSlowFirstSampleGivesWayToAMoreExactOne() {
+        let clock = PostgresClock(clock: SystemClock())
+        clock.record(database: 11_500, sentAt: 10_000, answeredAt: 13_000)
+        #expect(clock.offsetMilliseconds == 0)
+        // Slow too, but more exact than the first, and 600 ms away: taken.
+        clock.record(database: 21_100, sentAt: 20_000, answeredAt: 21_000)
+        #expect(clock.offsetMilliseconds == 600)
+        // Slower than that one: not taken.
+        clock.record(database: 32_000, sentAt: 30_000, answeredAt: 32_000)
+        #expect(clock.offsetMilliseconds == 600)
+        // Within the hysteresis and fast: the offset stays, and now rests on a 100 ms round trip,
+        // so a 900 ms one 700 ms away no longer moves it.
+        clock.record(database: 40_750, sentAt: 40_000, answeredAt: 40_100)
+        clock.record(database: 51_750, sentAt: 50_000, answeredAt: 50_900)
+        #expect(clock.offsetMilliseconds == 600)
+    }
+}
