@@ -7,7 +7,7 @@
 #   scripts/bench.sh              # everything, ~8 min after the builds
 #   scripts/bench.sh gate         # the CI regression gate only (~40 s after the build)
 #   scripts/bench.sh gate --write-baseline    # re-record Benchmarks/bench-baseline.json
-#   scripts/bench.sh overload     # the overload isolation scenario only (~3 min after the build)
+#   scripts/bench.sh overload     # the overload isolation scenario only, and its null-service floor (~5 min after the build)
 #
 # The other areas run a script of scripts/bench/ with the arguments that follow (each says
 # its own options and environment in its header):
@@ -188,19 +188,21 @@ results, when, duration, warmup = sys.argv[1:5]
 def ms(us): return f"{us / 1000:.2f}"
 def mib(b): return "n/a" if b is None else f"{b / 1048576:.0f}"
 rows = []
-for name in ["on", "off"]:
+labels = {"on": "defaults", "off": "off", "null": "null service (the floor)"}
+for name in ["on", "off", "null"]:
     path = os.path.join(results, f"{name}.json")
     if not os.path.exists(path):
         continue
     r = json.load(open(path))
     m = r["rounds"][r["median_round"]]
     qa, qf, nf = m["quiet_alone"], m["quiet_flood"], m["noisy_flood"]
-    refusal = nf.get("refusal_latency_us")
+    # The null service refuses nothing: its row shows when it answered the flood's calls.
+    refusal = nf.get("service_time_us") if name == "null" else nf.get("refusal_latency_us")
     ratios = ", ".join(f'{x["quiet_p99_ratio"]:.2f}' for x in r["rounds"])
     cpu = m.get("server_cpu_percent_during_flood")
-    rows.append(f'| {"defaults" if name == "on" else "off"} | {r["capacity"]:,.0f}{"" if r["capacity_measured"] else " (given)"} | '
+    rows.append(f'| {labels[name]} | {r["capacity"]:,.0f}{"" if r["capacity_measured"] else " (given)"} | '
                 f'{nf["asked_rate"]:,.0f} / {nf["achieved_rate"]:,.0f} / {nf["ok_per_second"]:,.0f} | {r["noisy_refusal_rate"] * 100:.1f}% | '
-                + (f'{ms(refusal["p50"])} / {ms(refusal["p99"])}' if refusal else "—") + " | "
+                + (f'{"answers " if name == "null" else ""}{ms(refusal["p50"])} / {ms(refusal["p99"])}' if refusal else "—") + " | "
                 f'{ms(qa["latency_us"]["p50"])} / {ms(qa["latency_us"]["p99"])} | '
                 f'{ms(qf["latency_us"]["p50"])} / {ms(qf["latency_us"]["p99"])} ({qf["ok"]:,} of {qf["sent"]:,} OK) | '
                 f'**{r["quiet_p99_ratio"]:.2f}x** ({ratios}) | {m["quiet_service_p99_ratio"]:.2f}x | {"met" if r["goal_met"] else "**not met**"} | '
@@ -219,33 +221,36 @@ if os.path.exists(null_path) and os.path.exists(on_path):
     null = json.load(open(null_path))
     on = json.load(open(on_path))
     refusal_cpu = on["rounds"][on["median_round"]].get("server_cpu_us_per_noisy_call")
-    null_cpu = null.get("server_cpu_us_per_call")
+    null_cpu = null["rounds"][null["median_round"]].get("server_cpu_us_per_noisy_call")
     if refusal_cpu and null_cpu:
         out += ["", f"Server CPU per noisy call in the flood (refusals, and the admitted calls among them), admission at its defaults: "
-                f"{refusal_cpu:.1f} µs; the null service's per call at the same asked rate, on the same CPU: {null_cpu:.1f} µs "
+                f"{refusal_cpu:.1f} µs; the null service's per call in the same flood, on the same CPU: {null_cpu:.1f} µs "
                 f"(**{refusal_cpu / null_cpu:.2f}x**, goal ≤ 2x)."]
 print("\n".join(out))
 PY
     cat "$tables"
 }
 
-# What a refusal costs, against what the null service's whole call costs: the null service
-# on the server's CPU, RegisterToken open loop at the rate the noisy app asked for.
-overload_null_cost() {
-    local asked
-    asked=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(int(r["rounds"][r["median_round"]]["noisy_flood"]["asked_rate"]))' "$OVERLOAD_RESULTS/on.json")
+# The floor: the same scenario (same capacity, rounds and flood) against the null service on
+# the server's CPU, which answers every call at once and stores nothing. No server that
+# answers each call does better than it: its quiet p99 ratio and its answers' latency bound
+# what admission can reach on that CPU, and its CPU per call is what a refusal is held to.
+overload_null_floor() {
+    local capacity
+    capacity=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["capacity"])' "$OVERLOAD_RESULTS/on.json")
     PIN=$SERVER_CPU start_server null_pinned --null-service
     local key
     key=$(sed -n 's/^export LIVERELAY_API_KEY=//p' "$WORK/logs/null_pinned.out" | head -1)
     [ -n "$key" ] && LIVERELAY_API_KEY=$key
-    log "overload: the null service at the noisy app's rate ($asked calls/s)"
-    ${GENERATOR_CPU:+taskset -c "$GENERATOR_CPU"} timeout --signal=KILL $((WARMUP + DURATION + 120)) "$LR" bench --port "$PORT_null_pinned" \
-        --ca-file "$CA" --server-pid "$PID_null_pinned" --name null-at-flood-rate --warmup "$WARMUP" --duration "$DURATION" \
-        --rate "$asked" --connections 4 --mix register --json >"$OVERLOAD_RESULTS/null.json" 2>"$WORK/logs/overload-null.err" || {
+    log "overload: the same scenario against the null service (the floor), capacity $capacity"
+    ${GENERATOR_CPU:+taskset -c "$GENERATOR_CPU"} timeout --signal=KILL $((7 * (WARMUP + DURATION) + 180)) "$LR" bench overload --port "$PORT_null_pinned" \
+        --ca-file "$CA" --api-key "$LIVERELAY_API_KEY" --server-pid "$PID_null_pinned" --duration "$DURATION" --warmup "$WARMUP" \
+        --capacity "$capacity" --json >"$OVERLOAD_RESULTS/null.json" 2>"$WORK/logs/overload-null.err" || {
         log "the null service run failed:"
         tail -20 "$WORK/logs/overload-null.err" >&2
         return 1
     }
+    grep -v '^\S* \[' "$WORK/logs/overload-null.err" >&2 || true
     kill -TERM "$PID_null_pinned" 2>/dev/null || true
 }
 
@@ -253,7 +258,7 @@ if [ "$MODE" = overload ]; then
     # The null server only made the development certificate; the scenario wants the cores.
     kill -TERM "$PID_null" 2>/dev/null || true
     run_overload
-    overload_null_cost
+    overload_null_floor
     overload_tables
     log "overload scenario finished in $(($(date +%s) - STARTED)) s; raw reports in $OVERLOAD_RESULTS"
     exit 0
@@ -400,7 +405,7 @@ fi
 # The RPC servers go first: their development setups may still be delivering the pushes
 # of the fan-out loads above to their in-process mocks, on the cores measured here.
 stop_servers "$PID_null" "$PID_memory" "$PID_sqlite" ${PID_postgres:+"$PID_postgres"} ${MEMORY_MOCK_PID:+"$MEMORY_MOCK_PID"}
-run_overload || log "overload scenario failed; no overload table"
+{ run_overload && overload_null_floor; } || log "overload scenario failed; no overload table"
 FANOUT=${FANOUT:-100000}
 FANOUT_CALLS=${FANOUT_CALLS:-3}
 H2LOAD_REQUESTS=${H2LOAD_REQUESTS:-300000}
