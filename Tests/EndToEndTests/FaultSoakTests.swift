@@ -9,7 +9,7 @@ import Testing
 ///
 /// It keeps both cores busy for about half a minute, which starves the time-bounded tests
 /// that run beside it; so it runs only with LIVERELAY_HEAVY_E2E set, which scripts/test.sh
-/// does in a second `swift test` after the others, alone.
+/// does in a `swift test` of its own after the others.
 @Suite(.serialized, .enabled(if: heavyEndToEndTestsEnabled, "set LIVERELAY_HEAVY_E2E=1 (scripts/test.sh runs them alone)"))
 struct FaultSoakTests {
     /// Shorter lives and outages than the long soak's defaults, so 20,000 pushes on a debug
