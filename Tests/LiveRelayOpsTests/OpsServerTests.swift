@@ -164,8 +164,17 @@ struct OpsServerTests {
                 return connection.waitForClose(seconds: 20)
             }
             #expect(closed, "the connection was still open 20 s after its unfinished head")
-            // A complete request is served as before.
-            #expect(try await httpGet(port: port, path: "/healthz").status == 200)
+            // A complete request is served as before. A loaded machine may read even a whole head
+            // after the 300 ms and close that connection (the timeout doing its job): try again.
+            var answered: [String] = []
+            for _ in 0..<5 where answered.last != "200" {
+                do {
+                    answered.append("\(try await httpGet(port: port, path: "/healthz").status)")
+                } catch {
+                    answered.append("\(error)")
+                }
+            }
+            #expect(answered.last == "200", "answers: \(answered)")
             tasks.cancelAll()
         }
     }
