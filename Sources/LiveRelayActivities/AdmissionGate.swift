@@ -85,31 +85,46 @@ public final class AdmissionGate: Sendable {
     /// The ticket of an admitted call, or the RPC error the caller gets.
     public func admit(appID: String, deadline: NIODeadline?) -> Result<AdmissionTicket, RPCError> {
         let now = uptime()
-        return state.withLockedValue { state in
+        let decision = state.withLockedValue { state -> Decision in
             switch state.controller.admit(appID: appID, deadline: deadline, now: now) {
             case let .success(ticket):
-                return .success(ticket)
+                return .admitted(ticket)
             case let .failure(refusal):
-                return .failure(Self.answer(refusal, appID: appID, state: &state, metrics: metrics))
+                let (counter, error) = Self.answer(refusal, appID: appID, state: &state, metrics: metrics)
+                return .refused(counter, error)
             }
+        }
+        switch decision {
+        case let .admitted(ticket):
+            return .success(ticket)
+        case let .refused(counter, error):
+            // Counted once the other event loops may take the lock again.
+            counter.increment()
+            return .failure(error)
         }
     }
 
-    /// Counts the refusal and returns its answer: the one kept for its app and reason
-    /// when it quotes the same figures, else a new one, kept for the next.
-    private static func answer(_ refusal: AdmissionRefusal, appID: String, state: inout State, metrics: MetricHandlers) -> RPCError {
+    private enum Decision {
+        case admitted(AdmissionTicket)
+        case refused(Counter, RPCError)
+    }
+
+    /// The refusal's counter and answer: the answer kept for its app and reason when it
+    /// quotes the same figures, else a new one, kept for the next.
+    private static func answer(
+        _ refusal: AdmissionRefusal, appID: String, state: inout State, metrics: MetricHandlers
+    ) -> (Counter, RPCError) {
         let key = RefusalKey(appID: appID, reason: refusal.reason)
         let figures = Figures(refusal)
         let kept = state.refusals[key]
         let counter =
             kept?.counter ?? metrics.counter("liverelay_admission_refused_total", app: appID, [("reason", refusal.reason.rawValue)])
-        counter.increment()
-        if let kept, kept.figures == figures { return kept.error }
+        if let kept, kept.figures == figures { return (counter, kept.error) }
         let error = rpcError(refusal, appID: appID)
         if kept != nil || state.refusals.count < maxRecentRefusals {
             state.refusals[key] = RecentRefusal(counter: counter, figures: figures, error: error)
         }
-        return error
+        return (counter, error)
     }
 
     /// The call's store write is answered and its pushes handed on: its slot is free.

@@ -12,10 +12,10 @@ import PostgresNIO
 /// Rows keep database time in `dispatch_intents.lease_until`; this node's
 /// rules and overlays keep its own, and ``PostgresSession`` translates at the
 /// boundary (``PostgresIntentOverlay``, ``PostgresTables/claimableIntents``).
-/// Measured at open and every ``refreshInterval`` from one round trip
-/// (the midpoint of the node's clock around the server's `clock_timestamp()`,
-/// wrong by at most half the round trip), and changed only when it moves by
-/// more than ``hysteresis``: a lease written under one offset and checked
+/// Measured at open and every ``refreshInterval`` from a round trip (up to
+/// ``attempts`` when they are slow): the midpoint of the node's clock around
+/// the server's `clock_timestamp()`, wrong by at most half the round trip,
+/// changed only when it moves by more than ``hysteresis``: a lease written under one offset and checked
 /// under another differs by that change, so small wobbles of the round trip
 /// must not move lease boundaries. Nor may a slow round trip (a busy node or
 /// database): a sample taking longer than ``maxRoundTrip`` moves the offset
